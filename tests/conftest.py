@@ -1,0 +1,26 @@
+"""Shared test configuration: the ``gpu`` marker skips where no CUDA GPU is usable."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+
+@functools.cache
+def gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA GPU here (run with the lent GPU: see README)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

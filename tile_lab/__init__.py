@@ -1,0 +1,71 @@
+"""tile_lab: a Jupyter workbench for cuTile Python (``import cuda.tile as ct``).
+
+The public surface is re-exported here and imported lazily, so ``import tile_lab``
+stays cheap and never needs CuPy or a GPU. Each name lives in the module that owns it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (relative to this package)
+_EXPORTS: dict[str, str] = {
+    # compile + inspect (source -> artifacts)
+    "inspect": "._inspect",
+    "Inspection": "._inspect",
+    "doctor": ".toolchain",
+    # emulator, trace, sanitizer (artifacts -> execution on CPU)
+    "emulate": ".emulator",
+    "trace": ".emulator",
+    "Trace": ".trace",
+    "MemoryAccess": ".trace",
+    "sanitize": ".sanitize",
+    "SanitizerReport": ".sanitize",
+    # diagrams (trace -> SVG)
+    "diagram": ".render.diagram",
+    "partition": ".render.diagram",
+    # GPU: launch, measure (execution on GPU -> measurements)
+    "launch": ".gpu",
+    "bench": ".gpu",
+    "Measurement": ".gpu.measurement",
+    "load_measurements": ".gpu.measurement",
+    "roofline": ".render.plots",
+    # tuning
+    "Space": ".tune",
+    "tune": ".tune",
+    "explore": ".widgets.explore",
+    # exercises
+    "check": ".checker",
+    # CUDA Tile C++
+    "inspect_cpp": ".cpp",
+    "compare": ".cpp",
+    # errors
+    "TileLabError": ".errors",
+    "NoGPUError": ".errors",
+    "EmulatorUnsupported": ".errors",
+}
+
+__all__ = sorted([*_EXPORTS, "load_ipython_extension", "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tile_lab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext tile_lab``: register the ``%%tile`` cell magic (prints nothing)."""
+    from .magic import register
+
+    register(ipython)

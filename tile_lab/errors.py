@@ -1,0 +1,84 @@
+"""Every exception and warning class tile_lab raises, one name per error kind.
+
+Errors that point into user code carry a :class:`SourceLocation` and render themselves
+(message, the offending line, a caret, a hint) through ``_render_traceback_``, so a
+failing ``%%tile`` cell shows the user's line instead of a tile_lab stack trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A position in user source. ``line`` is 1-based as the user sees it; ``col`` 0-based."""
+
+    filename: str
+    line: int
+    col: int | None = None
+    text: str | None = None  # the source line itself, when known
+
+
+class TileLabWarning(UserWarning):
+    """Warnings of tile_lab itself (turned into errors in tile_lab's own tests)."""
+
+
+class TileLabError(Exception):
+    """Base class. ``location`` (if any) points into the user's cell or file."""
+
+    def __init__(self, message: str, location: SourceLocation | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.hint = hint
+
+    def __reduce__(self):  # survive pickling across worker processes
+        return (type(self), (self.message, self.location, self.hint))
+
+    def render(self) -> str:
+        """Plain-text rendering: message, location line, source line, caret, hint."""
+        out = [f"{type(self).__name__}: {self.message}"]
+        loc = self.location
+        if loc is not None:
+            out.append(f"  at {loc.filename}, line {loc.line}")
+            if loc.text is not None:
+                out.append(f"  {loc.line:>4} | {loc.text.rstrip()}")
+                if loc.col is not None:
+                    out.append("       | " + " " * loc.col + "^")
+        if self.hint:
+            out.append(f"hint: {self.hint}")
+        return "\n".join(out)
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython calls this instead of printing a Python traceback.
+        return self.render().splitlines()
+
+
+class CompileError(TileLabError):
+    """The kernel failed to compile (syntax, cuTile typing, or tileiras)."""
+
+
+class SignatureError(TileLabError):
+    """``--args`` / ``--sig`` could not be turned into a kernel signature."""
+
+
+class ToolchainError(TileLabError):
+    """A compiler tool (tileiras, tileirdisasm, nvdisasm, nvcc) is missing or broken."""
+
+
+class EmulatorUnsupported(TileLabError):
+    """The CPU emulator does not implement this cuTile operation."""
+
+
+class EmulationError(TileLabError):
+    """A kernel did something invalid while running in the emulator."""
+
+
+class NoGPUError(TileLabError):
+    """A GPU-only operation was requested where no usable CUDA GPU is present."""
+
+
+class LaunchError(TileLabError):
+    """A GPU launch failed (fault, timeout, or the worker process died)."""

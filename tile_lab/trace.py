@@ -1,0 +1,298 @@
+"""The access trace: every memory operation an emulated kernel performed.
+
+Produced by the emulator (``tile_lab.trace``), read by the sanitizer and the diagrams.
+Plain data: no HTML, no compiling. Element sets are stored compactly — a box for
+tile-space ops (``ct.load``/``ct.store``/tiled views), flat index arrays only for
+gather/scatter/atomics — so a trace of 10^5 operations stays small.
+
+Coordinates are always *array* element indices (row-major ``ndim``-tuples), never bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Block = tuple[int, int, int]
+
+READ_KINDS = frozenset({"load", "gather"})
+WRITE_KINDS = frozenset({"store", "scatter"})
+ATOMIC_KINDS = frozenset({"atomic"})
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """A kernel argument that is an array: its parameter name, shape and dtype name."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryAccess:
+    """One memory operation by one block.
+
+    ``kind``: "load" | "store" | "gather" | "scatter" | "atomic".
+    ``op``: the cuTile function, e.g. "load", "store", "gather", "atomic_add", "atomic_cas".
+    For tile-space ops, ``tile_index``/``tile_shape`` give the tile, and ``box_start``/
+    ``box_stop`` give the element box the tile covers *before* clipping to the array (it
+    may extend past the array: those lanes are padded on a load, discarded on a store).
+    For gather/scatter/atomics, ``flat_indices`` are the in-bounds element indices
+    touched (after the mask), and ``out_of_bounds`` counts lanes that fell outside.
+    ``line`` is the source line in ``filename``; ``iteration`` counts earlier executions
+    of the same source line by the same block (the loop iteration for a loop body).
+    """
+
+    seq: int
+    block: Block
+    kind: str
+    op: str
+    arg: str
+    line: int
+    iteration: int
+    filename: str = ""
+    tile_index: tuple[int, ...] | None = None
+    tile_shape: tuple[int, ...] | None = None
+    box_start: tuple[int, ...] | None = None
+    box_stop: tuple[int, ...] | None = None
+    flat_indices: np.ndarray | None = None
+    out_of_bounds: int = 0
+    masked_off: int = 0
+    padding: str | None = None  # padding mode name on loads, when relevant
+    unchecked: bool = False  # gather/scatter with check_bounds=False
+
+    @property
+    def is_read(self) -> bool:
+        return self.kind in READ_KINDS or self.kind in ATOMIC_KINDS
+
+    @property
+    def is_write(self) -> bool:
+        return self.kind in WRITE_KINDS or self.kind in ATOMIC_KINDS
+
+    @property
+    def is_box(self) -> bool:
+        return self.box_start is not None
+
+    def clipped_box(self, shape: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The part of the tile box inside an array of ``shape`` (start, stop per axis)."""
+        assert self.box_start is not None and self.box_stop is not None
+        start = tuple(min(max(s, 0), n) for s, n in zip(self.box_start, shape))
+        stop = tuple(min(max(e, 0), n) for e, n in zip(self.box_stop, shape))
+        stop = tuple(max(a, b) for a, b in zip(start, stop))
+        return start, stop
+
+    def element_count(self, shape: Sequence[int]) -> int:
+        """How many in-bounds elements this access touched."""
+        if self.is_box:
+            start, stop = self.clipped_box(shape)
+            return int(np.prod([b - a for a, b in zip(start, stop)]))
+        return 0 if self.flat_indices is None else int(self.flat_indices.size)
+
+    def mask(self, shape: Sequence[int]) -> np.ndarray:
+        """Boolean array of ``shape``: True where this access touched an element."""
+        out = np.zeros(tuple(shape), dtype=bool)
+        if self.is_box:
+            start, stop = self.clipped_box(shape)
+            out[tuple(slice(a, b) for a, b in zip(start, stop))] = True
+        elif self.flat_indices is not None:
+            out.reshape(-1)[self.flat_indices] = True
+        return out
+
+    def outside_count(self, shape: Sequence[int]) -> int:
+        """Lanes outside the array: padded (loads) or discarded (stores)."""
+        if self.is_box:
+            assert self.box_start is not None and self.box_stop is not None
+            total = int(np.prod([b - a for a, b in zip(self.box_start, self.box_stop)]))
+            return total - self.element_count(shape)
+        return self.out_of_bounds
+
+    def to_json(self) -> dict:
+        d = {k: getattr(self, k) for k in (
+            "seq", "block", "kind", "op", "arg", "line", "iteration", "filename",
+            "tile_index", "tile_shape", "box_start", "box_stop", "out_of_bounds",
+            "masked_off", "padding", "unchecked")}
+        d["flat_indices"] = None if self.flat_indices is None else self.flat_indices.tolist()
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> MemoryAccess:
+        d = dict(d)
+        for k in ("block", "tile_index", "tile_shape", "box_start", "box_stop"):
+            if d.get(k) is not None:
+                d[k] = tuple(d[k])
+        if d.get("flat_indices") is not None:
+            d["flat_indices"] = np.asarray(d["flat_indices"], dtype=np.int64)
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """All memory operations of one emulated launch, in program order per block.
+
+    Blocks run in row-major order of the grid (x fastest), as the emulator ran them.
+    """
+
+    kernel: str
+    grid: Block
+    arrays: tuple[ArrayInfo, ...]
+    accesses: tuple[MemoryAccess, ...]
+    source: str = ""  # kernel source text, for labels
+    first_line: int = 1  # line number of the source's first line in ``filename``
+    filename: str = ""
+    scalars: dict = field(default_factory=dict)  # non-array arguments by name
+
+    # ---- lookups -------------------------------------------------------------
+    def array(self, name: str) -> ArrayInfo:
+        for a in self.arrays:
+            if a.name == name:
+                return a
+        names = ", ".join(a.name for a in self.arrays)
+        raise KeyError(f"no array argument named {name!r}; the kernel's arrays are: {names}")
+
+    @property
+    def blocks(self) -> list[Block]:
+        """Every block of the grid, in the order the emulator ran them."""
+        gx, gy, gz = self.grid
+        return [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+
+    def __len__(self) -> int:
+        return len(self.accesses)
+
+    def __iter__(self) -> Iterator[MemoryAccess]:
+        return iter(self.accesses)
+
+    def select(self, *, block: Sequence[int] | None = None, arg: str | None = None,
+               kind: str | Iterable[str] | None = None, line: int | None = None,
+               iteration: int | None = None) -> list[MemoryAccess]:
+        """Accesses matching every given filter. ``block`` may be 1–3 ints."""
+        want_block = None if block is None else _as_block(block)
+        kinds = None if kind is None else ({kind} if isinstance(kind, str) else set(kind))
+        if arg is not None:
+            self.array(arg)  # clear error for a wrong name
+        return [a for a in self.accesses
+                if (want_block is None or a.block == want_block)
+                and (arg is None or a.arg == arg)
+                and (kinds is None or a.kind in kinds)
+                and (line is None or a.line == line)
+                and (iteration is None or a.iteration == iteration)]
+
+    def footprint(self, block: Sequence[int], arg: str, *, kind: str | None = None) -> np.ndarray:
+        """Boolean mask over ``arg``'s elements that ``block`` touched (reads and writes,
+        or only ``kind`` = "read" / "write")."""
+        info = self.array(arg)
+        out = np.zeros(info.shape, dtype=bool)
+        for a in self.select(block=block, arg=arg):
+            if _kind_matches(a, kind):
+                out |= a.mask(info.shape)
+        return out
+
+    def coverage(self, arg: str, kind: str = "write") -> np.ndarray:
+        """Per element of ``arg``: how many *distinct blocks* read ("read") or wrote
+        ("write") it. Vectorised per access; cost is O(accesses + touched elements)."""
+        info = self.array(arg)
+        total = np.zeros(info.shape, dtype=np.int32)
+        for blk, accesses in _group_by_block(a for a in self.accesses if a.arg == arg
+                                             and _kind_matches(a, kind)):
+            seen = np.zeros(info.shape, dtype=bool)
+            for a in accesses:
+                if a.is_box:
+                    start, stop = a.clipped_box(info.shape)
+                    seen[tuple(slice(s, e) for s, e in zip(start, stop))] = True
+                elif a.flat_indices is not None:
+                    seen.reshape(-1)[a.flat_indices] = True
+            total += seen
+        return total
+
+    def writers(self, arg: str, index: Sequence[int]) -> list[MemoryAccess]:
+        """Every access that wrote element ``index`` of ``arg`` (stores, scatters, atomics)."""
+        return self._touching(arg, index, "write")
+
+    def readers(self, arg: str, index: Sequence[int]) -> list[MemoryAccess]:
+        """Every access that read element ``index`` of ``arg``."""
+        return self._touching(arg, index, "read")
+
+    def _touching(self, arg: str, index: Sequence[int], kind: str) -> list[MemoryAccess]:
+        info = self.array(arg)
+        idx = tuple(int(i) for i in index)
+        if len(idx) != len(info.shape) or any(not 0 <= i < n for i, n in zip(idx, info.shape)):
+            raise IndexError(f"index {idx} is outside {arg} of shape {info.shape}")
+        flat = int(np.ravel_multi_index(idx, info.shape))
+        out = []
+        for a in self.accesses:
+            if a.arg != arg or not _kind_matches(a, kind):
+                continue
+            if a.is_box:
+                start, stop = a.clipped_box(info.shape)
+                if all(s <= i < e for s, i, e in zip(start, idx, stop)):
+                    out.append(a)
+            elif a.flat_indices is not None and np.any(a.flat_indices == flat):
+                out.append(a)
+        return out
+
+    def lines(self) -> list[int]:
+        """Source lines that performed memory operations, sorted."""
+        return sorted({a.line for a in self.accesses})
+
+    def max_iteration(self) -> int:
+        return max((a.iteration for a in self.accesses), default=0)
+
+    def tile_shapes(self, arg: str) -> list[tuple[int, ...]]:
+        """Distinct tile shapes used on ``arg`` (in first-use order)."""
+        seen: dict[tuple[int, ...], None] = {}
+        for a in self.accesses:
+            if a.arg == arg and a.tile_shape is not None:
+                seen.setdefault(a.tile_shape, None)
+        return list(seen)
+
+    # ---- serialisation --------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps({
+            "kernel": self.kernel, "grid": list(self.grid),
+            "arrays": [{"name": a.name, "shape": list(a.shape), "dtype": a.dtype}
+                       for a in self.arrays],
+            "accesses": [a.to_json() for a in self.accesses],
+            "source": self.source, "first_line": self.first_line, "filename": self.filename,
+            "scalars": self.scalars,
+        })
+
+    @classmethod
+    def from_json(cls, text: str) -> Trace:
+        d = json.loads(text)
+        return cls(kernel=d["kernel"], grid=tuple(d["grid"]),
+                   arrays=tuple(ArrayInfo(a["name"], tuple(a["shape"]), a["dtype"])
+                                for a in d["arrays"]),
+                   accesses=tuple(MemoryAccess.from_json(a) for a in d["accesses"]),
+                   source=d.get("source", ""), first_line=d.get("first_line", 1),
+                   filename=d.get("filename", ""), scalars=d.get("scalars", {}))
+
+    def __repr__(self) -> str:
+        return (f"Trace(kernel={self.kernel!r}, grid={self.grid}, "
+                f"arrays={[a.name for a in self.arrays]}, accesses={len(self.accesses)})")
+
+
+def _as_block(block: Sequence[int]) -> Block:
+    b = tuple(int(x) for x in block)
+    if not 1 <= len(b) <= 3:
+        raise ValueError(f"a block id has 1 to 3 components, got {block!r}")
+    return (b + (0, 0))[:3]  # type: ignore[return-value]
+
+
+def _kind_matches(a: MemoryAccess, kind: str | None) -> bool:
+    if kind is None:
+        return True
+    if kind == "read":
+        return a.is_read
+    if kind == "write":
+        return a.is_write
+    return a.kind == kind
+
+
+def _group_by_block(accesses: Iterable[MemoryAccess]) -> Iterator[tuple[Block, list[MemoryAccess]]]:
+    groups: dict[Block, list[MemoryAccess]] = {}
+    for a in accesses:
+        groups.setdefault(a.block, []).append(a)
+    return iter(groups.items())

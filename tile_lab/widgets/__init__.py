@@ -1,0 +1,1 @@
+"""Widgets (ipywidgets front ends): diagram browser, tuning explorer."""
