@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     # compile + inspect (source -> artifacts)
     "inspect": "._inspect",
-    "Inspection": "._inspect",
+    "Inspection": ".artifacts",
     "doctor": ".toolchain",
     # emulator, trace, sanitizer (artifacts -> execution on CPU)
     "emulate": ".emulator",
