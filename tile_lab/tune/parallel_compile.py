@@ -1,0 +1,106 @@
+"""Compile a tuning sweep's configs in worker processes before measuring them.
+
+Compilation (tileiras) dominates tuning time, and cuTile compiles serially inside ``ct.launch``.
+Workers compile each config for exactly the signature ``ct.launch`` will use (computed here, in the
+parent, from the real arguments) into cuTile's on-disk cubin cache; the measuring launches then
+find their cubins there. Compile failures come back as data (config key -> message).
+"""
+
+from __future__ import annotations
+
+import linecache
+import multiprocessing
+import os
+import pickle
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from .space import Config
+from .store import config_key
+
+
+def precompile_configs(kernel: Any, configs: Sequence[Config],
+                       args_fn: Callable[[Config], Sequence[Any]], kinds: dict[str, str],
+                       arch: str | None, workers: int | None) -> dict[str, str]:
+    """Compile every config in parallel; returns {config key: error} for those that failed."""
+    ref = kernel_reference(kernel)
+    jobs, errors = [], {}
+    for cfg in configs:
+        hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
+        try:
+            k = kernel.replace_hints(**hints) if hints else kernel
+            sig = launch_signature(k, tuple(args_fn(cfg)))
+            pickle.dumps(sig)
+        except Exception as e:  # cannot even build the signature: a compile failure
+            errors[config_key(cfg)] = f"{type(e).__name__}: {e}"
+            continue
+        jobs.append((config_key(cfg), ref, sig, hints, arch))
+    if not jobs:
+        return errors
+    n = workers or max(1, min(len(jobs), os.cpu_count() or 1))
+    ctx = multiprocessing.get_context("spawn")  # never fork a process holding a CUDA context
+    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        for key, err in pool.map(_compile_job, jobs):
+            if err is not None:
+                errors[key] = err
+    return errors
+
+
+def launch_signature(kernel: Any, args: tuple[Any, ...]) -> Any:
+    """The signature ``ct.launch`` derives from these arguments (public cuTile API)."""
+    from cuda.tile.compilation import CallingConvention, KernelSignature
+
+    return KernelSignature.from_kernel_args(kernel, args, CallingConvention.cutile_python_v1())
+
+
+def kernel_reference(kernel: Any) -> tuple[str, ...]:
+    """How a worker process finds ``kernel``: ("module", name, qualname) for importable modules,
+    ("source", filename, text, qualname) for kernels defined in a notebook cell or string."""
+    from .._cutile_compat import python_function
+
+    func = python_function(kernel)
+    module = sys.modules.get(func.__module__)
+    path = getattr(module, "__file__", None)
+    if module is not None and path and os.path.exists(path) and func.__module__ != "__main__":
+        return ("module", func.__module__, func.__qualname__)
+    filename = func.__code__.co_filename
+    text = "".join(linecache.getlines(filename))
+    if not text:
+        raise RuntimeError(f"cannot find the source of kernel {func.__qualname__} "
+                           f"({filename}) to compile it in a worker process")
+    return ("source", filename, text, func.__qualname__)
+
+
+def resolve_kernel(ref: tuple[str, ...]) -> Any:
+    if ref[0] == "module":
+        import importlib
+
+        obj: Any = importlib.import_module(ref[1])
+        for part in ref[2].split("."):
+            obj = getattr(obj, part)
+        return obj
+    _, filename, text, qualname = ref
+    # Register the source so cuTile's inspect.findsource sees the same lines as in the parent.
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    namespace: dict[str, Any] = {"__name__": "__tile_lab_worker__"}
+    exec(compile(text, filename, "exec"), namespace)
+    return namespace[qualname]
+
+
+def _compile_job(job: tuple[str, tuple[str, ...], Any, dict[str, Any], str | None]
+                 ) -> tuple[str, str | None]:
+    key, ref, sig, hints, arch = job
+    try:
+        from .._cutile_compat import compile_cubin_like_cutile, compiler_options
+
+        kernel = resolve_kernel(ref)
+        if hints:
+            kernel = kernel.replace_hints(**hints)
+        # cuTile's own compile path, so the cubin lands in its disk cache under the same key
+        # that ct.launch will look up.
+        compile_cubin_like_cutile(kernel, sig, arch, compiler_options(kernel))
+        return key, None
+    except Exception as e:
+        return key, f"{type(e).__name__}: {e}"

@@ -1,0 +1,103 @@
+"""What a tuning run produced: every success with its measurement, every failure with its error.
+
+Failures are data (never a time of ``inf``); ``summary()`` and the rich display show both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .space import Config
+
+
+@dataclass(frozen=True)
+class Success:
+    config: Config
+    measurement: Any  # tile_lab.gpu.measurement.Measurement (or a recorded dict-backed one)
+    from_store: bool = False
+
+    @property
+    def time_s(self) -> float:
+        return float(self.measurement.mean_s)
+
+    @property
+    def ci95_s(self) -> float:
+        return float(self.measurement.ci95_s)
+
+    @property
+    def gbps(self) -> float | None:
+        return self.measurement.gbps
+
+    @property
+    def tflops(self) -> float | None:
+        return self.measurement.tflops
+
+
+@dataclass(frozen=True)
+class Failure:
+    config: Config
+    stage: str  # "compile" | "launch" | "check" | "timeout"
+    error: str
+    from_store: bool = False
+
+
+@dataclass(frozen=True)
+class TuningResult:
+    """``best`` (a Success or None), ``successes``, ``failures``, ``rejected`` (filtered out by
+    the space before running, with the reason), and the context the results are valid in."""
+
+    kernel_name: str
+    successes: tuple[Success, ...]
+    failures: tuple[Failure, ...]
+    rejected: tuple[Any, ...] = ()
+    context: dict[str, Any] = field(default_factory=dict)
+    objective: str = "time"
+    wall_s: float = 0.0
+
+    @property
+    def best(self) -> Success | None:
+        if not self.successes:
+            return None
+        return min(self.successes, key=self._score)
+
+    @property
+    def worst(self) -> Success | None:
+        if not self.successes:
+            return None
+        return max(self.successes, key=self._score)
+
+    def _score(self, s: Success) -> float:
+        # lower is better for every objective
+        if self.objective == "time":
+            return s.time_s
+        value = s.gbps if self.objective == "gbps" else s.tflops
+        return -(value or 0.0)
+
+    def ranked(self) -> list[Success]:
+        return sorted(self.successes, key=self._score)
+
+    def summary(self, top_k: int = 10) -> str:
+        lines = [f"{self.kernel_name}: {len(self.successes)} succeeded, "
+                 f"{len(self.failures)} failed, {len(self.rejected)} filtered out"
+                 + (f", {self.wall_s:.1f} s" if self.wall_s else "")]
+        for i, s in enumerate(self.ranked()[:top_k]):
+            extra = []
+            if s.gbps is not None:
+                extra.append(f"{s.gbps:.0f} GB/s")
+            if s.tflops is not None:
+                extra.append(f"{s.tflops:.1f} TFLOPS")
+            mark = "best " if i == 0 else "     "
+            lines.append(f"  {mark}{s.config.label():<48} {s.time_s * 1e6:10.1f} µs "
+                         f"± {s.ci95_s * 1e6:.1f}  {' '.join(extra)}")
+        for f in self.failures:
+            lines.append(f"  FAIL {f.config.label():<48} [{f.stage}] {f.error.splitlines()[0]}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def _repr_html_(self) -> str:
+        from ..render.tune_plots import result_table_html
+
+        return result_table_html(self)

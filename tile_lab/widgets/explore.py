@@ -1,0 +1,272 @@
+"""``tile_lab.explore``: one slider per knob; moving one re-runs the kernel at that config.
+
+With a GPU the config is compiled (cached), launched and measured, and the plot of the current knob
+is redrawn; without one the sliders still drive the CPU emulator and the partition diagram, and the
+performance pane shows recorded results (a TuningStore file) for the selected config. A "sweep"
+button runs ``tile_lab.tune`` with a progress bar; "apply best" binds the tuned kernel in the user
+namespace and prints the code that reproduces it.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..tune.result import Failure, Success, TuningResult
+from ..tune.space import Config, Space, config_from_mapping
+from ..tune.store import TuningStore, config_key
+
+
+class Explorer:
+    """The widget and its state; ``.widget`` is the ipywidgets box (also shown by display)."""
+
+    def __init__(self, kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
+                 args_fn: Callable[[Config], Sequence[Any]], *,
+                 diagram_args_fn: Callable[[Config], Sequence[Any]] | None = None,
+                 check: Callable[..., Any] | None = None, store: TuningStore | str | None = None,
+                 measure: Callable[..., Any] | None = None, use_gpu: bool | None = None,
+                 metric: str = "time", name: str | None = None) -> None:
+        import ipywidgets as w
+
+        self.kernel, self.space = kernel, space
+        self.grid_fn, self.args_fn = grid_fn, args_fn
+        self.diagram_args_fn = diagram_args_fn or args_fn
+        self.check, self.metric = check, metric
+        self.store = TuningStore(store) if isinstance(store, str) else store
+        self.kinds = space.classify(kernel)
+        self.use_gpu = _gpu_present() if use_gpu is None else use_gpu
+        self._measure = measure
+        self.name = name or _kernel_name(kernel)
+        self.measured: dict[str, Success | Failure] = {}
+        self.result: TuningResult | None = None
+        self.redraws = 0  # count of completed redraws (tests and the UI both read it)
+
+        self.sliders: dict[str, Any] = {}
+        for knob, values in space.knobs.items():
+            if set(values) <= {True, False, None} and len(values) <= 3:
+                ctl = w.ToggleButtons(options=list(values), description=knob)
+            else:
+                ctl = w.SelectionSlider(options=list(values), description=knob,
+                                        continuous_update=False)
+            ctl.observe(self._on_change, names="value")
+            self.sliders[knob] = ctl
+        self.status = w.HTML()
+        self.perf = w.Output()
+        self.diagram = w.HTML()
+        self.progress = w.IntProgress(min=0, max=max(len(space), 1), description="sweep")
+        self.sweep_button = w.Button(description="sweep", icon="play")
+        self.apply_button = w.Button(description="apply best", icon="check")
+        self.sweep_button.on_click(lambda _: self.sweep())
+        self.apply_button.on_click(lambda _: self.apply_best())
+        mode = ("GPU" if self.use_gpu
+                else "CPU emulator (no GPU: performance shows recorded results)")
+        header = w.HTML(f"<b>{html.escape(self.name)}</b> — {html.escape(mode)}")
+        controls = w.VBox([header, *self.sliders.values(),
+                           w.HBox([self.sweep_button, self.apply_button, self.progress]),
+                           self.status])
+        self.widget = w.VBox([controls, w.HBox([self.perf, self.diagram])])
+        self.redraw()
+
+    # ---- state ------------------------------------------------------------------------------
+    @property
+    def config(self) -> Config:
+        return config_from_mapping(self.space, {k: s.value for k, s in self.sliders.items()})
+
+    def set(self, **values: Any) -> None:
+        """Move sliders programmatically (one redraw at the end)."""
+        for k, v in values.items():
+            self.sliders[k].unobserve(self._on_change, names="value")
+            try:
+                self.sliders[k].value = v
+            finally:
+                self.sliders[k].observe(self._on_change, names="value")
+        self.redraw()
+
+    def _on_change(self, change: dict[str, Any]) -> None:
+        self._last_knob = getattr(change.get("owner"), "description", None)
+        self.redraw()
+
+    # ---- one redraw: run at the current config, update the panes ----------------------------
+    def redraw(self) -> None:
+        cfg = self.config
+        valid = {config_key(c) for c in self.space.configs(None)}
+        if config_key(cfg) not in valid:
+            self.status.value = f"<span style='color:#D55E00'>{html.escape(cfg.label())}: " \
+                                "rejected by the space's constraints</span>"
+            self.redraws += 1
+            return
+        outcome = self._outcome(cfg)
+        self.status.value = _status_html(cfg, outcome, recorded=not self.use_gpu)
+        self._draw_perf(cfg)
+        self._draw_diagram(cfg)
+        self.redraws += 1
+
+    def _outcome(self, cfg: Config) -> Success | Failure | None:
+        key = config_key(cfg)
+        if key in self.measured:
+            return self.measured[key]
+        if self.use_gpu or self._measure is not None:
+            from ..tune.tuner import _measure_one
+
+            measure = self._measure or _default_measure(self.check)
+            out = _measure_one(measure, self.kernel, cfg, self.kinds, self.grid_fn,
+                               self.args_fn, 20)
+            self.measured[key] = out
+            return out
+        return self._recorded(cfg)
+
+    def _recorded(self, cfg: Config) -> Success | Failure | None:
+        if self.store is None:
+            return None
+        for rec in self.store.records():
+            if config_key(rec.config) == config_key(cfg) and rec.context.get("kernel") == self.name:
+                if rec.status == "ok" and rec.measurement is not None:
+                    from ..tune.tuner import _recorded
+
+                    return Success(cfg, _recorded(rec.measurement), from_store=True)
+                return Failure(cfg, rec.stage or "launch", rec.error or "", from_store=True)
+        return None
+
+    def _draw_perf(self, cfg: Config) -> None:
+        import matplotlib.pyplot as plt
+
+        from ..render.tune_plots import knob_plot
+
+        result = self._known_result()
+        self.perf.clear_output(wait=True)
+        if result is None or result.best is None:
+            return
+        with self.perf:
+            changed = self._last_knob or next(iter(self.space.knobs))
+            fig = knob_plot(result, changed, self.metric)
+            from IPython.display import display
+
+            display(fig)
+            plt.close(fig)
+
+    _last_knob: str | None = None
+
+    def _known_result(self) -> TuningResult | None:
+        succ = [o for o in self.measured.values() if isinstance(o, Success)]
+        if not succ and self.store is not None and not self.use_gpu:
+            for rec in self.store.records():
+                if rec.status == "ok" and rec.context.get("kernel") == self.name:
+                    from ..tune.tuner import _recorded
+
+                    succ.append(Success(rec.config, _recorded(rec.measurement), from_store=True))
+        if self.result is not None:
+            succ = list(self.result.successes) + succ
+        if not succ:
+            return None
+        return TuningResult(self.name, tuple(succ), ())
+
+    def _draw_diagram(self, cfg: Config) -> None:
+        try:
+            import tile_lab
+
+            grid = tuple(int(g) for g in self.grid_fn(cfg))
+            args = tuple(self.diagram_args_fn(cfg))
+            trace = tile_lab.trace(self.kernel, grid, args)
+            self.diagram.value = tile_lab.diagram(trace)._repr_html_()
+        except Exception as e:  # the diagram is an aid: show why it is missing, keep the widget
+            self.diagram.value = (f"<pre style='color:#D55E00'>diagram unavailable: "
+                                  f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</pre>")
+
+    # ---- buttons ------------------------------------------------------------------------------
+    def sweep(self, **tune_kwargs: Any) -> TuningResult:
+        from ..tune import tune
+
+        measure = self._measure if self._measure is not None else None
+        self.progress.value = 0
+        result = tune(self.kernel, self.space, self.grid_fn, self.args_fn, check=self.check,
+                      store=self.store, measure=measure, progress=False, **tune_kwargs)
+        self.result = result
+        self.progress.value = len(result.successes) + len(result.failures)
+        best = result.best
+        if best is not None:
+            self.set(**best.config.as_dict())
+        return result
+
+    def apply_best(self, namespace: dict[str, Any] | None = None) -> str:
+        """Bind ``<name>_tuned`` (hints applied) and the best constants; return the snippet."""
+        result = self.result or self._known_result()
+        if result is None or result.best is None:
+            raise RuntimeError("no measured config yet: move a slider or press sweep first")
+        best = result.best.config
+        hints = {k: v for k, v in best.items if self.kinds.get(k) == "hint"}
+        consts = {k: v for k, v in best.items if self.kinds.get(k) == "constant"}
+        tuned = self.kernel.replace_hints(**hints) if hints else self.kernel
+        if namespace is None:
+            namespace = _user_namespace()
+        namespace[f"{self.name}_tuned"] = tuned
+        namespace[f"{self.name}_best"] = consts
+        hint_txt = ", ".join(f"{k}={v!r}" for k, v in hints.items())
+        snippet = (f"{self.name}_tuned = {self.name}.replace_hints({hint_txt})\n"
+                   f"{self.name}_best = {consts!r}  # pass these Constant values in the args")
+        print(snippet)
+        return snippet
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+
+def explore(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
+            args_fn: Callable[[Config], Sequence[Any]], **kwargs: Any) -> Explorer:
+    """Interactive sliders over ``space`` (see :class:`Explorer`)."""
+    return Explorer(kernel, space, grid_fn, args_fn, **kwargs)
+
+
+def _status_html(cfg: Config, outcome: Any, *, recorded: bool) -> str:
+    label = html.escape(cfg.label())
+    if outcome is None:
+        why = "no recorded result for this config" if recorded else "not measured"
+        return f"{label}: <i>{why}</i>"
+    if isinstance(outcome, Failure):
+        return (f"<span style='color:#D55E00'>{label}: failed at {html.escape(outcome.stage)}: "
+                f"{html.escape(outcome.error)}</span>")
+    m = outcome.measurement
+    parts = [f"{outcome.time_s * 1e6:.1f} µs ± {outcome.ci95_s * 1e6:.1f}"]
+    if outcome.gbps is not None:
+        parts.append(f"{outcome.gbps:.0f} GB/s")
+    if outcome.tflops is not None:
+        parts.append(f"{outcome.tflops:.1f} TFLOPS")
+    src = " (recorded" + (f" on {html.escape(str(getattr(m, 'gpu_name', '')))}" if
+                          getattr(m, "gpu_name", None) else "") + ")" if outcome.from_store else ""
+    return f"{label}: {' · '.join(parts)}{src}"
+
+
+def _default_measure(check: Any) -> Callable[..., Any]:
+    from .. import gpu
+
+    def measure(kernel, grid, args, n):
+        return gpu.bench(kernel, grid, args, mode="cold", samples=n, check=check)
+
+    return measure
+
+
+def _gpu_present() -> bool:
+    try:
+        from ..gpu.device import gpu_available
+
+        return bool(gpu_available())
+    except Exception:
+        return False
+
+
+def _kernel_name(kernel: Any) -> str:
+    from ..tune.tuner import _name
+
+    return _name(kernel)
+
+
+def _user_namespace() -> dict[str, Any]:
+    from IPython import get_ipython
+
+    ip = get_ipython()
+    if ip is None:
+        raise RuntimeError("apply_best() outside IPython needs namespace=")
+    return ip.user_ns
+
