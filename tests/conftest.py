@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
+
+# Plots render headless in tests; notebooks choose their own backend.
+os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 @functools.cache

@@ -6,12 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from tune_fakes import FakeGPU
+from tune_kernels import scale_copy
 
 from tile_lab.tune import Config, Space, SpaceError, TuneError, TuningStore, tune
 from tile_lab.tune.store import StoredRecord, config_key
-
-from tune_fakes import FakeGPU
-from tune_kernels import scale_copy
 
 N = 1 << 12
 
@@ -34,14 +33,14 @@ def test_space_classifies_constants_and_hints():
 
 
 def test_space_rejects_unknown_knob_by_name():
-    with pytest.raises(SpaceError, match="'tile_m'.*Constant parameters: TILE, LAT"):
+    with pytest.raises(SpaceError, match=r"'tile_m'.*Constant parameters: TILE, LAT"):
         Space(tile_m=[64]).classify(scale_copy)
 
 
 def test_space_rejects_out_of_range_hint_values():
-    with pytest.raises(SpaceError, match="num_ctas.*3"):
+    with pytest.raises(SpaceError, match=r"num_ctas.*3"):
         Space(num_ctas=[1, 3])
-    with pytest.raises(SpaceError, match="latency.*11"):
+    with pytest.raises(SpaceError, match=r"latency.*11"):
         Space(latency=[11])
 
 
@@ -93,8 +92,8 @@ def test_random_respects_budget_and_seed():
     a, b = FakeGPU(), FakeGPU()
     ra = tune(scale_copy, SPACE, _grid, _args, strategy="random", budget=4, seed=1,
               measure=a, progress=False)
-    rb = tune(scale_copy, SPACE, _grid, _args, strategy="random", budget=4, seed=1,
-              measure=b, progress=False)
+    tune(scale_copy, SPACE, _grid, _args, strategy="random", budget=4, seed=1,
+         measure=b, progress=False)
     assert len(ra.successes) == 4 and a.calls == b.calls
     with pytest.raises(TuneError, match="budget"):
         tune(scale_copy, SPACE, _grid, _args, strategy="random", measure=a, progress=False)
