@@ -1,0 +1,87 @@
+# %% [markdown]
+# # 4 · Matrix multiply: the K-loop, `mma`, accumulator types
+#
+# Block (bx, by) computes one TM×TN tile of C. It walks along K: at step k it loads the A tile
+# (bx, k) and the B tile (k, by) and accumulates their product with `ct.mma` into a float32
+# accumulator — fp16 inputs, fp32 sums, as the tensor cores do.
+
+# %%
+import numpy as np
+import cuda.tile as ct
+import tile_lab
+
+%load_ext tile_lab
+
+# %%
+%%tile --sig "f16[256,128], f16[128,256], f32[256,256], 64, 64, 32" --arch sm_90 --show source,tileir
+@ct.kernel
+def matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    bx, by = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        a = ct.load(A, index=(bx, k), shape=(TM, TK))
+        b = ct.load(B, index=(k, by), shape=(TK, TN))
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(bx, by), tile=acc.astype(C.dtype))
+
+# %% [markdown]
+# The Tile IR shows the loop (`for`), the two `load_view_tko` per iteration and the `mma` on
+# `tile<64x32xf16>` × `tile<32x64xf16>` into `tile<64x64xf32>`.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+M, K, N = 256, 128, 256
+rng = np.random.default_rng(0)
+A = rng.standard_normal((M, K)).astype(np.float16)
+B = rng.standard_normal((K, N)).astype(np.float16)
+C = np.zeros((M, N), np.float32)
+tr = tile_lab.trace(matmul, (M // 64, N // 64), (A, B, C, 64, 64, 32))
+ref = A.astype(np.float32) @ B.astype(np.float32)
+print("max abs error vs fp32 NumPy:", float(np.abs(C - ref).max()) < 1e-2)
+print("loads by block (1, 2):", len(tr.select(block=(1, 2), kind="load")), "=",
+      K // 32, "K steps × 2")
+
+# %% [markdown]
+# ## The A/B/C picture for one block
+#
+# Block (1, 2) reads row-panel 1 of A and column-panel 2 of B — every k — and writes one tile of C.
+
+# %%
+tile_lab.diagram(tr, block=(1, 2), view="gemm")
+
+# %% [markdown]
+# Step through the K loop: iteration 2 of block (1, 2) loads A tile (1, 2) and B tile (2, 2).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for a in tr.select(block=(1, 2), iteration=2, kind="load"):
+    print(a.arg, "tile", a.tile_index, "line", a.line)
+
+# %% [markdown]
+# ## Accumulator types matter
+#
+# Accumulating in fp16 loses precision as K grows; fp32 accumulation (what `mma` does with an fp32
+# `acc`) keeps it. Compare the error of the two against a float64 reference:
+
+# %%
+@ct.kernel
+def matmul_acc16(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    bx, by = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float16)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        a = ct.load(A, index=(bx, k), shape=(TM, TK))
+        b = ct.load(B, index=(k, by), shape=(TK, TN))
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(bx, by), tile=acc.astype(C.dtype))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+K2 = 1024
+A2 = rng.standard_normal((64, K2)).astype(np.float16)
+B2 = rng.standard_normal((K2, 64)).astype(np.float16)
+exact = A2.astype(np.float64) @ B2.astype(np.float64)
+for name, kern in [("fp32 acc", matmul), ("fp16 acc", matmul_acc16)]:
+    C2 = np.zeros((64, 64), np.float32)
+    tile_lab.emulate(kern, (1, 1), (A2, B2, C2, 64, 64, 32))
+    rel = np.linalg.norm(C2 - exact) / np.linalg.norm(exact)
+    print(f"{name}: relative error {'< 1e-3' if rel < 1e-3 else '> 1e-3'}")
