@@ -233,8 +233,10 @@ def _status_html(cfg: Config, outcome: Any, *, recorded: bool) -> str:
         parts.append(f"{outcome.gbps:.0f} GB/s")
     if outcome.tflops is not None:
         parts.append(f"{outcome.tflops:.1f} TFLOPS")
-    src = " (recorded" + (f" on {html.escape(str(getattr(m, 'gpu_name', '')))}" if
-                          getattr(m, "gpu_name", None) else "") + ")" if outcome.from_store else ""
+    gpu = getattr(getattr(m, "provenance", None), "gpu", None) or getattr(m, "gpu_name", None)
+    src = ""
+    if outcome.from_store:
+        src = f" (recorded on {html.escape(str(gpu))})" if gpu else " (recorded)"
     return f"{label}: {' · '.join(parts)}{src}"
 
 
