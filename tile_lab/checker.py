@@ -53,7 +53,8 @@ class CheckResult:
             return (f"✓ {self.kernel}: {self.output} matches the reference ({self.total} "
                     f"elements, max abs err {self.max_abs_err:.3g}, on {self.device})")
         lines = [f"✗ {self.kernel}: {self.wrong} of {self.total} elements of {self.output} are "
-                 f"wrong (max abs err {self.max_abs_err:.3g}, on {self.device})"]
+                 f"wrong (max abs err of written elements {self.max_abs_err:.3g}, "
+                 f"on {self.device})"]
         if self.unwritten:
             lines.append(f"  {self.unwritten} elements were never written by any block")
         for b in self.bad_blocks[:8]:
@@ -65,6 +66,9 @@ class CheckResult:
         return "\n".join(lines)
 
     def __str__(self) -> str:
+        return self.verdict()
+
+    def __repr__(self) -> str:
         return self.verdict()
 
     def _repr_html_(self) -> str:
@@ -113,6 +117,8 @@ def check(kernel: Any, spec: Callable[..., Any], *, grid: Sequence[int],
     name = _output_name(kernel, n_in)
     wrong_mask, abs_err, rel_err = _compare(got, want, rtol, atol)
     unwritten_mask = _unwritten(got)
+    # Errors are reported over the elements that were written; unwritten ones are counted apart.
+    abs_err, rel_err = abs_err[~unwritten_mask], rel_err[~unwritten_mask]
     ok = not wrong_mask.any()
     bad: tuple[BadBlock, ...] = ()
     svg = ""

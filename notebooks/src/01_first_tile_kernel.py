@@ -40,10 +40,10 @@ def vector_add(a, b, c, TILE: ct.Constant[int]):
 
 # %%
 # NBVAL_CHECK_OUTPUT
+import re
+
 insp = tile_lab.inspect(vector_add, "f32[4096], f32[4096], f32[4096], 256", arch="sm_90")
-ops = [line.split("=")[-1].split()[0] for line in insp.tileir.splitlines()
-       if "_view_tko" in line]
-print(ops)
+print(re.findall(r"\b(?:load|store)_view_tko\b", insp.tileir))
 
 # %% [markdown]
 # ## Run it

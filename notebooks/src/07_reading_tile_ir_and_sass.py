@@ -27,7 +27,7 @@ SIG = "f16[4096,4096], f16[4096,4096], f16[4096,4096], 128, 128, 64"
 
 # %%
 hopper = tile_lab.inspect(matmul, SIG, arch="sm_90")
-hopper
+hopper.with_show(("source", "tileir", "remarks"))   # SASS is long: see below
 
 # %% [markdown]
 # ## Tensor cores, per architecture
@@ -47,6 +47,8 @@ for arch in ("sm_80", "sm_90", "sm_100"):
 
 # %% [markdown]
 # ## Where did each SASS instruction come from?
+#
+# (Show the SASS pane with `hopper.with_show(("source", "sass"))`.)
 #
 # Every SASS line carries the source line it was generated for (the cubin has line info). Count
 # instructions per source line: the `mma` line and the loads dominate.
