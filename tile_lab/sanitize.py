@@ -1,0 +1,557 @@
+"""The sanitizer: checks an access :class:`~tile_lab.trace.Trace` for memory bugs.
+
+``sanitize(kernel, grid, args)`` emulates the kernel (``tile_lab.trace``) and checks the
+trace; ``check_trace(trace)`` checks a trace you already have. Findings, each with the
+block, source line, argument and element ranges involved:
+
+``tile_out_of_bounds``
+    a ``ct.load``/``ct.store`` tile lying entirely outside its array (undefined behaviour
+    in cuTile; a *partly* outside tile is fine: its lanes are padded or discarded).
+``unchecked_out_of_bounds``
+    an access made with ``check_bounds=False`` that touched lanes outside the array.
+``write_race``
+    an element written by two different blocks where the writes are not both atomics
+    (or both inside critical sections of the same ``atomic_cas`` spin-lock).
+``scatter_collision``
+    one ``scatter`` whose lanes write the same element more than once (which lane wins
+    is unspecified on a GPU).
+``order_dependent_read``
+    a block reads an element that *another* block writes (non-atomically) in the same
+    launch: the value read depends on block scheduling, whether the write came first in
+    the emulator's order or not.
+``uncovered_output``
+    an output (an array some block stores or scatters to) has elements no block wrote.
+
+Every check is vectorised: per array, an int32 "last writer" array updated box by box
+(or with the flat indices of gathers/scatters/atomics), never a Python loop over elements.
+
+Spin-locks: an ``atomic_cas`` on a lock element starts a critical section of that block;
+a later non-CAS atomic (``atomic_xchg``, ``atomic_add``...) on the same element ends it.
+Plain accesses inside hold the lock; two blocks writing an element under the same lock do
+not race, and reads under a lock are not order-dependent. This is a heuristic (the trace
+does not record whether a CAS succeeded), sound for the usual acquire-loop/release shape.
+
+Known limitation: other synchronisation through atomics is not modelled. A "last block
+reduces" pattern (each block stores a partial, takes a ticket with ``atomic_add``, and the
+block drawing the last ticket reads every partial) is reported as order-dependent reads.
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .trace import ArrayInfo, Block, MemoryAccess, Trace
+
+Box = tuple[tuple[int, ...], tuple[int, ...]]  # (start, stop) per axis, stop exclusive
+
+KINDS = ("tile_out_of_bounds", "unchecked_out_of_bounds", "write_race", "scatter_collision",
+         "order_dependent_read", "uncovered_output")
+
+# ops whose tile entirely outside the array is undefined (partly outside is fine); for
+# these the trace records lanes, not a box
+_ADVANCED_INDEXING = frozenset({"load_advanced_indexing", "store_advanced_indexing"})
+_MAX_BOXES = 8  # element ranges kept per finding; ``count`` always has the full total
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in a trace.
+
+    ``kind`` is one of :data:`KINDS`. ``block``/``line`` are the access that exhibits the
+    problem (for races and order-dependent reads: the later one in emulation order);
+    ``other_block``/``other_line`` the access it conflicts with, when there is one.
+    ``boxes`` are element ranges of ``arg`` (start, stop per axis; at most 8 are kept,
+    ``count`` is the total number of elements involved) and ``occurrences`` how many
+    accesses this finding groups (findings are grouped per kind, argument and line).
+    """
+
+    kind: str
+    message: str
+    arg: str
+    line: int | None = None
+    block: Block | None = None
+    other_block: Block | None = None
+    other_line: int | None = None
+    boxes: tuple[Box, ...] = ()
+    count: int = 0
+    occurrences: int = 1
+    filename: str = ""
+    iteration: int | None = None  # of ``line`` in ``block`` (the loop trip), when known
+
+    def ranges(self) -> str:
+        """The element ranges as ``arg[a:b, c:d]`` text (``…`` when some were left off)."""
+        text = ", ".join(format_box(self.arg, b) for b in self.boxes)
+        return text + (", …" if self.count > sum(_box_size(b) for b in self.boxes) else "")
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "message": self.message, "arg": self.arg,
+                "line": self.line, "block": self.block, "other_block": self.other_block,
+                "other_line": self.other_line,
+                "boxes": [[list(s), list(e)] for s, e in self.boxes],
+                "count": self.count, "occurrences": self.occurrences,
+                "filename": self.filename, "iteration": self.iteration}
+
+
+@dataclass(frozen=True)
+class SanitizerReport:
+    """The findings of one sanitizer run (empty when the kernel is clean)."""
+
+    kernel: str
+    grid: Block
+    findings: tuple[Finding, ...] = ()
+    accesses: int = 0  # how many memory operations were checked
+    arrays: tuple[ArrayInfo, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def of_kind(self, kind: str) -> list[Finding]:
+        if kind not in KINDS:
+            raise ValueError(f"unknown finding kind {kind!r}; kinds are: {', '.join(KINDS)}")
+        return [f for f in self.findings if f.kind == kind]
+
+    def summary(self) -> str:
+        """One line: kernel, grid, and how many findings of each kind."""
+        head = f"sanitizer: {self.kernel} grid={self.grid}: {self.accesses} memory ops checked"
+        if self.ok:
+            return head + ", no problems found"
+        counts: dict[str, int] = {}
+        for f in self.findings:
+            counts[f.kind] = counts.get(f.kind, 0) + 1
+        parts = ", ".join(f"{n} {k}" for k, n in counts.items())
+        return f"{head}, {len(self.findings)} finding{'s' * (len(self.findings) != 1)}: {parts}"
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        for f in self.findings:
+            where = f"line {f.line}" if f.line is not None else "no line"
+            lines.append(f"- [{f.kind}] {where}, {f.arg}: {f.message}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        status = "ok" if self.ok else "problems"
+        out = [f'<div class="tile-lab-sanitizer tile-lab-sanitizer-{status}">',
+               f"<p><b>{esc(self.summary())}</b></p>"]
+        if self.findings:
+            out.append("<table><thead><tr><th>kind</th><th>line</th><th>argument</th>"
+                       "<th>block</th><th>elements</th><th>message</th></tr></thead><tbody>")
+            for f in self.findings:
+                block = "" if f.block is None else esc(str(f.block))
+                line = "" if f.line is None else str(f.line)
+                out.append(f"<tr><td>{esc(f.kind)}</td><td>{line}</td><td>{esc(f.arg)}</td>"
+                           f"<td>{block}</td><td>{esc(f.ranges())}</td>"
+                           f"<td>{esc(f.message)}</td></tr>")
+            out.append("</tbody></table>")
+        out.append("</div>")
+        return "\n".join(out)
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "grid": list(self.grid), "accesses": self.accesses,
+                "findings": [f.to_json() for f in self.findings]}
+
+
+# ---- public entry points --------------------------------------------------------------
+
+def sanitize(kernel, grid, args) -> SanitizerReport:
+    """Emulate ``kernel`` on ``grid`` with ``args`` (like ``tile_lab.trace``: NumPy arrays
+    are updated in place) and check every memory access it made."""
+    from .emulator import trace as run_trace
+
+    return check_trace(run_trace(kernel, grid, args))
+
+
+def check_trace(trace: Trace) -> SanitizerReport:
+    """Check a trace you already have; see the module docstring for the checks."""
+    blocks = _block_ids(trace)
+    locks = _locksets(trace)
+    by_arg: dict[str, list[int]] = {}
+    for i, a in enumerate(trace.accesses):
+        by_arg.setdefault(a.arg, []).append(i)
+    findings: list[Finding] = []
+    for info in trace.arrays:
+        accesses = by_arg.get(info.name)
+        if not accesses:
+            continue
+        checker = _ArrayChecker(trace, info, accesses, blocks, locks)
+        findings += checker.bounds_findings()
+        findings += checker.write_findings()
+        findings += checker.read_findings()
+        findings += checker.coverage_findings()
+    order = {k: i for i, k in enumerate(KINDS)}
+    findings.sort(key=lambda f: (order[f.kind], f.line or 0, f.arg))
+    return SanitizerReport(kernel=trace.kernel, grid=trace.grid, findings=tuple(findings),
+                           accesses=len(trace.accesses), arrays=trace.arrays)
+
+
+# ---- helpers on boxes -------------------------------------------------------------------
+
+def format_box(arg: str, box: Box) -> str:
+    """``C[0:64, 128:192]`` (a single element prints as ``C[3, 5]``)."""
+    parts = [str(s) if e == s + 1 else f"{s}:{e}" for s, e in zip(*box)]
+    return f"{arg}[{', '.join(parts)}]"
+
+
+def boxes_from_mask(mask: np.ndarray, limit: int | None = None) -> list[Box]:
+    """Cover the True elements of ``mask`` with disjoint boxes: runs along the last axis,
+    merged across consecutive indices of each outer axis when identical. Only rows with
+    a True element are visited, so a mostly-False mask of any size is cheap."""
+    mask = np.asarray(mask, dtype=bool)
+    if mask.ndim == 0:
+        return [((), ())] if mask else []
+    boxes = _boxes(mask)
+    return boxes if limit is None else boxes[:limit]
+
+
+def _boxes(mask: np.ndarray) -> list[Box]:
+    if mask.ndim == 1:
+        padded = np.concatenate(([False], mask, [False])).astype(np.int8)
+        edges = np.flatnonzero(np.diff(padded))
+        return [((int(s),), (int(e),)) for s, e in zip(edges[::2], edges[1::2])]
+    rows = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+    out: list[Box] = []
+    run_start, run_stop, run_sub = -1, -1, None
+    for r in rows.tolist():
+        sub = _boxes(mask[r])
+        if r == run_stop and sub == run_sub:
+            run_stop = r + 1
+            continue
+        if run_sub is not None:
+            out += [((run_start, *s), (run_stop, *e)) for s, e in run_sub]
+        run_start, run_stop, run_sub = r, r + 1, sub
+    if run_sub is not None:
+        out += [((run_start, *s), (run_stop, *e)) for s, e in run_sub]
+    return out
+
+
+def _box_size(box: Box) -> int:
+    return int(np.prod([e - s for s, e in zip(*box)])) if box[0] else 1
+
+
+# ---- the checks ---------------------------------------------------------------------------
+
+def _block_ids(trace: Trace) -> np.ndarray:
+    """Linear block id of every access (x fastest), as an int32 array indexed by position."""
+    gx, gy, _ = trace.grid
+    return np.array([b[0] + gx * (b[1] + gy * b[2]) for b in (a.block for a in trace.accesses)],
+                    dtype=np.int32)
+
+
+def _locksets(trace: Trace) -> list[int]:
+    """For every access, an id of the lock its block holds (0: none). A block holds lock
+    (arg, element) from an ``atomic_cas`` on that element until a later non-CAS atomic on
+    it. Nested locks get the id of the innermost one."""
+    def lock_key(a: MemoryAccess) -> tuple[str, int] | None:
+        if a.kind == "atomic" and a.flat_indices is not None and a.flat_indices.size:
+            return (a.arg, int(a.flat_indices.min()))
+        return None
+
+    # a CAS only starts a critical section if the same block later releases that element
+    # (a CAS used as a compare-and-swap update, with no release, is just an atomic)
+    acquired: set[tuple[Block, tuple[str, int]]] = set()
+    released: set[tuple[Block, tuple[str, int]]] = set()
+    for a in trace.accesses:
+        key = lock_key(a)
+        if key is None:
+            continue
+        if a.op == "atomic_cas":
+            acquired.add((a.block, key))
+        elif (a.block, key) in acquired:
+            released.add((a.block, key))
+    ids: dict[tuple[str, int], int] = {}
+    held: dict[Block, list[tuple[str, int]]] = {}
+    out: list[int] = []
+    for a in trace.accesses:
+        stack = held.setdefault(a.block, [])
+        key = lock_key(a)
+        if a.op == "atomic_cas" and key is not None and (a.block, key) in released:
+            if key not in stack:
+                stack.append(key)
+            out.append(0)  # the CAS itself is an atomic, never checked as plain access
+            continue
+        if a.kind == "atomic" and key is not None and key in stack:
+            stack.remove(key)
+            out.append(0)
+            continue
+        out.append(ids.setdefault(stack[-1], len(ids) + 1) if stack else 0)
+    return out
+
+
+class _ArrayChecker:
+    """All checks for one array argument. Accesses are processed in trace order."""
+
+    def __init__(self, trace: Trace, info: ArrayInfo, accesses: list[int],
+                 blocks: np.ndarray, locks: list[int]) -> None:
+        self.trace = trace
+        self.info = info
+        self.shape = tuple(info.shape)
+        self.size = int(np.prod(self.shape)) if self.shape else 1
+        self.idx = accesses
+        self.blocks = blocks
+        self.locks = locks
+        self.acc = trace.accesses
+        self.plain_writer: np.ndarray | None = None  # set by write_findings
+
+    # region of an access, as something that indexes an array of self.shape
+    def _region(self, a: MemoryAccess):
+        if a.is_box:
+            region = tuple(slice(min(max(s, 0), n), min(max(e, 0), n))
+                           for s, e, n in zip(a.box_start, a.box_stop, self.shape))
+            return None if any(r.stop <= r.start for r in region) else region
+        if a.flat_indices is None or a.flat_indices.size == 0:
+            return None
+        flat = np.asarray(a.flat_indices, dtype=np.int64)
+        flat = flat[(flat >= 0) & (flat < self.size)]  # the trace promises this; be safe
+        if flat.size == 0:
+            return None
+        return np.unravel_index(flat, self.shape) if self.shape else ()
+
+    def _finding(self, kind: str, message: str, a: MemoryAccess, **kw) -> Finding:
+        return Finding(kind=kind, message=message, arg=self.info.name, line=a.line,
+                       block=a.block, filename=a.filename, iteration=a.iteration, **kw)
+
+    # -- tile entirely outside / unchecked lanes outside -----------------------------------
+    def bounds_findings(self) -> list[Finding]:
+        groups: dict[tuple[str, int, str], list[MemoryAccess]] = {}
+        outside = self._boxes_entirely_outside()
+        for i in self.idx:
+            a = self.acc[i]
+            if i in outside or (a.op in _ADVANCED_INDEXING and a.out_of_bounds
+                                and (a.flat_indices is None or a.flat_indices.size == 0)):
+                groups.setdefault(("tile_out_of_bounds", a.line, a.op), []).append(a)
+            elif a.unchecked and a.outside_count(self.shape) > 0:
+                groups.setdefault(("unchecked_out_of_bounds", a.line, a.op), []).append(a)
+        out = []
+        for (kind, _, op), hits in groups.items():
+            a = hits[0]
+            trip = f", iteration {a.iteration} of line {a.line}" if a.iteration else ""
+            more = f" ({len(hits)} accesses, first by block {a.block}{trip})" \
+                if len(hits) > 1 else f" (block {a.block}{trip})"
+            if kind == "tile_out_of_bounds" and not a.is_box:
+                lanes = sum(h.out_of_bounds for h in hits)
+                msg = (f"ct.{op}: every lane of the tile is outside {self.info.name} of "
+                       f"shape {self.shape}: undefined behaviour in cuTile{more}")
+                boxes, count = (), lanes
+            elif kind == "tile_out_of_bounds":
+                box = (tuple(a.box_start), tuple(a.box_stop))
+                msg = (f"ct.{op} tile {a.tile_index} of shape {a.tile_shape} covers "
+                       f"{format_box(self.info.name, box)}, entirely outside "
+                       f"{self.info.name} of shape {self.shape}: undefined behaviour in "
+                       f"cuTile{more}")
+                boxes = tuple((tuple(h.box_start), tuple(h.box_stop)) for h in hits)
+                count = sum(int(np.prod(h.tile_shape or ())) for h in hits)
+            else:
+                lanes = sum(h.outside_count(self.shape) for h in hits)
+                msg = (f"ct.{op} with check_bounds=False touched {lanes} lane"
+                       f"{'s' * (lanes != 1)} outside {self.info.name} of shape "
+                       f"{self.shape}: undefined behaviour on a GPU{more}")
+                boxes, count = (), lanes
+            out.append(self._finding(kind, msg, a, boxes=boxes[:_MAX_BOXES], count=count,
+                                     occurrences=len(hits)))
+        return out
+
+    def _boxes_entirely_outside(self) -> set[int]:
+        """Trace positions of tile boxes with no element inside the array (vectorised over
+        all boxes of this array at once)."""
+        nd = len(self.shape)
+        boxed = [i for i in self.idx if self.acc[i].is_box and len(self.acc[i].box_start) == nd]
+        if not boxed or not self.shape:
+            return set()
+        starts = np.array([self.acc[i].box_start for i in boxed], dtype=np.int64)
+        stops = np.array([self.acc[i].box_stop for i in boxed], dtype=np.int64)
+        shape = np.array(self.shape, dtype=np.int64)
+        empty = ((stops <= 0) | (starts >= shape) | (stops <= starts)).any(axis=1)
+        return {boxed[k] for k in np.flatnonzero(empty).tolist()}
+
+    # -- writes: races between blocks, collisions inside one scatter ---------------------------
+    def write_findings(self) -> list[Finding]:
+        shape = self.shape
+        # plain_writer, per element: the one block writing it non-atomically (-1: none,
+        # -2: several); read_findings and coverage_findings use it
+        writes = [i for i in self.idx if self.acc[i].is_write]
+        if not writes:
+            return []
+        last = np.full(shape, -1, dtype=np.int32)  # trace position of the last write
+        multi = np.zeros(shape, dtype=bool)  # written by two or more blocks so far
+        klass = np.full(shape, -1, dtype=np.int32)  # write class so far; -2: mixed
+        self.plain_writer = np.full(shape, -1, dtype=np.int32)
+        conflicts: dict[int, tuple[np.ndarray, list[int]]] = {}
+        collisions: dict[int, list[MemoryAccess]] = {}
+        for i in writes:
+            a = self.acc[i]
+            region = self._region(a)
+            if region is None:
+                continue
+            b = self.blocks[i]
+            # class: 0 plain, 1 atomic, 2+k plain under lock k; equal non-plain classes
+            # from different blocks are synchronised, everything else races
+            c = 1 if a.kind == "atomic" else (0 if self.locks[i] == 0 else 1 + self.locks[i])
+            prev = last[region]
+            if prev.max() < 0:  # fast path: nobody wrote these elements yet
+                klass[region] = c
+                last[region] = i
+                if c != 1:
+                    self.plain_writer[region] = b
+                self._scatter_collision(a, collisions)
+                continue
+            prev_block = np.where(prev >= 0, self.blocks[np.maximum(prev, 0)], -1)
+            other = ((prev_block >= 0) & (prev_block != b)) | multi[region]
+            prev_class = klass[region]
+            clash = other if c == 0 else other & (prev_class != c)
+            if clash.any():
+                mask, firsts = conflicts.setdefault(a.line, (np.zeros(shape, bool), []))
+                if not firsts:
+                    firsts += [i, int(prev[clash].reshape(-1)[0])]
+                firsts.append(i)
+                _mark(mask, region, clash)
+            multi[region] = multi[region] | ((prev_block >= 0) & (prev_block != b))
+            klass[region] = np.where(prev_class == -1, c, np.where(prev_class == c, c, -2))
+            last[region] = i
+            if c != 1:
+                pw = self.plain_writer[region]
+                self.plain_writer[region] = np.where((pw == -1) | (pw == b), b, -2)
+            self._scatter_collision(a, collisions)
+        out = []
+        for mask, (i, j, *racing) in conflicts.values():
+            a, prior = self.acc[i], self.acc[j]
+            if prior.block == a.block:  # the element's other writer came earlier still
+                prior = self._other_writer(mask, a.block) or prior
+            count = int(mask.sum())
+            boxes = tuple(boxes_from_mask(mask, _MAX_BOXES))
+            how = "one of them " if "atomic" in (a.kind, prior.kind) else ""
+            msg = (f"block {a.block} (ct.{a.op}, line {a.line}) and block {prior.block} "
+                   f"(ct.{prior.op}, line {prior.line}) both write {self.info.name}, "
+                   f"{how}without atomics; "
+                   f"{self._extent(count, len(racing), 'write', boxes)}: a race on a GPU, "
+                   f"the final value depends on block scheduling")
+            out.append(self._finding("write_race", msg, a, other_block=prior.block,
+                                     other_line=prior.line, boxes=boxes, count=count,
+                                     occurrences=len(racing)))
+        for hits in collisions.values():
+            a = hits[0]
+            dup = sum(h.flat_indices.size - np.unique(h.flat_indices).size for h in hits)
+            msg = (f"ct.scatter lanes write the same element of {self.info.name} more than "
+                   f"once ({dup} extra lane{'s' * (dup != 1)}; first in block {a.block}): "
+                   f"which lane wins is unspecified on a GPU")
+            out.append(self._finding("scatter_collision", msg, a, count=dup,
+                                     occurrences=len(hits)))
+        return out
+
+    @staticmethod
+    def _scatter_collision(a: MemoryAccess, collisions: dict[int, list[MemoryAccess]]) -> None:
+        if a.kind == "scatter" and a.flat_indices is not None \
+                and np.unique(a.flat_indices).size < a.flat_indices.size:
+            collisions.setdefault(a.line, []).append(a)
+
+    def _extent(self, count: int, accesses: int, what: str, boxes: tuple[Box, ...]) -> str:
+        """"12 elements over 3 reads, at C[0:4], C[8:16]" (ranges shortened past 3)."""
+        shown = ", ".join(format_box(self.info.name, b) for b in boxes[:3])
+        if count > sum(_box_size(b) for b in boxes[:3]):
+            shown += ", …"
+        plural = "s" * (accesses != 1)
+        return (f"{count} element{'s' * (count != 1)} over {accesses} {what}{plural}, "
+                f"at {shown}")
+
+    def _other_writer(self, mask: np.ndarray, block: Block) -> MemoryAccess | None:
+        index = np.unravel_index(int(np.flatnonzero(mask.reshape(-1))[0]), self.shape)
+        for w in self.trace.writers(self.info.name, index):
+            if w.block != block:
+                return w
+        return None
+
+    # -- reads of elements another block writes --------------------------------------------------
+    def read_findings(self) -> list[Finding]:
+        if self.plain_writer is None or not (self.plain_writer != -1).any():
+            return []  # nothing written without atomics: every read is order-independent
+        groups: dict[int, tuple[np.ndarray, list[int]]] = {}
+        for i in self.idx:
+            a = self.acc[i]
+            if a.kind not in ("load", "gather") or self.locks[i] != 0:
+                continue
+            region = self._region(a)
+            if region is None:
+                continue
+            writer = self.plain_writer[region]
+            b = self.blocks[i]
+            clash = (writer != -1) & (writer != b)
+            if clash.any():
+                mask, first = groups.setdefault(a.line, (np.zeros(self.shape, bool), []))
+                first.append(i)
+                _mark(mask, region, clash)
+        out = []
+        for mask, (i, *rest) in groups.values():
+            a = self.acc[i]
+            index = np.unravel_index(int(np.flatnonzero(mask.reshape(-1))[0]), self.shape)
+            writer = next((w for w in self.trace.writers(self.info.name, index)
+                           if w.block != a.block and w.kind != "atomic"), None)
+            count = int(mask.sum())
+            if writer is None:
+                continue  # cannot happen: plain_writer says another block wrote it
+            when = "after" if writer.seq < a.seq else "before"
+            boxes = tuple(boxes_from_mask(mask, _MAX_BOXES))
+            msg = (f"block {a.block} reads {self.info.name} (ct.{a.op}, line {a.line}) where "
+                   f"block {writer.block} writes in the same launch (ct.{writer.op}, line "
+                   f"{writer.line}); {self._extent(count, 1 + len(rest), 'read', boxes)}; "
+                   f"in the emulator the read came {when} the write, on a GPU the value read "
+                   f"depends on block scheduling")
+            out.append(self._finding("order_dependent_read", msg, a, other_block=writer.block,
+                                     other_line=writer.line, boxes=boxes, count=count,
+                                     occurrences=1 + len(rest)))
+        return out
+
+    # -- output elements no block wrote ----------------------------------------------------
+    def coverage_findings(self) -> list[Finding]:
+        stores = [self.acc[i] for i in self.idx if self.acc[i].kind in ("store", "scatter")]
+        if not stores or not self.shape:
+            return []
+        written = np.zeros(self.shape, dtype=bool) if self.plain_writer is None \
+            else self.plain_writer != -1
+        for i in self.idx:  # atomics count as writes too, they just don't make an output
+            a = self.acc[i]
+            if a.kind == "atomic":
+                region = self._region(a)
+                if region is not None:
+                    written[region] = True
+        missing = ~written
+        count = int(missing.sum())
+        if count == 0:
+            return []
+        boxes = boxes_from_mask(missing)
+        shown = ", ".join(format_box(self.info.name, b) for b in boxes[:_MAX_BOXES])
+        if len(boxes) > _MAX_BOXES:
+            shown += f" and {len(boxes) - _MAX_BOXES} more ranges"
+        a = stores[0]
+        msg = (f"{count} of {self.size} elements of output {self.info.name} were never "
+               f"written by any block: {shown} (is the grid too small, or a tile index "
+               f"wrong?)")
+        return [Finding(kind="uncovered_output", message=msg, arg=self.info.name,
+                        line=a.line, filename=a.filename,
+                        boxes=tuple(boxes[:_MAX_BOXES]), count=count)]
+
+
+def _mark(mask: np.ndarray, region, selected: np.ndarray) -> None:
+    """``mask[region][selected] = True``, also for flat-index regions with repeated
+    indices (where ``mask[region] |= selected`` would let a False lane undo a True one)."""
+    if isinstance(region, tuple) and region and isinstance(region[0], slice):
+        view = mask[region]
+        view |= selected
+    else:
+        mask[tuple(ix[selected] for ix in region)] = True
+
+
+# ``tile_lab.sanitize`` is both this module and the public function ``sanitize``. Importing
+# this module binds the package attribute ``tile_lab.sanitize`` to the module, shadowing
+# the function depending on import order (as for ``tile_lab.trace``), so the module itself
+# forwards calls to the function.
+class _CallableSanitizeModule(types.ModuleType):
+    def __call__(self, kernel, grid, args) -> SanitizerReport:
+        return sanitize(kernel, grid, args)
+
+
+sys.modules[__name__].__class__ = _CallableSanitizeModule
