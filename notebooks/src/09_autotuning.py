@@ -1,0 +1,137 @@
+# %% [markdown]
+# # 9 · Autotuning: the GEMM landscape and the 14× cliff
+#
+# A cuTile kernel's speed lives in a few knobs: tile-size `Constant`s, the kernel hints
+# `num_ctas` and `occupancy`, per-load `latency`. On an H200 the tutorial's fp16 GEMM runs at
+# ~640 TFLOPS with 128×128×64 tiles — and ~46 TFLOPS with 128×256×64: a 14× cliff from one knob.
+# Tuning is how you find the good corner; the plots are how you learn why it is good.
+
+# %%
+import json
+import sys
+
+import numpy as np
+import cuda.tile as ct
+import tile_lab
+from tile_lab.gpu import gpu_available, load_measurements
+from tile_lab.render.tune_plots import heatmap, knob_plot
+from tile_lab.tune import TuningStore
+
+HAVE_GPU = gpu_available()
+
+# %% [markdown]
+# ## The cliff, as recorded on the lent GPU
+
+# %%
+# NBVAL_CHECK_OUTPUT
+gemm = {m.name: m for m in load_measurements("data/gpu_gemm.json")}
+fast, slow = gemm["tile_lab gemm 128x128x64"], gemm["tile_lab gemm 128x256x64"]
+print(f"128x128x64: {fast.tflops:.0f} TFLOPS   128x256x64: {slow.tflops:.0f} TFLOPS   "
+      f"-> {fast.tflops / slow.tflops:.0f}x  ({fast.provenance.gpu})")
+
+# %% [markdown]
+# ## A search space
+#
+# `Space` knows which knobs are kernel `Constant`s (passed in the arguments) and which are hints
+# (applied with `replace_hints`), and filters what cannot run on the target: `num_ctas > 1` on
+# sm_80, tiles whose shared-memory footprint does not fit.
+
+# %%
+sys.path.insert(0, "../bench")
+from gemm_kernels import gemm_naive  # the tutorial's K-loop GEMM (notebook 4)
+
+space = tile_lab.Space(TM=[64, 128, 256], TN=[64, 128, 256], TK=[32, 64], num_ctas=[1, 2],
+                       smem_bytes=lambda c: 2 * 2 * (c["TM"] + c["TN"]) * c["TK"] * 2)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(space)
+print("kinds:", space.classify(gemm_naive))
+for arch in ("sm_80", "sm_90"):
+    kept, rejected = space.split(arch)
+    print(f"{arch}: {len(kept)} configs to try, {len(rejected)} filtered out, e.g.:",
+          rejected[0].reason if rejected else "-")
+
+# %% [markdown]
+# ## Tuning results recorded on the lent GPU
+#
+# `tile_lab.tune` compiled every config of a 16-point space in parallel worker processes, raced
+# them with the cold-L2 protocol (a few samples each, full measurements only for the contenders),
+# and appended every result to a JSON-lines store as it arrived. Reloading the store is free:
+# `tune(..., store=...)` skips what it already measured in the same context (GPU, driver,
+# versions, kernel source, shapes).
+
+# %%
+store = TuningStore("data/tuning_gemm_8192.jsonl")
+records = [r for r in store.records() if r.context["kernel"] == "gemm_naive"]
+ctx = records[0].context
+print(f"{len(records)} configs recorded on {ctx['gpu']} (driver {ctx['driver']}, "
+      f"cuda.tile {ctx['cuda_tile']}, arrays {ctx['arrays']})")
+
+# %%
+from tile_lab.tune.result import Success, TuningResult
+from tile_lab.gpu.measurement import Measurement
+
+recorded = TuningResult("gemm_naive", tuple(
+    Success(r.config, Measurement.from_json_dict(r.measurement), from_store=True)
+    for r in records if r.status == "ok"), ())
+print(recorded.summary(top_k=16))
+
+# %%
+knob_plot(recorded, "TN", metric="tflops")
+
+# %%
+heatmap(recorded, "TM", "TN", metric="tflops")
+
+# %% [markdown]
+# ## Best vs worst: why?
+#
+# Compile the best and the worst config (on this machine, no GPU needed) and put their Tile IR and
+# compiler remarks side by side.
+
+# %%
+from IPython.display import HTML
+
+from tile_lab.render.tune_plots import why_html
+
+
+def inspect_config(cfg):
+    sig = f"f16[8192,8192], f16[8192,8192], f16[8192,8192], {cfg['TM']}, {cfg['TN']}, {cfg['TK']}"
+    return tile_lab.inspect(gemm_naive, sig, arch="sm_90", hints=cfg.hints())
+
+
+best, worst = recorded.best.config, recorded.worst.config
+HTML(why_html(inspect_config(best), inspect_config(worst), best.label(), worst.label()))
+
+# %% [markdown]
+# ## Sliders
+#
+# Move a knob: with a GPU the config is compiled (cached), launched and measured; without one
+# the sliders drive the CPU emulator on a small problem — the partition diagram follows the tile
+# size — and the performance pane shows the recorded result for that config.
+
+# %%
+M = 8192 if HAVE_GPU else 512
+if HAVE_GPU:
+    import cupy as cp
+
+    A = cp.random.random((M, M)).astype(cp.float16)
+    B = cp.random.random((M, M)).astype(cp.float16)
+    C = cp.empty((M, M), cp.float16)
+else:
+    A = np.random.default_rng(0).random((M, M)).astype(np.float16)
+    B = np.random.default_rng(1).random((M, M)).astype(np.float16)
+    C = np.zeros((M, M), np.float16)
+
+small = tile_lab.Space(TM=[128, 256], TN=[128, 256], TK=[32, 64], num_ctas=[1, 2])
+explorer = tile_lab.explore(
+    gemm_naive, small,
+    grid_fn=lambda c: (M // c["TM"], M // c["TN"]),
+    args_fn=lambda c: (A, B, C, c["TM"], c["TN"], c["TK"]),
+    store="data/tuning_gemm_8192.jsonl")
+explorer
+
+# %%
+# NBVAL_CHECK_OUTPUT
+explorer.set(TM=128, TN=256, TK=64, num_ctas=1)   # what dragging the sliders does
+print("redraws:", explorer.redraws, "| status has a result:", "TFLOPS" in explorer.status.value)
