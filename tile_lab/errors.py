@@ -82,3 +82,12 @@ class NoGPUError(TileLabError):
 
 class LaunchError(TileLabError):
     """A GPU launch failed (fault, timeout, or the worker process died)."""
+
+
+class CheckMismatch(TileLabError):
+    """A kernel's output differs from the reference given as ``check=`` beyond tolerance."""
+
+
+class DiagramError(TileLabError, ValueError):
+    """A diagram was asked for something its trace or arguments do not allow
+    (an unknown array, a block outside the grid, a line without memory operations)."""

@@ -1,0 +1,126 @@
+"""tile_lab.bench on the lent GPU: protocols, fresh outputs, check=, and agreement with
+cuTile's own tuner (``ct.tune.exhaustive_search``) on one config."""
+
+from __future__ import annotations
+
+import cuda.tile as ct
+import numpy as np
+import pytest
+
+import tile_lab
+from tile_lab.errors import CheckMismatch, TileLabError
+
+N = 1 << 25  # 128 MiB per float32 array: far larger than any L2
+TILE = 1024
+
+
+@ct.kernel
+def vadd(a, b, c, tile: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(c, (i,), ct.load(a, (i,), (tile,)) + ct.load(b, (i,), (tile,)))
+
+
+@ct.kernel
+def add_one(x, tile: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(x, (i,), ct.load(x, (i,), (tile,)) + 1)
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    import cupy
+
+    rng = cupy.random.default_rng(0)
+    a = rng.standard_normal(N, dtype=cupy.float32)
+    b = rng.standard_normal(N, dtype=cupy.float32)
+    c = cupy.full(N, np.nan, dtype=cupy.float32)
+    return a, b, c
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["cold", "warm", "graph"])
+def test_each_mode_gives_a_labelled_measurement_with_stats_and_rates(vectors, mode):
+    import cupy
+
+    a, b, c = vectors
+    m = tile_lab.bench(vadd, (N // TILE,), (a, b, c, TILE), mode=mode, samples=12)
+    assert m.mode == mode and m.n == 12 and f"[{mode}]" in m.summary()
+    assert m.min_s <= m.median_s and m.min_s <= m.mean_s and m.ci95_s >= 0
+    assert m.bytes == 3 * N * 4 and m.bytes_source == "array sizes"
+    assert m.gbps == pytest.approx(m.bytes / m.mean_s / 1e9)
+    assert m.provenance is not None
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+    assert m.provenance.gpu == (name.decode() if isinstance(name, bytes) else name)
+    assert m.peak_gbps and 500 < m.peak_gbps < 10000
+    if mode == "graph":
+        assert m.launches_per_sample >= 1
+    # 384 MiB cannot come from L2: a DRAM-bound kernel stays under the DRAM roof
+    assert not m.above_roof, m.summary()
+    cupy.testing.assert_array_equal(c, a + b)
+
+
+@pytest.mark.gpu
+def test_cold_mean_agrees_with_cutile_exhaustive_search_within_3_percent(vectors):
+    import cupy
+
+    a, b, c = vectors
+    stream = cupy.cuda.get_current_stream()
+    result = ct.tune.exhaustive_search([TILE], stream, lambda t: (N // t,), vadd,
+                                       lambda t: (a, b, c, t), quiet=True)
+    theirs = result.best.mean_us
+    ours = tile_lab.bench(vadd, (N // TILE,), (a, b, c, TILE), mode="cold", samples=100)
+    assert ours.mean_us == pytest.approx(theirs, rel=0.03), (ours.summary(), theirs)
+
+
+@pytest.mark.gpu
+def test_in_place_kernel_gets_fresh_outputs_and_ends_with_one_application():
+    import cupy
+
+    x = cupy.arange(1 << 20, dtype=cupy.float32)
+    m = tile_lab.bench(add_one, ((1 << 20) // TILE,), (x, TILE), mode="cold", samples=5)
+    assert m.fresh_outputs
+    cupy.testing.assert_array_equal(x, cupy.arange(1 << 20, dtype=cupy.float32) + 1)
+
+
+@pytest.mark.gpu
+def test_check_records_errors_and_a_wrong_reference_raises():
+    a = np.random.default_rng(1).standard_normal(1 << 16).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal(1 << 16).astype(np.float32)
+    c = np.zeros_like(a)
+
+    def reference(a, b, c, tile):
+        c[:] = a + b
+
+    m = tile_lab.bench(vadd, (64,), (a, b, c, TILE), samples=3, check=reference)
+    assert m.max_abs_err == 0.0 and m.max_rel_err == 0.0
+    np.testing.assert_array_equal(c, a + b)  # NumPy args get the result copied back
+
+    with pytest.raises(CheckMismatch, match="differs from the reference"):
+        tile_lab.bench(vadd, (64,), (a, b, c, TILE), samples=3, check=lambda a, b, c, t: a - b)
+
+
+@pytest.mark.gpu
+def test_bench_on_torch_tensors_and_a_torch_stream():
+    torch = pytest.importorskip("torch")
+    a = torch.randn(1 << 20, device="cuda")
+    b = torch.randn(1 << 20, device="cuda")
+    c = torch.empty_like(a)
+    m = tile_lab.bench(vadd, ((1 << 20) // TILE,), (a, b, c, TILE), samples=5, mode="graph",
+                       stream=torch.cuda.current_stream())
+    assert m.n == 5 and m.bytes == 3 * 4 * (1 << 20)
+    torch.cuda.synchronize()
+    assert torch.equal(c, a + b)
+
+
+@pytest.mark.gpu
+def test_isolated_bench_returns_a_measurement_from_the_worker(vectors):
+    a, b, c = vectors
+    m = tile_lab.bench(vadd, ((1 << 20) // TILE,), (a[:1 << 20], b[:1 << 20], c[:1 << 20], TILE),
+                       samples=5, isolate=True, timeout=180)
+    assert m.provenance is not None and m.provenance.isolated
+    assert m.n == 5 and m.mean_s > 0
+
+
+def test_bad_mode_names_the_argument():
+    with pytest.raises(TileLabError, match="mode='hot'"):
+        tile_lab.bench(vadd, (1,), (), mode="hot")

@@ -1,0 +1,84 @@
+"""Measurement records: JSON round trip, file format checks, summaries."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tile_lab import load_measurements
+from tile_lab.gpu.benchmark import _measurement
+from tile_lab.gpu.measurement import Measurement, Provenance, save_measurements
+from tile_lab.gpu.peaks import compute_peaks
+
+H200 = compute_peaks(gpu="NVIDIA H200", arch="sm_90", sm_count=132, sm_clock_mhz=1980,
+                     mem_clock_mhz=3201, bus_width_bits=6144)
+PROV = Provenance(gpu="NVIDIA H200", arch="sm_90", sm_count=132, driver="580.159.03",
+                  cuda_driver_api=13000, cuda_tile="1.7.0", tileiras="13.4.92", cupy="14.2.0",
+                  sm_clock_mhz=1980.0, mem_clock_mhz=3201.0, max_sm_clock_mhz=1980.0,
+                  clocks_locked="no")
+
+
+def make(label="vadd", tile=1024, times=(1.0e-3, 1.1e-3, 0.9e-3), flops=None, mode="cold"):
+    a = np.zeros(1 << 20, np.float32)
+    return _measurement("vector_add", mode, ((1 << 20) // tile,), list(times), 1, (a, a, a),
+                        bytes=None, flops=flops, trace=None, label=label,
+                        params={"tile": tile}, fresh=False, notes=[], peaks=H200,
+                        provenance=PROV)
+
+
+def test_round_trip_through_a_file_keeps_every_field(tmp_path):
+    ms = [make(), make(label="other", tile=512, flops=1 << 20, mode="graph")]
+    path = tmp_path / "m.json"
+    save_measurements(ms, path)
+    loaded = load_measurements(path)
+    assert loaded == ms
+    assert loaded[1].provenance == PROV and loaded[1].params == {"tile": 512}
+    assert isinstance(loaded[0].samples_s, tuple) and isinstance(loaded[0].grid, tuple)
+
+
+def test_saved_files_are_deterministic_and_carry_provenance(tmp_path):
+    save_measurements([make()], tmp_path / "a.json")
+    save_measurements([make()], tmp_path / "b.json")
+    text = (tmp_path / "a.json").read_text()
+    assert text == (tmp_path / "b.json").read_text()
+    doc = json.loads(text)
+    assert doc["format"] == "tile_lab.measurements" and doc["version"] == 1
+    prov = doc["measurements"][0]["provenance"]
+    for key in ("gpu", "driver", "cuda_tile", "tileiras", "sm_clock_mhz", "clocks_locked"):
+        assert key in prov
+
+
+def test_loading_a_file_that_is_not_measurements_says_so(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text('{"hello": 1}')
+    with pytest.raises(ValueError, match="not a tile_lab measurements file"):
+        load_measurements(path)
+    path.write_text('{"format": "tile_lab.measurements", "version": 99, "measurements": []}')
+    with pytest.raises(ValueError, match="version 99"):
+        load_measurements(path)
+
+
+def test_unknown_keys_from_a_newer_writer_are_ignored():
+    data = make().to_json_dict()
+    data["something_new"] = 1
+    data["provenance"]["also_new"] = 2
+    assert Measurement.from_json_dict(data) == make()
+
+
+def test_summary_names_mode_ci_and_gpu():
+    text = make().summary()
+    assert "[cold]" in text and "95% CI, n=3" in text and "NVIDIA H200" in text
+    assert "% of peak" in text
+
+
+def test_rate_interval_brackets_the_mean_rate():
+    m = make()
+    low, high = m.rate_interval("gbps")
+    assert low < m.gbps < high
+    assert low == pytest.approx(m.bytes / (m.mean_s + m.ci95_s) / 1e9)
+    # 3 noisy samples: the CI of the mean reaches below the fastest sample, which caps it
+    assert m.mean_s - m.ci95_s < m.min_s
+    assert high == pytest.approx(m.bytes / m.min_s / 1e9)
+    assert m.rate_interval("tflops") is None  # no FLOP count

@@ -1,0 +1,304 @@
+"""``bench``: time a kernel honestly and return a :class:`Measurement`.
+
+Order of work for one call (in this process, or in the isolation worker):
+
+1. launch once from the original arguments and synchronize (compiles; surfaces faults);
+2. note which arrays the launch wrote; launch again — if the result changes, the kernel is
+   in place (``x += 1``) and every sample restores the written arrays first ("fresh
+   outputs"), outside the timed span;
+3. ``check=`` compares the first launch's output with the reference (see :func:`bench`);
+4. time ``samples`` samples with the protocol of ``mode`` (:mod:`tile_lab.gpu.timing`);
+5. leave the arguments holding the result of one launch from their original values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import CheckMismatch, TileLabError
+from . import metrics
+from .launcher import (
+    as_stream,
+    check_grid,
+    copy_back,
+    device_args,
+    kernel_name,
+    launch_in_process,
+    with_hints,
+)
+from .measurement import Measurement
+from .timing import MODES, l2_flush_buffer, summarize, time_samples
+
+DEFAULT_SAMPLES = {"cold": 30, "warm": 30, "graph": 20}
+GRAPH_REPLAY_TARGET_S = 2e-3  # aim for replays of ~2 ms so event resolution is irrelevant
+MAX_GRAPH_LAUNCHES = 500
+
+
+def validate(grid: Any, args: Any, mode: str, samples: int | None) -> tuple[int, ...]:
+    grid = check_grid(grid)
+    if mode not in MODES:
+        raise TileLabError(f"mode={mode!r} is not a timing mode; choose one of "
+                           f"{', '.join(MODES)}")
+    if samples is not None and (not isinstance(samples, int) or samples < 1):
+        raise TileLabError(f"samples={samples!r} must be a positive int")
+    if not isinstance(args, (tuple, list)):
+        raise TileLabError(f"args must be a tuple or list of kernel arguments, got "
+                           f"{type(args).__name__}")
+    return grid
+
+
+def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = None,
+          flops: int | None = None, mode: str = "cold", samples: int | None = None,
+          warmup: int = 3, check: Callable[..., Any] | None = None,
+          check_tol: tuple[float, float] | None = None, isolate: bool = False,
+          label: str | None = None, params: dict[str, Any] | None = None,
+          hints: dict[str, Any] | None = None, stream: Any = None,
+          launches_per_sample: int | None = None, trace: Any = None,
+          timeout: float | None = 300.0) -> Measurement:
+    """Benchmark ``kernel`` over ``grid`` with ``args``; return a :class:`Measurement`.
+
+    ``mode``: "cold" (L2 flushed before each sample, default), "warm", or "graph" (many
+    launches in one CUDA graph, per-launch time). ``bytes``/``flops``: what one launch moves /
+    computes; without ``bytes``, every array argument counts once (or, given an emulator
+    ``trace``, the unique elements it read and wrote). Without ``flops`` no TFLOPS is
+    reported (``tile_lab.gpu.metrics.matmul_flops`` helps).
+
+    ``check``: a reference. It is called with NumPy copies of the arguments as they were
+    before the launch and either updates its array arguments in place the way the kernel
+    should (returns None), or returns the expected contents of the *last* array argument.
+    Every array is then compared with the GPU's (tolerance ``check_tol`` = (rtol, atol), by
+    default from the dtype); a mismatch raises CheckMismatch, else the errors are recorded.
+
+    ``isolate=True`` runs everything in a worker process (``timeout`` seconds in all).
+    """
+    grid = validate(grid, args, mode, samples)
+    from .device import require_gpu
+
+    cupy = require_gpu("tile_lab.bench")
+    reference = _reference(check, args) if check is not None else None
+    if isolate:
+        from .isolate import run_isolated
+
+        kwargs = dict(bytes=bytes, flops=flops, mode=mode, samples=samples, warmup=warmup,
+                      label=label, params=params, hints=hints,
+                      launches_per_sample=launches_per_sample)
+        if bytes is None and trace is not None:
+            kwargs["bytes"] = metrics.bytes_from_trace(trace)
+        result = run_isolated("bench", kernel, grid, args, kwargs, timeout=timeout)
+        if bytes is None and trace is not None:
+            result = _relabel_bytes(result, "trace")
+    else:
+        result = _bench_here(cupy, kernel, grid, args, bytes=bytes, flops=flops, mode=mode,
+                             samples=samples, warmup=warmup, label=label, params=params,
+                             hints=hints, stream=stream,
+                             launches_per_sample=launches_per_sample, trace=trace)
+    if reference is not None:
+        result = _apply_check(result, args, reference, check_tol)
+    return result
+
+
+def _bench_here(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], *,
+                bytes: int | None, flops: int | None, mode: str, samples: int | None,
+                warmup: int, label: str | None, params: dict[str, Any] | None,
+                hints: dict[str, Any] | None, stream: Any, launches_per_sample: int | None,
+                trace: Any, isolated: bool = False) -> Measurement:
+    import cuda.tile as ct
+
+    from .device import device_info, provenance
+    from .peaks import device_peaks
+
+    k = with_hints(kernel, hints)
+    launch_stream, s = as_stream(cupy, stream)
+    if mode == "graph" and s.ptr == 0:  # the legacy default stream cannot be captured
+        launch_stream = s = cupy.cuda.Stream(non_blocking=True)
+    dev, back = device_args(cupy, args)
+    # cupy views of every device array (torch / DLPack too) so restores and compares are uniform
+    views = {i: cupy.asarray(a) for i, a in enumerate(dev) if metrics.is_array(a)}
+    pristine = {i: v.copy() for i, v in views.items()}
+    launch_args = tuple(dev)
+
+    def launch_once() -> None:
+        ct.launch(launch_stream, grid, k, launch_args)
+
+    launch_in_process(cupy, k, grid, dev, stream=launch_stream, sync=True)
+    written = [i for i, v in views.items() if not _same_bytes(cupy, v, pristine[i])]
+    first = {i: views[i].copy() for i in written}
+    launch_in_process(cupy, k, grid, dev, stream=launch_stream, sync=True)
+    in_place = any(not _same_bytes(cupy, views[i], first[i]) for i in written)
+
+    def restore() -> None:
+        for i in written:
+            views[i][...] = pristine[i]
+
+    prepare = restore if in_place else None
+    notes: list[str] = []
+    if in_place and mode == "graph":
+        notes.append("in-place kernel: graph replays apply it repeatedly (outputs restored "
+                     "only before each replay)")
+    for _ in range(max(0, warmup - 2)):
+        if prepare:
+            with s:
+                prepare()
+        launch_once()
+    s.synchronize()
+
+    n = samples or DEFAULT_SAMPLES[mode]
+    per_sample = 1
+    if mode == "graph":
+        per_sample = launches_per_sample or _graph_launches(cupy, s, launch_once, prepare)
+    info = device_info()
+    flush = l2_flush_buffer(cupy, info.l2_bytes) if mode == "cold" else None
+    times = time_samples(cupy, s, launch_once, mode=mode, samples=n, prepare=prepare,
+                         flush_buffer=flush, launches_per_sample=per_sample)
+    prov = provenance(isolated=isolated)  # clocks right after the timed work
+    del flush
+
+    # leave the arguments holding one launch's result from their original values
+    if in_place:
+        with s:
+            restore()
+        launch_once()
+    s.synchronize()
+    copy_back(cupy, args, back)
+    return _measurement(kernel_name(kernel), mode, grid, times, per_sample, args,
+                        bytes=bytes, flops=flops, trace=trace, label=label, params=params,
+                        fresh=in_place, notes=notes, peaks=device_peaks(), provenance=prov)
+
+
+def _measurement(kernel: str, mode: str, grid: tuple[int, ...], times: Sequence[float],
+                 per_sample: int, args: Sequence[Any], *, bytes: int | None,
+                 flops: int | None, trace: Any, label: str | None,
+                 params: dict[str, Any] | None, fresh: bool, notes: list[str], peaks: Any,
+                 provenance: Any) -> Measurement:
+    stats = summarize(times)
+    if bytes is not None:
+        nbytes, bytes_source = int(bytes), "user"
+    elif trace is not None:
+        nbytes, bytes_source = metrics.bytes_from_trace(trace), "trace"
+    else:
+        nbytes, bytes_source = metrics.bytes_from_arrays(args), "array sizes"
+    if nbytes == 0:
+        nbytes, bytes_source = None, None
+    peak_tflops = peaks.top_tflops
+    r = metrics.rates(stats.mean, nbytes=nbytes, flops=flops, peak_gbps=peaks.dram_gbps,
+                      peak_tflops=peak_tflops)
+    if mode != "cold":
+        notes.append(f"{mode} mode: L2 not flushed; inputs that fit in L2 are served from it")
+    return Measurement(
+        kernel=kernel, mode=mode, grid=tuple(grid), samples_s=tuple(times), mean_s=stats.mean,
+        median_s=stats.median, min_s=stats.min, std_s=stats.std, ci95_s=stats.ci95,
+        launches_per_sample=per_sample, label=label, params=dict(params or {}), bytes=nbytes,
+        bytes_source=bytes_source, flops=None if flops is None else int(flops),
+        flops_source=None if flops is None else "user", gbps=r.gbps, tflops=r.tflops,
+        peak_gbps=peaks.dram_gbps, peak_tflops=peak_tflops, peak_fp32_tflops=peaks.fp32_tflops,
+        above_roof=r.above_roof, fresh_outputs=fresh, provenance=provenance,
+        notes=tuple(notes) + r.notes)
+
+
+def _graph_launches(cupy: Any, s: Any, launch_once: Callable[[], None],
+                    prepare: Callable[[], None] | None) -> int:
+    """Launches per graph replay so one replay takes about GRAPH_REPLAY_TARGET_S."""
+    warm = time_samples(cupy, s, launch_once, mode="warm", samples=3, prepare=prepare)
+    per = max(min(warm), 1e-7)
+    return int(min(MAX_GRAPH_LAUNCHES, max(1, math.ceil(GRAPH_REPLAY_TARGET_S / per))))
+
+
+def _same_bytes(cupy: Any, a: Any, b: Any) -> bool:
+    """Bitwise equality (NaN-safe, dtype-agnostic)."""
+    return bool(cupy.array_equal(cupy.ascontiguousarray(a).view(cupy.uint8),
+                                 cupy.ascontiguousarray(b).view(cupy.uint8)))
+
+
+# ---- check= -------------------------------------------------------------------------------------
+def host_copy(value: Any) -> Any:
+    """A NumPy copy of an array argument (any device array), or the value itself."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if not metrics.is_array(value):
+        return value
+    import cupy
+
+    return cupy.asnumpy(cupy.asarray(value))
+
+
+def _reference(check: Callable[..., Any], args: Sequence[Any]) -> dict[int, np.ndarray]:
+    """Run the reference on host copies of the original arguments: index -> expected array."""
+    if not callable(check):
+        raise TileLabError(f"check={check!r} must be a callable reference function")
+    ref_args = [host_copy(a) for a in args]
+    returned = check(*ref_args)
+    expected = {i: a for i, a in enumerate(ref_args) if isinstance(a, np.ndarray)}
+    if returned is not None:
+        if not expected:
+            raise TileLabError("check= returned an array but the kernel has no array argument")
+        expected[max(expected)] = np.asarray(returned)
+    return expected
+
+
+def _apply_check(m: Measurement, args: Sequence[Any], expected: dict[int, np.ndarray],
+                 tol: tuple[float, float] | None) -> Measurement:
+    from dataclasses import replace
+
+    worst_abs = worst_rel = 0.0
+    for i, exp in expected.items():
+        got = host_copy(args[i])
+        rtol, atol = tol if tol is not None else metrics.default_tolerance(got.dtype)
+        try:
+            cmp = metrics.compare(got, exp, rtol=rtol, atol=atol)
+        except ValueError as exc:
+            raise CheckMismatch(f"argument {i}: {exc}") from None
+        if cmp.mismatches:
+            raise CheckMismatch(
+                f"{m.name}: argument {i} differs from the reference in {cmp.mismatches} of "
+                f"{got.size} elements (max abs err {cmp.max_abs_err:.3g}, max rel err "
+                f"{cmp.max_rel_err:.3g}; first worst at index {cmp.worst_index}; rtol={rtol}, "
+                f"atol={atol})", hint="pass check_tol=(rtol, atol) if the tolerance is too "
+                                      "strict for this dtype")
+        worst_abs = max(worst_abs, cmp.max_abs_err)
+        worst_rel = max(worst_rel, cmp.max_rel_err)
+    return replace(m, max_abs_err=worst_abs, max_rel_err=worst_rel)
+
+
+def _relabel_bytes(m: Measurement, source: str) -> Measurement:
+    from dataclasses import replace
+
+    return replace(m, bytes_source=source)
+
+
+def bench_function(fn: Callable[[], Any], *, bytes: int | None = None,
+                   flops: int | None = None, mode: str = "cold", samples: int | None = None,
+                   warmup: int = 3, label: str = "function", params: dict[str, Any] | None = None,
+                   stream: Any = None) -> Measurement:
+    """Time any GPU work ``fn`` enqueues on the current CuPy stream (a CuPy or cuBLAS baseline)
+    with the same protocol and statistics as :func:`bench`. ``fn`` may launch several kernels;
+    the span covers all of them. Graph mode needs ``fn`` to be capturable."""
+    from .device import device_info, provenance, require_gpu
+    from .peaks import device_peaks
+
+    if mode not in MODES:
+        raise TileLabError(f"mode={mode!r} is not a timing mode; choose one of "
+                           f"{', '.join(MODES)}")
+    cupy = require_gpu("tile_lab.gpu.bench_function")
+    _, s = as_stream(cupy, stream)
+    if mode == "graph" and s.ptr == 0:
+        s = cupy.cuda.Stream(non_blocking=True)
+
+    def run() -> None:
+        with s:
+            fn()
+
+    for _ in range(warmup):
+        run()
+    s.synchronize()
+    per_sample = _graph_launches(cupy, s, run, None) if mode == "graph" else 1
+    flush = l2_flush_buffer(cupy, device_info().l2_bytes) if mode == "cold" else None
+    times = time_samples(cupy, s, run, mode=mode, samples=samples or DEFAULT_SAMPLES[mode],
+                         flush_buffer=flush, launches_per_sample=per_sample)
+    prov = provenance()
+    return _measurement(label, mode, (), times, per_sample, (), bytes=bytes, flops=flops,
+                        trace=None, label=label, params=params, fresh=False, notes=[],
+                        peaks=device_peaks(), provenance=prov)
