@@ -1,0 +1,326 @@
+"""The inspect view (render/html.py) and the line palette (render/palette.py).
+
+Most tests render hand-made Inspections built from real toolchain text (tests/fixtures)
+with line maps read from the text's own debug info, so they need no compiler; one test
+renders a real ``tile_lab.inspect`` result end to end.
+"""
+
+from __future__ import annotations
+
+import html as htmllib
+import importlib.util
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tile_lab.artifacts import MIME_TYPE, Inspection, Remark, StageText
+from tile_lab.render import palette
+from tile_lab.render.html import (
+    _compact_sass,
+    highlight_lines,
+    inspection_html,
+    inspection_json,
+    inspection_mimebundle,
+    view_class,
+)
+from tile_lab.render.lexers import SassLexer, TileIRLexer
+
+FIXTURES = Path(__file__).parent / "fixtures"
+KERNELS = (FIXTURES / "kernels.py.txt").read_text()
+
+
+# -- hand-made inspections from fixtures ---------------------------------------------------
+
+def tileir_line_map(text: str) -> tuple[int | None, ...]:
+    """Source line per Tile IR line, from tileirdisasm's own #loc table."""
+    file_locs = {m.group(1): int(m.group(2)) for m in
+                 re.finditer(r'^(#loc\d*) = loc\("[^"]*":(\d+):\d+\)', text, re.M)}
+    di_locs = {m.group(1): file_locs.get(m.group(2)) for m in
+               re.finditer(r"^(#loc\d+) = #cuda_tile\.di_loc<(#loc\d*) in", text, re.M)}
+    locs = {**file_locs, **di_locs}
+    out = []
+    for line in text.splitlines():
+        m = re.search(r"loc\((#loc\d*)\)\s*$", line)
+        out.append(locs.get(m.group(1)) if m and not line.startswith("#") else None)
+    return tuple(out)
+
+
+def sass_line_map(text: str) -> tuple[int | None, ...]:
+    """Source line per SASS line, from nvdisasm's ``//## File ..., line N`` comments."""
+    out, current = [], None
+    for line in text.splitlines():
+        if m := re.search(r"//## File .*, line (\d+)", line):
+            current = int(m.group(1))
+        out.append(current if re.match(r"\s*/\*[0-9a-f]{4}\*/", line) else None)
+    return tuple(out)
+
+
+def gemm_inspection(**changes) -> Inspection:
+    lines = KERNELS.splitlines(keepends=True)
+    tileir = (FIXTURES / "gemm.tileir.mlir").read_text()
+    sass = (FIXTURES / "gemm_sm_90_excerpt.sass").read_text()
+    fields = dict(
+        kernel_name="gemm", filename="/fixtures/kernels.py", first_line=10,
+        source="".join(lines[9:19]), arch="sm_90",
+        signature="f16[256,256], f16[256,256], f32[256,256], tm=64, tn=64, tk=32",
+        hints={"num_ctas": 1},
+        stages={"tileir": StageText("tileir", tileir, tileir_line_map(tileir)),
+                "sass": StageText("sass", sass, sass_line_map(sass))},
+        cubin=b"\x7fELF-not-really",
+        remarks=(Remark("passed", "tensorcore", "MMA uses Tensor Cores", 18, 14),
+                 Remark("missed", "memory", "load <not> vectorised & split", 16, None),
+                 Remark("analysis", "", "no line for this one")),
+        versions={"cuda.tile": "1.7.0", "tileiras": "13.4"},
+    )
+    fields.update(changes)
+    return Inspection(**fields)
+
+
+class Lines(HTMLParser):
+    """Collects, per pane, the data-line of every ``tl-ln`` element in document order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.panes: dict[str, list[int | None]] = {}
+        self.classes: dict[str, list[str]] = {}
+        self.current: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        cls = (a.get("class") or "").split()
+        pane = next((c[len("tl-pane-"):] for c in cls if c.startswith("tl-pane-")), None)
+        if tag == "section" and pane:
+            self.current = pane
+            self.panes[pane] = []
+            self.classes[pane] = []
+        elif "tl-ln" in cls and self.current:
+            line = a.get("data-line")
+            self.panes[self.current].append(int(line) if line is not None else None)
+            self.classes[self.current].append(" ".join(cls))
+
+
+def parse(html_text: str) -> Lines:
+    p = Lines()
+    p.feed(html_text)
+    return p
+
+
+# -- determinism -----------------------------------------------------------------------------
+
+def test_same_input_byte_identical_html():
+    a, b = gemm_inspection(), gemm_inspection()  # equal but distinct objects
+    assert inspection_html(a) == inspection_html(b)
+    # and through a JSON round trip (what a saved notebook would hold)
+    assert inspection_html(Inspection.from_json(a.to_json())) == inspection_html(a)
+
+
+def test_html_independent_of_filename():
+    # ipykernel names cells /tmp/ipykernel_<pid>/<hash>.py: that must not reach the HTML
+    a = gemm_inspection(filename="/tmp/ipykernel_111/123.py")
+    b = gemm_inspection(filename="/tmp/ipykernel_222/123.py")
+    assert inspection_html(a) == inspection_html(b)
+    assert "ipykernel" not in inspection_html(a)
+
+
+def test_view_class_follows_content():
+    base = gemm_inspection()
+    assert re.fullmatch(r"tl-v-[0-9a-f]{12}", view_class(base))
+    assert view_class(gemm_inspection(arch="sm_100")) != view_class(base)
+    h = inspection_html(base)
+    assert h.startswith(f'<div class="tl-view {view_class(base)}">')
+    assert " id=" not in h  # no ids at all: two displays of one view cannot clash
+
+
+# -- line linking ----------------------------------------------------------------------------
+
+def test_every_ir_line_carries_its_source_line():
+    insp = gemm_inspection()
+    p = parse(inspection_html(insp))
+    for stage in ("tileir", "sass"):
+        assert p.panes[stage] == list(insp.stages[stage].line_map)
+    mapped = [x for x in insp.stages["tileir"].line_map if x is not None]
+    assert set(mapped) >= {12, 13, 14, 16, 17, 18, 19}  # the fixture's own loc table
+    assert p.panes["source"] == list(range(10, 20))
+
+
+def test_same_line_same_colour_in_every_pane_in_source_order():
+    tileir = (FIXTURES / "gemm.tileir.mlir").read_text()
+    insp = gemm_inspection(stages={
+        "tileir": StageText("tileir", tileir, tileir_line_map(tileir))}, remarks=())
+    p = parse(inspection_html(insp))
+    colour_of: dict[int, set[str]] = {}
+    for pane in ("source", "tileir"):
+        for line, cls in zip(p.panes[pane], p.classes[pane]):
+            if line is not None:
+                slot = [c for c in cls.split() if re.fullmatch(r"tl-c\d", c)]
+                colour_of.setdefault(line, set()).update(slot)
+    mapped = sorted({x for st in insp.stages.values() for x in st.line_map if x is not None})
+    for i, line in enumerate(mapped):  # first mapped line gets slot 0, then 1, ...
+        assert colour_of[line] == {f"tl-c{i % len(palette.PALETTE_LIGHT)}"}
+    # a source line no stage maps to (the decorator line here) gets no colour band
+    assert 10 not in mapped and colour_of[10] == set()
+
+
+def test_hover_rules_only_for_mapped_lines():
+    insp = gemm_inspection()
+    h = inspection_html(insp)
+    v = view_class(insp)
+    style = h[h.index("<style>"):h.index("</style>")]
+    hovered = {int(n) for n in re.findall(rf"\.{v}:has\(\.tl-l(\d+):hover\) \.tl-l\1", style)}
+    mapped = {x for st in insp.stages.values() for x in st.line_map if x is not None}
+    assert hovered == mapped | {16, 18}  # remark lines are mapped too
+    # click-to-pin script present (progressive enhancement for trusted output)
+    assert "<script>" in h and "tl-pin" in h
+
+
+def test_remarks_link_to_lines_and_escape():
+    h = inspection_html(gemm_inspection())
+    p = parse(h)
+    assert p.panes["remarks"] == [18, 16]  # the remark without a line has no tl-ln
+    assert ">line 18:14</a>" in h and ">line 16</a>" in h
+    assert "load &lt;not&gt; vectorised &amp; split" in h
+    assert "Remarks (3)" in h
+
+
+# -- panes -----------------------------------------------------------------------------------
+
+def test_panes_follow_show():
+    h = inspection_html(gemm_inspection(show=("source", "sass")))
+    assert set(parse(h).panes) == {"source", "sass"}
+    h = inspection_html(gemm_inspection(show=("sass", "ptx", "source", "partition")))
+    panes = re.findall(r'class="tl-pane tl-pane-(\w+)[ "]', h)
+    assert panes == ["source", "ptx", "sass"]  # stage order; partition is not a pane here
+    assert "(no PTX in this inspection)" in h
+
+
+def test_ptx_pane_when_present():
+    ptx = ".version 8.0\n.target sm_90\n.visible .entry k()\n{\n  ret;\n}\n"
+    insp = gemm_inspection(show=("source", "ptx"), stages={
+        "ptx": StageText("ptx", ptx, (None, None, 11, None, 19, None))})
+    p = parse(inspection_html(insp))
+    assert p.panes["ptx"] == [None, None, 11, None, 19, None]
+
+
+def test_source_text_is_escaped():
+    src = '@ct.kernel\ndef k(a):\n    s = "</pre><script>alert(1)</script>"\n'
+    insp = gemm_inspection(source=src, first_line=3, stages={}, remarks=())
+    h = inspection_html(insp)
+    assert "<script>alert" not in h
+    assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in h
+    assert h.count("<script>") == 1  # only ours
+
+
+# -- size ------------------------------------------------------------------------------------
+
+def test_no_per_line_inline_styles():
+    sass = (FIXTURES / "gemm_sm_90_excerpt.sass").read_text() * 20  # ~2900 lines
+    insp = gemm_inspection(stages={"sass": StageText("sass", sass, sass_line_map(sass))})
+    h = inspection_html(insp)
+    n_lines = len(sass.splitlines())
+    # inline styles only on the few containers (panes row, panes, code blocks)
+    assert h.count('style="') <= 1 + 2 * 4
+    assert len(h) / n_lines < 400  # bytes per SASS line, markup and highlighting included
+
+
+def test_compact_sass_keeps_alignment():
+    text = (FIXTURES / "vadd_sm_90.sass").read_text()
+    out = _compact_sass(text)
+    assert len(out) < len(text)
+    assert len(out.splitlines()) == len(text.splitlines())
+    cols = set()
+    for line in out.splitlines():
+        if m := re.match(r"  /\*[0-9a-f]{4}\*/( *(@!?U?P\w+ )?)(\S)", line):
+            cols.add(m.start(3))
+    assert len(cols) == 1  # predicated and plain instructions' opcodes line up
+    assert re.sub(r"\s+", " ", out) == re.sub(r"\s+", " ", text).replace(" /*", " /*")
+
+
+def test_highlight_lines_one_fragment_per_line_lossless():
+    text = (FIXTURES / "gemm.tileir.mlir").read_text()
+    frags = highlight_lines(text, TileIRLexer(stripnl=False))
+    assert len(frags) == len(text.splitlines())
+    for frag, line in zip(frags, text.splitlines()):
+        assert htmllib.unescape(re.sub(r"<[^>]+>", "", frag)) == line
+    assert '<span class="tl-tnf">mmaf</span>' in "".join(frags)
+    sass = "\n\n  /*0000*/   LDC R1, c[0x0][0x28] ;\n"  # leading blank lines are kept
+    assert highlight_lines(sass, SassLexer(stripnl=False))[:2] == ["", ""]
+
+
+# -- mime bundle -----------------------------------------------------------------------------
+
+def test_mimebundle():
+    insp = gemm_inspection()
+    bundle = inspection_mimebundle(insp)
+    assert set(bundle) == {"text/plain", "text/html", MIME_TYPE}
+    assert bundle == insp._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(insp)
+    data = bundle[MIME_TYPE]
+    assert "cubin" not in data and data["cubin_size"] == len(insp.cubin)
+    assert data["schema_version"] == 1 and data["schema"] == "tile-lab.inspection"
+    assert data["stages"]["tileir"]["line_map"] == list(insp.stages["tileir"].line_map)
+    assert data["line_colors"]["10"] == 0  # the first mapped line (SASS maps line 10)
+    assert data["line_colors"]["12"] == 2
+    json.dumps(data)  # plain JSON, as Jupyter will send it
+    assert data == inspection_json(insp)
+
+
+# -- palette ---------------------------------------------------------------------------------
+
+def test_line_colors_first_appearance_and_cycle():
+    lines = [30, 12, 30, None, 7, 12]
+    assert palette.line_color_index(lines) == {30: 0, 12: 1, 7: 2}
+    assert palette.line_colors(lines) == {30: palette.PALETTE_LIGHT[0],
+                                          12: palette.PALETTE_LIGHT[1],
+                                          7: palette.PALETTE_LIGHT[2]}
+    n = len(palette.PALETTE_LIGHT)
+    many = palette.line_colors(list(range(1, n + 2)))
+    assert many[n + 1] == many[1]  # cycles after the palette is used up
+    dark = palette.line_colors(lines, theme="dark")
+    assert dark.keys() == palette.line_colors(lines).keys()
+    with pytest.raises(ValueError, match="theme"):
+        palette.line_colors(lines, theme="sepia")
+
+
+def test_palette_is_distinct_and_okabe_ito_based():
+    for pal in (palette.PALETTE_LIGHT, palette.PALETTE_DARK):
+        assert len(set(pal)) == len(pal) == 7
+        assert "#000000" not in pal
+    assert {"#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7"} <= set(palette.PALETTE_LIGHT)
+
+
+def test_palette_css_switches_on_dark_themes():
+    css = palette.palette_css(".x")
+    assert css.startswith(".x{--tl-c0:#E69F00;")
+    assert 'body[data-jp-theme-light="false"] .x' in css
+    assert palette.PALETTE_DARK[1] in css
+    assert palette.css_var(8) == f"var(--tl-c1, {palette.PALETTE_LIGHT[1]})"
+
+
+# -- end to end with the real compiler -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fixture_kernels(tmp_path_factory):
+    path = tmp_path_factory.mktemp("k") / "fixture_kernels.py"
+    path.write_text(KERNELS)
+    spec = importlib.util.spec_from_file_location("fixture_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_real_inspection_renders(fixture_kernels):
+    import tile_lab
+
+    insp = tile_lab.inspect(fixture_kernels.vadd, "f32[1024], f32[1024], f32[1024], 128",
+                            arch="sm_90", show=("source", "cutile", "tileir", "sass", "remarks"))
+    h = inspection_html(insp)
+    assert h == inspection_html(insp)
+    p = parse(h)
+    for stage in ("cutile", "tileir", "sass"):
+        assert p.panes[stage] == list(insp.stages[stage].line_map)
+    assert p.panes["source"] == list(range(3, 9))
+    linked = {x for stage in ("tileir", "sass") for x in p.panes[stage] if x is not None}
+    assert {6, 7, 8} <= linked  # both loads and the store reach the IR and SASS

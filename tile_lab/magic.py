@@ -1,0 +1,353 @@
+"""The ``%%tile`` cell magic: a thin shell over tile_lab's public API.
+
+``%load_ext tile_lab`` calls :func:`register`. A ``%%tile`` cell body is ordinary Python
+defining one or more ``@ct.kernel`` functions (or CUDA Tile C++ with ``--lang c++``).
+The magic
+
+1. registers the body with ``linecache`` under IPython's cell filename, with ONE blank
+   line first, so line N of that file is line N of the cell as the user sees it (the
+   ``%%tile`` line is line 1) — cuTile reads kernel source with ``inspect.findsource``
+   and reports errors in those numbers;
+2. compiles and runs the body in the user namespace and finds the kernels it bound;
+3. inspects them (``tile_lab.inspect``) and/or runs one (``emulate``, ``trace``,
+   ``sanitize``, ``launch``), displaying what comes back.
+
+Every failure raises: option errors are ``UsageError``; errors in the cell (syntax,
+cuTile typing, tileiras, bad ``--args``) are TileLabErrors located at the cell line, which
+IPython renders through ``_render_traceback_``. The shell keeps working afterwards.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from .artifacts import STAGES
+from .errors import CompileError, EmulatorUnsupported, SignatureError, SourceLocation, TileLabError
+
+__all__ = ["TileMagics", "register"]
+
+EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch")
+PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
+CPP_LANGS = ("c++", "cpp", "cuda")
+
+
+def register(ipython: Any) -> None:
+    """Register the ``%%tile`` cell magic on ``ipython`` (prints nothing)."""
+    ipython.register_magics(TileMagics)
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """The cell body as registered: ``filename`` in linecache, ``label`` for messages."""
+
+    text: str  # the body with one blank line first: line N here is cell line N
+    filename: str
+    label: str
+    magic_line: str  # "%%tile --args ..." as the user typed it (line 1)
+
+
+@magics_class
+class TileMagics(Magics):
+    """Holds the ``%%tile`` magic."""
+
+    @magic_arguments()
+    @argument("--args", metavar="EXPRS",
+              help='example arguments, Python expressions in the notebook namespace: '
+                   '"a, b, c, 128" (NumPy/CuPy arrays, scalars, constants)')
+    @argument("--sig", metavar="SPEC",
+              help='signature without arrays: "f32[4096], f32[4096], f32[4096], 128"')
+    @argument("--arch", help="target GPU, e.g. sm_90 (default: the local GPU's, else sm_100)")
+    @argument("--hints", help="kernel hints, e.g. num_ctas=2,occupancy=4")
+    @argument("--show", help="panes: " + ",".join(PANES))
+    @argument("--kernel", metavar="NAME",
+              help="the kernel to use when the cell defines several (default: all; "
+                   "execution needs exactly one)")
+    @argument("--grid", help='launch grid for execution flags, e.g. "(8,)"')
+    @argument("--emulate", action="store_true", help="run on the CPU emulator")
+    @argument("--trace", action="store_true",
+              help="run on the CPU emulator recording memory accesses; show the diagram")
+    @argument("--sanitize", action="store_true",
+              help="run on the CPU emulator and report races / out-of-bounds tiles")
+    @argument("--launch", action="store_true",
+              help="run on the GPU (falls back to the emulator, with a notice, without one)")
+    @argument("--lang", default="python", help="python (default) or c++")
+    @cell_magic
+    def tile(self, line: str, cell: str) -> None:
+        """Define tile kernels in this cell, then inspect and/or run them."""
+        opts = parse_argstring(self.tile, line)
+        _unquote_options(opts)
+        _check_options(opts)
+        body = self._register_cell(line, cell)
+        try:
+            if opts.lang.lower() in CPP_LANGS:
+                self._run_cpp(opts, body)
+            else:
+                self._run_python(opts, body)
+        except TileLabError as err:
+            raise _relabel(err, body) from None
+
+    # -- the two languages ---------------------------------------------------------------
+
+    def _run_python(self, opts: Any, body: _Cell) -> None:
+        import tile_lab
+
+        kernels = self._exec_body(body)
+        chosen = _choose(kernels, opts.kernel, "@ct.kernel function")
+        show, want_partition = _split_show(opts.show)
+        flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
+        ns = self.shell.user_ns
+        args = _eval_option(opts.args, "--args", body, ns) if opts.args is not None else None
+        want_inspect = (opts.sig is not None or opts.show is not None
+                        or (opts.args is not None and not flags))
+        if (want_inspect or flags or want_partition) and not chosen:
+            raise CompileError("the cell defines no @ct.kernel function to inspect or run",
+                               SourceLocation(body.label, 1, None, body.magic_line))
+        if want_inspect and show != ():
+            spec = opts.sig if opts.sig is not None else args
+            if spec is None:
+                raise UsageError("%%tile: inspecting needs --args or --sig")
+            for name in chosen:
+                display(tile_lab.inspect(kernels[name], spec, arch=opts.arch,
+                                         hints=opts.hints, show=show))
+        if flags or want_partition:
+            if len(chosen) != 1:
+                raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
+                                 f"pick the one to run with --kernel NAME")
+            if args is None or opts.grid is None:
+                raise UsageError("%%tile: running a kernel needs --grid and --args")
+            grid = _eval_grid(opts.grid, body, ns)
+            self._execute(kernels[chosen[0]], grid, args, flags, want_partition, opts.hints)
+
+    def _execute(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                 flags: list[str], want_partition: bool, hints: str | None) -> None:
+        import tile_lab
+
+        if "sanitize" in flags:
+            display(tile_lab.sanitize(kernel, grid, args))
+        if "trace" in flags or want_partition:
+            display(tile_lab.diagram(tile_lab.trace(kernel, grid, args)))
+        if "emulate" in flags:
+            tile_lab.emulate(kernel, grid, args)
+        if "launch" in flags:
+            hint_values = None
+            if hints:
+                from ._inspect import parse_hints
+                hint_values = parse_hints(hints)
+            tile_lab.launch(kernel, grid, args, hints=hint_values, fallback="emulate")
+
+    def _run_cpp(self, opts: Any, body: _Cell) -> None:
+        import tile_lab
+        from tile_lab.cpp import find_kernel_names, launch_cpp
+
+        if opts.hints:
+            raise UsageError("%%tile --lang c++: --hints does not apply to C++ cells "
+                             "(set hints in the source with cutile::hint)")
+        if opts.sig is not None:
+            raise UsageError("%%tile --lang c++: --sig is for Python kernels; a C++ "
+                             "kernel's signature is in its source")
+        cpu_only = [f for f in ("emulate", "trace", "sanitize") if getattr(opts, f)]
+        if cpu_only:
+            raise EmulatorUnsupported(
+                f"--{cpu_only[0]}: the CPU emulator runs cuTile Python kernels only, "
+                f"not CUDA Tile C++", SourceLocation(body.label, 1, None, body.magic_line),
+                hint="write the kernel in Python to emulate it, or use --launch on a GPU")
+        names = find_kernel_names(body.text)
+        if not names:
+            raise CompileError("the cell defines no __tile_global__ kernel",
+                               SourceLocation(body.label, 1, None, body.magic_line))
+        chosen = _choose(dict.fromkeys(names), opts.kernel, "__tile_global__ kernel")
+        show, want_partition = _split_show(opts.show)
+        if want_partition:
+            raise UsageError("%%tile --lang c++: the partition diagram needs the CPU "
+                             "emulator, which runs Python kernels only")
+        results = {}
+        for name in chosen:
+            insp = tile_lab.inspect_cpp(body.text, name, arch=opts.arch, filename=body.filename)
+            results[name] = insp = insp.with_show(show) if opts.show is not None else insp
+            display(insp)
+        if opts.launch:
+            if len(chosen) != 1:
+                raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
+                                 f"pick the one to launch with --kernel NAME")
+            if opts.args is None or opts.grid is None:
+                raise UsageError("%%tile: launching needs --grid and --args")
+            ns = self.shell.user_ns
+            args = _eval_option(opts.args, "--args", body, ns)
+            grid = _eval_grid(opts.grid, body, ns)
+            launch_cpp(results[chosen[0]], chosen[0], grid, args)
+
+    # -- cell registration and execution -------------------------------------------------
+
+    def _register_cell(self, line: str, cell: str) -> _Cell:
+        shell = self.shell
+        text = "\n" + cell  # the %%tile line is line 1, so body line k is cell line k+1
+        number = shell.execution_count
+        filename = shell.compile.cache(text, number, raw_code=text)
+        named = shell.compile.format_code_name(filename)
+        label = " ".join(named) if named else filename
+        return _Cell(text=text, filename=filename, label=label,
+                     magic_line=f"%%tile {line}".rstrip())
+
+    def _exec_body(self, body: _Cell) -> dict[str, Any]:
+        """Run the body in the user namespace; return the kernels it (re)bound, in order."""
+        from ._cutile_compat import is_kernel
+
+        try:
+            tree = ast.parse(body.text, body.filename)
+            code = self.shell.compile(tree, body.filename, "exec")
+        except SyntaxError as e:
+            lineno = e.lineno or 1
+            col = max(e.offset - 1, 0) if e.offset else None
+            text = e.text.rstrip("\n") if e.text else _line_of(body.text, lineno)
+            raise CompileError(f"{type(e).__name__}: {e.msg}",
+                               SourceLocation(body.label, lineno, col, text)) from None
+        ns = self.shell.user_ns
+        before = dict(ns)
+        exec(code, ns)
+        order = {name: i for i, name in enumerate(_bound_names(tree))}
+        changed = [k for k, v in ns.items()
+                   if (k not in before or before[k] is not v) and is_kernel(v)]
+        changed.sort(key=lambda k: order.get(k, len(order)))
+        return {k: ns[k] for k in changed}
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+def _unquote_options(opts: Any) -> None:
+    # IPython splits the magic line shell-style but keeps the quotes (non-POSIX mode).
+    for key, value in vars(opts).items():
+        if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] in "'\"":
+            setattr(opts, key, value[1:-1])
+
+
+def _check_options(opts: Any) -> None:
+    if opts.lang.lower() not in ("python", "py", *CPP_LANGS):
+        raise UsageError(f"%%tile: --lang must be python or c++, not {opts.lang!r}")
+    flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
+    if len(flags) > 1:
+        raise UsageError("%%tile: use one of --emulate, --trace, --sanitize, --launch at a "
+                         f"time (got {', '.join('--' + f for f in flags)})")
+    if opts.grid is not None and not flags and not (opts.show and "partition" in opts.show):
+        raise UsageError("%%tile: --grid is for running a kernel: add --emulate, --trace, "
+                         "--sanitize or --launch")
+    if opts.show is not None:
+        names = [s.strip() for s in opts.show.split(",") if s.strip()]
+        bad = [n for n in names if n not in PANES]
+        if bad or not names:
+            raise UsageError(f"%%tile: unknown pane {bad[0]!r} in --show; panes: "
+                             f"{', '.join(PANES)}" if bad else "%%tile: --show is empty")
+
+
+def _split_show(show: str | None) -> tuple[tuple[str, ...] | None, bool]:
+    """The inspect panes of ``--show`` (None: the default) and whether it asks for the
+    partition diagram."""
+    if show is None:
+        return None, False
+    names = [s.strip() for s in show.split(",") if s.strip()]
+    panes = tuple(dict.fromkeys(n for n in names if n != "partition"))
+    return panes, "partition" in names
+
+
+def _choose(found: dict[str, Any], wanted: str | None, what: str) -> list[str]:
+    if wanted is None:
+        return list(found)
+    if wanted not in found:
+        have = ", ".join(found) or "none"
+        raise UsageError(f"%%tile: --kernel {wanted}: the cell defines no {what} of that "
+                         f"name (it defines: {have})")
+    return [wanted]
+
+
+def _bound_names(tree: ast.Module) -> list[str]:
+    """Names the cell binds at top level, in source order (function bodies excluded)."""
+    names: list[str] = []
+
+    class Visitor(ast.NodeVisitor):
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+            names.append(node.name)  # its body binds nothing at top level
+
+        visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+        def visit_ClassDef(self, node: ast.ClassDef) -> None:
+            names.append(node.name)
+
+        def visit_Lambda(self, node: ast.Lambda) -> None:
+            pass
+
+        def visit_Name(self, node: ast.Name) -> None:
+            if isinstance(node.ctx, ast.Store):
+                names.append(node.id)
+
+        def visit_alias(self, node: ast.alias) -> None:
+            names.append((node.asname or node.name).split(".")[0])
+
+    Visitor().visit(tree)
+    return list(dict.fromkeys(names))
+
+
+def _line_of(text: str, lineno: int) -> str:
+    lines = text.splitlines()
+    return lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+
+
+def _option_location(body: _Cell, value: str, offset: int = 0) -> SourceLocation:
+    """Line 1 (the ``%%tile`` line), caret under ``value`` (+offset) where it is found."""
+    idx = body.magic_line.find(value)
+    col = idx + offset if idx >= 0 else None
+    return SourceLocation(body.label, 1, col, body.magic_line)
+
+
+def _eval_option(value: str, option: str, body: _Cell, ns: dict[str, Any]) -> tuple[Any, ...]:
+    """Evaluate a comma-separated list of expressions in the user namespace."""
+    text = value.strip().rstrip(",")
+    if not text:
+        return ()
+    try:
+        tree = ast.parse(f"({text},)", mode="eval")
+    except SyntaxError as e:
+        off = max((e.offset or 1) - 2, 0)  # -1 for 1-based, -1 for the "(" we added
+        raise SignatureError(f"{option} is not a list of Python expressions: {e.msg}",
+                             _option_location(body, text, off)) from None
+    try:
+        return tuple(eval(compile(tree, f"<{option}>", "eval"), ns))
+    except NameError as e:
+        name = getattr(e, "name", None) or ""
+        m = re.search(rf"\b{re.escape(name)}\b", text) if name else None
+        raise SignatureError(f"{option}: name {name!r} is not defined in the notebook",
+                             _option_location(body, text, m.start() if m else 0),
+                             hint="define it in a cell above, then run this cell again"
+                             ) from None
+    except Exception as e:
+        raise SignatureError(f"{option}: evaluating {text!r} raised "
+                             f"{type(e).__name__}: {e}", _option_location(body, text)
+                             ) from None
+
+
+def _eval_grid(value: str, body: _Cell, ns: dict[str, Any]) -> tuple[int, ...]:
+    """``--grid``: an int or a tuple of 1-3 positive ints, evaluated in the namespace."""
+    items = _eval_option(value, "--grid", body, ns)
+    if len(items) == 1 and isinstance(items[0], (tuple, list)):
+        items = tuple(items[0])  # "(8, 4)" is one tuple-valued expression
+    ok = 1 <= len(items) <= 3 and all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items)
+    if not ok:
+        raise SignatureError(f"--grid must be 1 to 3 positive ints, e.g. \"(8,)\", "
+                             f"got {items!r}", _option_location(body, value.strip()))
+    return tuple(int(v) for v in items)
+
+
+def _relabel(err: TileLabError, body: _Cell) -> TileLabError:
+    """Show the cell's label instead of IPython's cache filename, and the line text."""
+    loc = err.location
+    if loc is not None and loc.filename == body.filename:
+        text = loc.text if loc.text is not None else _line_of(body.text, loc.line)
+        err.location = replace(loc, filename=body.label, text=text)
+    return err

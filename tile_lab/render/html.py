@@ -1,0 +1,420 @@
+"""The inspect view: an :class:`~tile_lab.artifacts.Inspection` as line-linked HTML panes.
+
+Panes sit side by side (source · cuTile IR · Tile IR · PTX · SASS · remarks, as picked by
+``Inspection.show``). Every IR/SASS line that the compiler tied to a source line carries
+``data-line="N"``, the class ``tl-lN`` and a colour-slot class ``tl-cK``; the stylesheet
+turns those into a colour band per source line and highlights every line of the same
+source line on hover, with CSS ``:has()`` rules generated only for the lines present, so
+no script is needed for it. A small inline script adds click-to-pin (and scrolls the other
+panes to the pinned line) as progressive enhancement where the front end runs scripts.
+
+What survives where: JupyterLab runs inline styles and scripts only for *trusted* output
+(a cell the user just ran, or a notebook they saved). Untrusted output is sanitized:
+``<style>``, ``<script>`` and ``data-*`` attributes are removed, while classes and
+simple inline styles stay. The few layout styles (side-by-side, scrollable panes) are
+therefore inline on the containers, and every IR line also shows its source line number
+in a gutter, so an untrusted view still reads correctly, just without colour.
+
+Output is deterministic: the view's class is derived from a hash of its content (no
+random ids, no timestamps), so the same Inspection renders to byte-identical HTML.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pygments.lexer import Lexer
+from pygments.lexers import CudaLexer, PythonLexer
+from pygments.token import (
+    Comment,
+    Keyword,
+    Name,
+    Number,
+    Operator,
+    String,
+    _TokenType,
+)
+
+from ..artifacts import MIME_TYPE, STAGES, Inspection
+from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer
+from .palette import DARK_THEME_SELECTORS, line_color_index, palette_css
+
+__all__ = [
+    "JSON_SCHEMA_VERSION",
+    "highlight_lines",
+    "inspection_html",
+    "inspection_json",
+    "inspection_mimebundle",
+    "view_class",
+]
+
+JSON_SCHEMA_VERSION = 1
+
+PANE_TITLES = {
+    "source": "Source",
+    "cutile": "cuTile IR",
+    "tileir": "Tile IR",
+    "ptx": "PTX",
+    "sass": "SASS",
+    "remarks": "Remarks",
+}
+
+# Token type -> short class suffix. A token takes the class of its nearest listed
+# ancestor type; unlisted types (plain names, punctuation, whitespace) get no class.
+_TOKEN_CLASSES: dict[_TokenType, str] = {
+    Keyword: "k",
+    Keyword.Type: "kt",
+    Keyword.Constant: "kc",
+    Keyword.Pseudo: "kp",
+    Operator.Word: "k",
+    Name.Function: "nf",
+    Name.Class: "nf",
+    Name.Variable: "nv",
+    Name.Label: "nl",
+    Name.Attribute: "na",
+    Name.Builtin: "nb",
+    Name.Decorator: "nd",
+    Name.Constant: "no",
+    String: "s",
+    Number: "m",
+    Comment: "c",
+    Comment.Special: "cs",
+    Comment.Preproc: "cp",
+}
+
+# (light, dark) colours of each token class. Mid-saturation so both read on the
+# JupyterLab light and dark themes; none is close to a palette band colour in role.
+_TOKEN_COLORS: dict[str, tuple[str, str]] = {
+    "k": ("#7c3aed", "#c4a7ff"),
+    "kt": ("#0f766e", "#5eead4"),
+    "kc": ("#9a3412", "#fdba74"),
+    "kp": ("#9a3412", "#fdba74"),
+    "nf": ("#1d4ed8", "#93c5fd"),
+    "nv": ("#a16207", "#facc15"),
+    "nl": ("#4b5563", "#a1a1aa"),
+    "na": ("#0e7490", "#67e8f9"),
+    "nb": ("#be123c", "#fda4af"),
+    "nd": ("#be185d", "#f9a8d4"),
+    "no": ("#4d7c0f", "#bef264"),
+    "s": ("#15803d", "#86efac"),
+    "m": ("#c2410c", "#fdba74"),
+    "c": ("#6b7280", "#9ca3af"),
+    "cs": ("#9ca3af", "#6b7280"),
+    "cp": ("#6b7280", "#9ca3af"),
+}
+
+_ITALIC = ("c", "cp")
+_BOLD = ("nf",)
+
+# Layout styles put inline on the few container elements, so the side-by-side,
+# scrollable layout survives JupyterLab's sanitizer for untrusted output.
+_STYLE_PANES = "display:flex;gap:8px;overflow-x:auto;align-items:flex-start"
+_STYLE_PANE = "min-width:30em;max-width:64em"
+_STYLE_PANE_MISSING = "min-width:10em;max-width:18em"
+_STYLE_CODE = "max-height:36em;overflow:auto;margin:0"
+
+# Click-to-pin, scroll-to-line. Binds every not-yet-bound view on the page, so it is the
+# same text in every output (deterministic) and harmless when run twice.
+_SCRIPT = """(function(){
+document.querySelectorAll('.tl-view').forEach(function(v){
+if(v.getAttribute('data-tl-bound'))return;v.setAttribute('data-tl-bound','1');
+v.addEventListener('click',function(e){
+var t=e.target.closest('[data-line]');if(!t||!v.contains(t))return;
+var n=t.getAttribute('data-line'),was=v.getAttribute('data-pin')===n;
+v.querySelectorAll('.tl-pin').forEach(function(x){x.classList.remove('tl-pin');});
+if(was){v.removeAttribute('data-pin');return;}
+v.setAttribute('data-pin',n);
+v.querySelectorAll('.tl-l'+n).forEach(function(x){x.classList.add('tl-pin');});
+var own=t.closest('.tl-code');
+v.querySelectorAll('.tl-code').forEach(function(p){
+var f=p.querySelector('.tl-l'+n);
+if(f&&p!==own){p.scrollTop=Math.max(0,f.offsetTop-p.clientHeight/3);}
+});});});})();"""
+
+
+# -- public API ------------------------------------------------------------------------
+
+def view_class(insp: Inspection) -> str:
+    """Deterministic class naming this view: ``tl-v-`` + 12 hex digits of a content hash.
+
+    The filename is left out: under ipykernel a cell's filename is a temp path holding
+    the kernel's process id, and the same cell must render the same in every session.
+    """
+    data = insp.to_json_dict()
+    data.pop("filename", None)
+    text = json.dumps(data, sort_keys=True, default=str)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return f"tl-v-{digest[:12]}"
+
+
+def inspection_json(insp: Inspection) -> dict[str, Any]:
+    """The ``application/vnd.tile-lab.v1+json`` payload: the Inspection's data without
+    the cubin bytes (its size instead), plus the schema version and the colour slot of
+    each mapped source line (so a front-end extension colours lines as this view does)."""
+    data = insp.to_json_dict()
+    data.pop("cubin", None)
+    data["cubin_size"] = len(insp.cubin)
+    data["schema"] = "tile-lab.inspection"
+    data["schema_version"] = JSON_SCHEMA_VERSION
+    data["line_colors"] = {str(k): v for k, v in _color_slots(insp).items()}
+    # Round-trip through JSON: tuples become lists, odd hint values become strings,
+    # so the bundle is exactly what a front end receives.
+    return json.loads(json.dumps(data, sort_keys=True, default=str))
+
+
+def inspection_mimebundle(insp: Inspection) -> dict[str, Any]:
+    """``text/plain``, ``text/html`` and the tile-lab JSON, for ``_repr_mimebundle_``."""
+    return {
+        "text/plain": repr(insp),
+        "text/html": inspection_html(insp),
+        MIME_TYPE: inspection_json(insp),
+    }
+
+
+def inspection_html(insp: Inspection) -> str:
+    """The inspect view as one self-contained HTML fragment."""
+    vclass = view_class(insp)
+    slots = _color_slots(insp)
+    panes = [_pane(insp, name, slots) for name in _pane_names(insp)]
+    parts = [
+        f'<div class="tl-view {vclass}">',
+        f"<style>{_stylesheet(vclass, slots)}</style>",
+        _header(insp),
+        f'<div class="tl-panes" style="{_STYLE_PANES}">',
+        *panes,
+        "</div>",
+        f"<script>{_SCRIPT}</script>",
+        "</div>",
+    ]
+    return "\n".join(parts)
+
+
+def highlight_lines(text: str, lexer: Lexer) -> list[str]:
+    """Lex ``text`` once and return one HTML fragment per text line (escaped, with
+    ``tl-t*`` token classes). Lexing the whole text keeps multi-line state correct."""
+    lines: list[list[str]] = [[]]
+    for ttype, value in lexer.get_tokens(text):
+        cls = _token_class(ttype)
+        for i, piece in enumerate(value.split("\n")):
+            if i:
+                lines.append([])
+            if piece:
+                esc = html.escape(piece, quote=False)
+                lines[-1].append(f'<span class="tl-t{cls}">{esc}</span>' if cls else esc)
+    n = len(text.splitlines())
+    out = ["".join(parts) for parts in lines]
+    # Pygments ends the stream with a newline; keep exactly one fragment per line.
+    return (out + [""] * n)[:n]
+
+
+# -- panes -----------------------------------------------------------------------------
+
+def _pane_names(insp: Inspection) -> list[str]:
+    """Panes to draw, in the fixed stage order, from ``insp.show``. Names that are not
+    panes of this view (e.g. ``partition``, drawn by the diagram renderer) are skipped."""
+    wanted = set(insp.show)
+    return [name for name in STAGES if name in wanted]
+
+
+def _color_slots(insp: Inspection) -> dict[int, int]:
+    """Palette slot per source line that some stage or remark maps to, assigned in
+    source order (first appearance in the kernel), so neighbouring lines differ."""
+    mapped = {line for st in insp.stages.values() for line in st.line_map if line is not None}
+    mapped |= {r.line for r in insp.remarks if r.line is not None}
+    return line_color_index(sorted(mapped))
+
+
+def _source_lexer(insp: Inspection) -> Lexer:
+    name = insp.filename.lower()
+    if name.endswith((".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp")) or (
+            "__tile_global__" in insp.source or insp.source.lstrip().startswith("#include")):
+        return CudaLexer(stripnl=False)
+    return PythonLexer(stripnl=False)
+
+
+def _stage_lexer(name: str) -> Lexer:
+    if name == "tileir":
+        return TileIRLexer(stripnl=False)
+    if name == "sass":
+        return SassLexer(stripnl=False)
+    if name == "cutile":
+        return CuTileIRLexer(stripnl=False)
+    return PtxLexer(stripnl=False)
+
+
+def _pane(insp: Inspection, name: str, slots: dict[int, int]) -> str:
+    title = PANE_TITLES[name]
+    if name == "source":
+        body = _source_code(insp, slots)
+    elif name == "remarks":
+        body = _remarks(insp, slots)
+        title = f"{title} ({len(insp.remarks)})"
+    elif name in insp.stages:
+        st = insp.stages[name]
+        text = _compact_sass(st.text) if name == "sass" else st.text
+        body = _stage_code(text, st.line_map, _stage_lexer(name), slots)
+        title = f"{title} ({len(st.line_map)} lines)"
+    else:  # asked for but not produced: a narrow pane that says why
+        return (f'<section class="tl-pane tl-pane-{name} tl-pane-missing" '
+                f'style="{_STYLE_PANE_MISSING}"><div class="tl-title">{html.escape(title)}'
+                f'</div><div class="tl-missing">{html.escape(_missing_reason(name))}</div>'
+                f"</section>")
+    return (f'<section class="tl-pane tl-pane-{name}" style="{_STYLE_PANE}">'
+            f'<div class="tl-title">{html.escape(title)}</div>{body}</section>')
+
+
+def _missing_reason(name: str) -> str:
+    return f"(no {PANE_TITLES[name]} in this inspection)"
+
+
+_SASS_ADDRESS = re.compile(r"^[ \t]*(/\*[0-9a-fA-F]{4,}\*/)( +)")
+
+
+def _compact_sass(text: str) -> str:
+    """Drop nvdisasm's fixed-width padding around instruction addresses (about 30
+    blank columns per line), keeping predicates and opcodes aligned. Display only."""
+    lines = text.split("\n")
+    gaps = [len(m.group(2)) for m in map(_SASS_ADDRESS.match, lines) if m]
+    if not gaps:
+        return text
+    cut = min(gaps) - 1
+    return "\n".join(
+        _SASS_ADDRESS.sub(lambda m: "  " + m.group(1) + m.group(2)[cut:], line)
+        for line in lines)
+
+
+def _line_span(line: int | None, slots: dict[int, int], gutter: str, code: str) -> str:
+    # the space inside the gutter separates it from the code even where CSS is stripped
+    gut = f'<span class="tl-g">{gutter} </span>'
+    if line is None:
+        return f'<span class="tl-ln">{gut}{code}\n</span>'
+    classes = f"tl-ln tl-l{line}"
+    if line in slots:
+        classes += f" tl-c{slots[line]}"
+    return f'<span class="{classes}" data-line="{line}">{gut}{code}\n</span>'
+
+
+def _source_code(insp: Inspection, slots: dict[int, int]) -> str:
+    numbered = insp.source_lines
+    fragments = highlight_lines(insp.source, _source_lexer(insp))
+    width = len(str(numbered[-1][0])) if numbered else 1
+    rows = [_line_span(no, slots, str(no).rjust(width), frag)
+            for (no, _text), frag in zip(numbered, fragments)]
+    return f'<pre class="tl-code" style="{_STYLE_CODE}">{"".join(rows)}</pre>'
+
+
+def _stage_code(text: str, line_map: Sequence[int | None], lexer: Lexer,
+                slots: dict[int, int]) -> str:
+    fragments = highlight_lines(text, lexer)
+    mapped = [ln for ln in line_map if ln is not None]
+    width = len(str(max(mapped))) if mapped else 1
+    rows = []
+    for i, frag in enumerate(fragments):
+        line = line_map[i] if i < len(line_map) else None
+        gutter = str(line).rjust(width) if line is not None else " " * width
+        rows.append(_line_span(line, slots, gutter, frag))
+    return f'<pre class="tl-code" style="{_STYLE_CODE}">{"".join(rows)}</pre>'
+
+
+def _remarks(insp: Inspection, slots: dict[int, int]) -> str:
+    if not insp.remarks:
+        return f'<pre class="tl-code tl-missing" style="{_STYLE_CODE}">(no remarks)</pre>'
+    items = []
+    for r in insp.remarks:
+        kind = html.escape(r.kind)
+        head = f'<span class="tl-kind tl-kind-{kind}">{kind}</span>'
+        if r.category:
+            head += f' <span class="tl-cat">[{html.escape(r.category)}]</span>'
+        msg = html.escape(r.message)
+        if r.line is None:
+            items.append(f'<li class="tl-rm">{head} {msg}</li>')
+            continue
+        classes = f"tl-rm tl-ln tl-l{r.line}"
+        if r.line in slots:
+            classes += f" tl-c{slots[r.line]}"
+        where = f"line {r.line}" + (f":{r.col}" if r.col is not None else "")
+        items.append(f'<li class="{classes}" data-line="{r.line}">{head} '
+                     f'<a class="tl-link" title="highlight line {r.line}">{where}</a> {msg}</li>')
+    return (f'<ul class="tl-code tl-remarks" style="{_STYLE_CODE}">'
+            f'{"".join(items)}</ul>')
+
+
+def _header(insp: Inspection) -> str:
+    bits = [f'<b class="tl-kernel">{html.escape(insp.kernel_name)}</b>',
+            html.escape(insp.arch), html.escape(insp.signature)]
+    if insp.hints:
+        bits.append(html.escape(", ".join(f"{k}={v}" for k, v in sorted(insp.hints.items()))))
+    if insp.versions:
+        bits.append(html.escape(" ".join(f"{k} {v}" for k, v in sorted(insp.versions.items()))))
+    return f'<div class="tl-head">{" · ".join(bits)}</div>'
+
+
+# -- styles ----------------------------------------------------------------------------
+
+def _token_class(ttype: _TokenType) -> str:
+    while ttype is not None:
+        cls = _TOKEN_CLASSES.get(ttype)
+        if cls is not None:
+            return cls
+        ttype = ttype.parent
+    return ""
+
+
+def _css_rules(selectors: Iterable[str], decl: str) -> str:
+    sel = ",".join(selectors)
+    return f"{sel}{{{decl}}}" if sel else ""
+
+
+def _stylesheet(vclass: str, slots: dict[int, int]) -> str:
+    v = f".{vclass}"
+    dark_v = ",".join(f"{s} {v}" for s in DARK_THEME_SELECTORS)
+    light_vars = "".join(f"--tl-t{k}:{c[0]};" for k, c in _TOKEN_COLORS.items())
+    dark_vars = "".join(f"--tl-t{k}:{c[1]};" for k, c in _TOKEN_COLORS.items())
+    token_rules = "".join(
+        f"{v} .tl-t{k}{{color:var(--tl-t{k})"
+        + (";font-style:italic" if k in _ITALIC else "")
+        + (";font-weight:600" if k in _BOLD else "") + "}"
+        for k in _TOKEN_COLORS)
+    used_slots = sorted(set(slots.values()))
+    band_rules = "".join(f"{v} .tl-c{s}{{--tl-band:var(--tl-c{s})}}" for s in used_slots)
+    # Hover on any element of line N lights up every element of line N in every pane.
+    lines = sorted(slots)
+    hover = _css_rules((f"{v}:has(.tl-l{n}:hover) .tl-l{n}" for n in lines),
+                       "background:color-mix(in srgb,var(--tl-band) 30%,transparent)")
+    return "\n".join(filter(None, [
+        palette_css(v).strip(),
+        f"{v}{{{light_vars}font-family:var(--jp-code-font-family,monospace);"
+        f"font-size:var(--jp-code-font-size,12px);line-height:1.35}}",
+        f"{dark_v}{{{dark_vars}}}",
+        token_rules,
+        f"{v} .tl-head{{font-family:var(--jp-ui-font-family,sans-serif);margin:2px 0 6px}}",
+        f"{v} .tl-panes{{display:flex;gap:8px;overflow-x:auto;align-items:flex-start}}",
+        f"{v} .tl-pane{{flex:1 0 30em;min-width:30em;max-width:64em;"
+        f"border:1px solid var(--jp-border-color2,#ccc);border-radius:3px}}",
+        f"{v} .tl-title{{font-family:var(--jp-ui-font-family,sans-serif);font-weight:600;"
+        f"padding:2px 6px;border-bottom:1px solid var(--jp-border-color2,#ccc)}}",
+        f"{v} .tl-code{{position:relative;max-height:36em;overflow:auto;margin:0;padding:0;"
+        f"background:transparent;white-space:pre;list-style:none}}",
+        f"{v} .tl-ln{{display:block;border-left:4px solid transparent;padding-right:6px;"
+        f"cursor:default}}",
+        f"{v} .tl-ln[data-line]{{border-left-color:var(--tl-band,transparent);cursor:pointer}}",
+        f"{v} .tl-g{{display:inline-block;color:var(--jp-content-font-color3,#999);"
+        f"padding:0 4px 0 4px;user-select:none;text-align:right}}",
+        f"{v} .tl-pin{{background:color-mix(in srgb,var(--tl-band,#888) 45%,transparent);"
+        f"outline:1px solid var(--tl-band,#888)}}",
+        f"{v} .tl-missing{{color:var(--jp-content-font-color3,#999);padding:4px 6px}}",
+        f"{v} .tl-pane-missing{{flex:0 1 14em;min-width:10em}}",
+        f"{v} .tl-remarks{{white-space:normal;padding:2px 0}}",
+        f"{v} .tl-rm{{padding:2px 6px}}",
+        f"{v} .tl-kind{{font-weight:600}}",
+        f"{v} .tl-kind-missed,{v} .tl-kind-failed{{color:var(--tl-tnb)}}",
+        f"{v} .tl-kind-passed{{color:var(--tl-ts)}}",
+        f"{v} .tl-link{{text-decoration:underline;cursor:pointer}}",
+        band_rules,
+        hover,
+    ]))
