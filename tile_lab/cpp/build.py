@@ -1,0 +1,191 @@
+"""Compile CUDA Tile C++ with the pip-installed nvcc: source -> Tile IR -> cubin -> Inspection.
+
+``nvcc -std=c++20 -enable-tile -tilebc -arch=sm_XY`` runs the C++ front end and writes
+Tile IR bytecode; tileiras turns that same bytecode into the cubin (``--lineinfo``), so
+the Tile IR shown and the SASS shown come from one front-end run. No system CUDA is
+needed: nvcc finds ``cuda_tile.h`` next to itself in the wheel; it needs a host C++
+compiler (g++) only to preprocess.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .._inspect import resolve_arch
+from ..artifacts import Inspection, StageText
+from ..errors import CompileError, SourceLocation, ToolchainError
+from . import diagnostics
+from . import source as src
+
+_DEFINE_NAME_RE = re.compile(r"^[A-Za-z_]\w*$")
+DEFAULT_FILENAME = "kernel.cu"
+_NVCC_TIMEOUT = 300.0  # seconds; the C++ front end instantiates many templates
+
+
+def define_flags(defines: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """``-DNAME=VALUE`` flags (sorted, so equal dicts give equal flags)."""
+    flags = []
+    for name, value in sorted((defines or {}).items()):
+        if not isinstance(name, str) or not _DEFINE_NAME_RE.match(name):
+            raise CompileError(f"defines: {name!r} is not a C++ macro name")
+        if value is None:
+            flags.append(f"-D{name}")
+            continue
+        text = str(int(value)) if isinstance(value, bool) else str(value)
+        if "\n" in text:
+            raise CompileError(f"defines[{name!r}]: the value must be one line")
+        flags.append(f"-D{name}={text}")
+    return tuple(flags)
+
+
+class _Paths:
+    """Where the temporary source lives, and how to name it to the user instead."""
+
+    def __init__(self, tmpdir: Path, filename: str) -> None:
+        self.tmpdir = tmpdir
+        self.source = tmpdir / DEFAULT_FILENAME
+        self.filename = filename
+        from ..toolchain import find_tool
+
+        nvcc_bin = find_tool("nvcc").parent
+        # nvcc names its headers through "<bin>/../include"; also catch the resolved form
+        self.include_dirs = sorted({str(nvcc_bin / ".." / "include"),
+                                    str((nvcc_bin / ".." / "include").resolve())},
+                                   key=len, reverse=True)
+
+    def is_user_file(self, path: str) -> bool:
+        p = path.strip().strip('"')
+        if p in (str(self.source), DEFAULT_FILENAME):
+            return True
+        try:
+            return Path(p).resolve() == self.source.resolve()
+        except OSError:
+            return False
+
+    def scrub(self, text: str) -> str:
+        """Temporary and install paths replaced: the same text on every machine and run."""
+        text = text.replace(str(self.source), self.filename)
+        for inc in self.include_dirs:
+            text = text.replace(inc, "<cuda>/include")
+        return text.replace(str(self.tmpdir), ".")
+
+
+def _run_nvcc(args: list[str], paths: _Paths, source: str) -> None:
+    from ..toolchain import run_tool
+
+    proc = run_tool("nvcc", args, timeout=_NVCC_TIMEOUT)
+    if proc.returncode == 0:
+        return
+    output = (proc.stderr + proc.stdout).decode("utf-8", "replace")
+    if re.search(r"(gcc|g\+\+|cc1plus)[^\n]*(not found|No such file)", output):
+        raise ToolchainError("nvcc could not run its host C++ compiler",
+                             hint="install g++ (e.g. apt-get install g++): nvcc uses it to "
+                                  "preprocess CUDA Tile C++")
+    raise diagnostics.compile_error_from_output(
+        "nvcc", output, source=source, filename=paths.filename,
+        is_user_file=paths.is_user_file, scrub=paths.scrub)
+
+
+def _run_tileiras(bytecode: bytes, arch: str, paths: _Paths, source: str) -> tuple[bytes, str]:
+    """compile.run_tileiras, its errors re-pointed from the temporary file to the user's."""
+    from ..compile import run_tileiras
+
+    try:
+        return run_tileiras(bytecode, arch)
+    except CompileError as e:
+        loc = e.location
+        if loc is None or not paths.is_user_file(loc.filename):
+            raise CompileError(paths.scrub(e.message), None, e.hint) from None
+        lines = source.splitlines()
+        text = lines[loc.line - 1] if 0 < loc.line <= len(lines) else None
+        raise CompileError(paths.scrub(e.message),
+                           SourceLocation(paths.filename, loc.line, loc.col, text),
+                           e.hint) from None
+
+
+def _scrubbed(stage: StageText, paths: _Paths) -> StageText:
+    return StageText(stage.name, paths.scrub(stage.text), stage.line_map)
+
+
+def _entry_symbols(tileir_text: str) -> list[str]:
+    return re.findall(r"^\s*entry @([\w.$]+)\(", tileir_text, flags=re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=64)
+def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str, ...],
+                    includes: tuple[str, ...], filename: str) -> Inspection:
+    from ..compile import disassemble_tileir, parse_remarks, sass_from_cubin
+    from ..toolchain import tool_version
+
+    with tempfile.TemporaryDirectory(prefix="tile_lab_cpp_") as tmp:
+        paths = _Paths(Path(tmp), filename)
+        paths.source.write_text(source)
+        tilebc = paths.tmpdir / "kernel.tilebc"
+        _run_nvcc(["-std=c++20", "-enable-tile", "-tilebc", f"-arch={arch}", "-lineinfo",
+                   *defines, *(f"-I{d}" for d in includes), str(paths.source),
+                   "-o", str(tilebc)], paths, source)
+        bytecode = tilebc.read_bytes()
+        user_file = str(paths.source)  # the line maps keep only lines of this file
+        # the disassembler and the optimizing assembler are independent: overlap them
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            tileir_future = pool.submit(disassemble_tileir, bytecode, filename=user_file)
+            cubin, remarks_yaml = _run_tileiras(bytecode, arch, paths, source)
+            tileir = _scrubbed(tileir_future.result(), paths)
+        sass = _scrubbed(sass_from_cubin(cubin, arch, filename=user_file), paths)
+        remarks = tuple(replace(r, message=paths.scrub(r.message))
+                        for r in parse_remarks(remarks_yaml, filename=user_file))
+
+    symbols = _entry_symbols(tileir.text)
+    if src.match_symbol(symbols, kernel_name) is None:
+        found = ", ".join(src.symbol_base_name(s) for s in symbols) or "none"
+        raise CompileError(f"{filename} has no __tile_global__ kernel named {kernel_name!r} "
+                           f"(kernels compiled: {found})",
+                           hint="a template kernel is compiled only once it is instantiated")
+    params = src.kernel_parameter_text(source, kernel_name) or ""
+    signature = ", ".join([params, *defines]) if defines else params
+    return Inspection(
+        kernel_name=kernel_name, filename=filename, first_line=1, source=source, arch=arch,
+        signature=signature, hints={"defines": list(defines)} if defines else {},
+        stages={"tileir": tileir, "sass": sass}, cubin=cubin, remarks=remarks,
+        versions={"nvcc": tool_version("nvcc"), "tileiras": tool_version("tileiras")})
+
+
+def inspect_cpp(source: str | os.PathLike[str], kernel_name: str | None = None, *,
+                arch: str | int | None = None, defines: Mapping[str, Any] | None = None,
+                filename: str | None = None,
+                include_dirs: Sequence[str | os.PathLike[str]] = ()) -> Inspection:
+    """Compile CUDA Tile C++ ``source`` and return its Inspection (source, Tile IR, SASS).
+
+    ``source`` is C++ text (or a path to a ``.cu`` file); ``kernel_name`` picks the
+    ``__tile_global__`` kernel (None: the only one). ``arch`` as for ``tile_lab.inspect``
+    (default: the local GPU's, else ``sm_100``). ``defines`` become ``-D`` flags (tile
+    sizes, hint values). ``include_dirs`` are searched for ``#include "..."`` files (a
+    path ``source`` adds its own folder).
+    ``filename`` is the name errors use; line N of ``source`` is line N as the user sees
+    it (a ``%%tile`` cell passes its text with one blank line first).
+    Compile errors raise CompileError located at the user's line.
+    """
+    includes = [str(Path(d).resolve()) for d in include_dirs]
+    if isinstance(source, os.PathLike):
+        path = Path(source)
+        text = path.read_text()
+        filename = filename or path.name
+        includes.append(str(path.resolve().parent))
+    elif isinstance(source, str):
+        text = source
+    else:
+        raise TypeError(f"source must be C++ text or a path, not {type(source).__name__}")
+    filename = filename or DEFAULT_FILENAME
+    if "\n" in filename or '"' in filename:
+        raise CompileError(f"filename={filename!r} must be one line without quotes")
+    name = src.choose_kernel(text, kernel_name, filename)
+    return _inspect_cached(text, name, resolve_arch(arch), define_flags(defines),
+                           tuple(dict.fromkeys(includes)), filename)
