@@ -76,6 +76,8 @@ def phase_tile_lab(size, variant, store):
     result = tile_lab.tune(kernel, tile_lab.Space(**space), grid_fn, args_fn, store=store,
                            progress=False, samples=20, race_samples=5)
     wall = time.perf_counter() - t0
+    if result.best is None:
+        raise SystemExit("every config failed:\n" + result.summary())
     ref = cp.matmul(a, b)
     verified = 0
     for s in result.successes:  # every accepted config computes the right product

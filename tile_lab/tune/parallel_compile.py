@@ -31,10 +31,10 @@ def precompile_configs(kernel: Any, configs: Sequence[Config],
         hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
         try:
             k = kernel.replace_hints(**hints) if hints else kernel
-            sig = launch_signature(k, tuple(args_fn(cfg)))
-            pickle.dumps(sig)
-        except Exception as e:  # cannot even build the signature: a compile failure
-            errors[config_key(cfg)] = f"{type(e).__name__}: {e}"
+            sig = portable_signature(launch_signature(k, tuple(args_fn(cfg))))
+        except Exception:
+            # Precompiling is an optimisation: a config whose signature cannot be prepared
+            # here is simply compiled by its own launch (and fails there, as data, if broken).
             continue
         jobs.append((config_key(cfg), ref, sig, hints, arch))
     if not jobs:
@@ -53,6 +53,25 @@ def launch_signature(kernel: Any, args: tuple[Any, ...]) -> Any:
     from cuda.tile.compilation import CallingConvention, KernelSignature
 
     return KernelSignature.from_kernel_args(kernel, args, CallingConvention.cutile_python_v1())
+
+
+def portable_signature(sig: Any) -> tuple[Any, ...]:
+    """A picklable form of a KernelSignature (its CallingConvention object does not pickle)."""
+    from cuda.tile.compilation import CallingConvention
+
+    for name in ("cutile_python_v1", "cutile_python_v2"):
+        if sig.calling_convention == getattr(CallingConvention, name)():
+            portable = (tuple(sig.parameters), name, sig.symbol)
+            pickle.dumps(portable)
+            return portable
+    raise ValueError(f"unknown calling convention {sig.calling_convention!r}")
+
+
+def signature_from_portable(portable: tuple[Any, ...]) -> Any:
+    from cuda.tile.compilation import CallingConvention, KernelSignature
+
+    params, convention, symbol = portable
+    return KernelSignature(params, getattr(CallingConvention, convention)(), symbol)
 
 
 def kernel_reference(kernel: Any) -> tuple[str, ...]:
@@ -95,6 +114,7 @@ def _compile_job(job: tuple[str, tuple[str, ...], Any, dict[str, Any], str | Non
     try:
         from .._cutile_compat import compile_cubin_like_cutile, compiler_options
 
+        sig = signature_from_portable(sig)
         kernel = resolve_kernel(ref)
         if hints:
             kernel = kernel.replace_hints(**hints)
