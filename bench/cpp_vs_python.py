@@ -14,15 +14,18 @@ reported with the C++/Python ratio. Needs a GPU (raises NoGPUError without one).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import cuda.tile as ct
 
-from tile_lab.cpp import inspect_cpp, launch_cpp
+from tile_lab.cpp import launch_cpp
 from tile_lab.gpu.device import device_info, require_gpu
 from tile_lab.gpu.timing import l2_flush_buffer, summarize, time_samples
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "tests" / "cpp_examples"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from precompile_cpp import cpp_inspection  # noqa: E402
 
 
 @ct.kernel
@@ -75,7 +78,7 @@ def main() -> None:
     print(f"{'kernel':<12}{'C++ median':>14}{'Python median':>16}{'time C++/Py':>12}"
           f"{'C++ rate':>16}{'Python rate':>16}")
     for name, cu_file, py_kernel, grid, cpp_args, py_args, out, work, unit in cases(cp):
-        insp = inspect_cpp(EXAMPLES / cu_file, arch=info.arch)
+        insp = cpp_inspection(EXAMPLES / cu_file, info.arch)
 
         def run_cpp(insp=insp, grid=grid, cpp_args=cpp_args):
             launch_cpp(insp, None, grid, cpp_args, stream=stream)

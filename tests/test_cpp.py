@@ -363,6 +363,14 @@ def test_launch_without_gpu_raises_clear_nogpuerror():
     assert "Python kernels only" in info.value.hint
 
 
+def _gpu_inspection(cu_name, arch):
+    # On the lent GPU the C++ examples arrive precompiled (tools/precompile_cpp.py).
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from precompile_cpp import cpp_inspection
+
+    return cpp_inspection(EXAMPLES / cu_name, arch)
+
+
 @pytest.mark.gpu
 def test_gpu_launch_vector_add_and_masked_edge():
     import cupy as cp
@@ -373,13 +381,13 @@ def test_gpu_launch_vector_add_and_masked_edge():
     a = cp.random.rand(n, dtype=cp.float32)
     b = cp.random.rand(n, dtype=cp.float32)
     c = cp.zeros_like(a)
-    launch_cpp(inspect_cpp(EXAMPLES / "vector_add.cu", arch=arch), None, (n // 1024,),
+    launch_cpp(_gpu_inspection("vector_add.cu", arch), None, (n // 1024,),
                [a, b, c, n])
     cp.testing.assert_allclose(c, a + b)
     m = 1000 + 256 * 7  # not a multiple of the 256-element tile
     a2, b2 = a[:m].copy(), b[:m].copy()
     c2 = cp.full(m + 64, -1.0, dtype=cp.float32)  # guard past the end must stay -1
-    launch_cpp(inspect_cpp(EXAMPLES / "vector_add_masked.cu", arch=arch), None,
+    launch_cpp(_gpu_inspection("vector_add_masked.cu", arch), None,
                ((m + 255) // 256,), [a2, b2, c2, m])
     cp.testing.assert_allclose(c2[:m], a2 + b2)
     assert bool((c2[m:] == -1).all())
@@ -394,7 +402,7 @@ def test_gpu_launch_gemm():
     A = cp.random.rand(M, K, dtype=cp.float32)
     B = cp.random.rand(K, N, dtype=cp.float32)
     C = cp.zeros((M, N), dtype=cp.float32)
-    launch_cpp(inspect_cpp(EXAMPLES / "gemm.cu", arch=local_arch()), None, (M // 64, N // 64),
+    launch_cpp(_gpu_inspection("gemm.cu", local_arch()), None, (M // 64, N // 64),
                [A, B, C, M, N, K])
     # tensor cores may use TF32 for f32 inputs: compare with a TF32-sized tolerance
     cp.testing.assert_allclose(C, A @ B, rtol=2e-2, atol=1e-2)
@@ -405,7 +413,7 @@ def test_gpu_launch_block_sum_and_bad_args():
     import cupy as cp
 
     from tile_lab.gpu.device import local_arch
-    insp = inspect_cpp(EXAMPLES / "block_sum.cu", arch=local_arch())
+    insp = _gpu_inspection("block_sum.cu", local_arch())
     x = cp.random.rand(5000, dtype=cp.float32)
     total = cp.zeros(1, dtype=cp.float32)
     launch_cpp(insp, None, ((x.size + 1023) // 1024,), [x, total, x.size])
@@ -428,12 +436,12 @@ def test_gpu_launch_gather_and_tile_sum():
     x = cp.random.rand(n, dtype=cp.float32)
     idx = cp.random.randint(0, n, size=n, dtype=cp.int32)
     out = cp.zeros(n, dtype=cp.float32)
-    launch_cpp(inspect_cpp(EXAMPLES / "gather.cu", arch=arch), None, (n // 128,),
+    launch_cpp(_gpu_inspection("gather.cu", arch), None, (n // 128,),
                [x, idx, out, n])
     cp.testing.assert_array_equal(out, x[idx])
     rows, cols = 256, 512
     m = cp.random.rand(rows, cols, dtype=cp.float32)
     sums = cp.zeros(rows, dtype=cp.float32)
-    launch_cpp(inspect_cpp(EXAMPLES / "tile_sum.cu", arch=arch), None, (rows // 16,),
+    launch_cpp(_gpu_inspection("tile_sum.cu", arch), None, (rows // 16,),
                [m, sums, rows, cols])
     cp.testing.assert_allclose(sums, m.sum(axis=1), rtol=1e-5)
