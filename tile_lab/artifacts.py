@@ -78,6 +78,9 @@ class Inspection:
 
     @property
     def ptx(self) -> str | None:
+        """PTX text, or None where unobtainable. tileiras has no PTX output option; tile_lab
+        reads the PTX tileiras embeds in a ``--lineinfo`` cubin (``.nv_debug_ptx_txt``),
+        so this is None only for a cubin without that section."""
         return self.stages["ptx"].text if "ptx" in self.stages else None
 
     @property

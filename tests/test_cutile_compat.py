@@ -1,0 +1,104 @@
+"""Every private cuTile entry point tile_lab uses, exercised directly.
+
+When a cuTile upgrade moves or changes one of them, the failure shows up here, named.
+"""
+
+from __future__ import annotations
+
+import cuda.tile as ct
+import kernels_inspect as K
+import pytest
+
+from tile_lab import _cutile_compat as compat
+from tile_lab.errors import ToolchainError
+from tile_lab.signature import signature_from_spec
+
+VADD_SPEC = "f32[1024], f32[1024], f32[1024], 128"
+
+
+def test_installed_version_is_supported():
+    assert compat.installed_version().startswith("1.7.")
+    assert compat.version_problem() is None
+    compat.require_supported_cutile()
+
+
+@pytest.mark.parametrize("version", ["1.6.2", "1.8.0", "2.0.0"])
+def test_other_versions_fail_loudly(monkeypatch, version):
+    assert version in compat.version_problem(version)
+    monkeypatch.setattr(compat, "installed_version", lambda: version)
+    with pytest.raises(ToolchainError, match=version.replace(".", r"\.")):
+        compat.require_supported_cutile()
+
+
+def test_kernel_introspection():
+    assert compat.is_kernel(K.vector_add) and not compat.is_kernel(K._twice)
+    assert compat.python_function(K.vector_add).__name__ == "vector_add"
+    params = compat.kernel_parameters(K.vector_add)
+    assert [(p.name, p.constant) for p in params] == [
+        ("a", False), ("b", False), ("c", False), ("TILE", True)]
+    annotated = compat.kernel_parameters(K.annotated)
+    assert annotated[0].annotation is ct.Array and annotated[1].annotation is int
+
+
+def test_compiler_options_and_hints():
+    names = compat.hint_names()
+    assert {"num_ctas", "occupancy", "opt_level", "num_worker_warps"} <= set(names)
+    opts = compat.compiler_options(K.vector_add, {"num_ctas": 2})
+    assert compat.options_as_dict(opts) == {"num_ctas": 2}
+    assert compat.options_as_dict(compat.compiler_options(K.vector_add)) == {}
+    assert compat.opt_level(compat.compiler_options(K.vector_add, {"opt_level": 1}),
+                            "sm_90") == 1
+    with pytest.raises(ValueError, match="power of 2"):
+        compat.compiler_options(K.vector_add, {"num_ctas": 3})
+    with pytest.raises(TypeError):
+        compat.compiler_options(K.vector_add, {"bogus": 1})
+
+
+def test_frontend_gives_located_ir_and_bytecode():
+    sig = signature_from_spec(K.vector_add, VADD_SPEC).kernel_signature
+    front = compat.compile_frontend(K.vector_add, sig, "sm_90",
+                                    compat.compiler_options(K.vector_add))
+    assert front.symbol.startswith("vector_add_")
+    assert "tile_load" in front.cutile_ir and "tile_store" in front.cutile_ir
+    assert f"// {K.__file__}:" in front.cutile_ir  # per-op source locations
+    assert front.bytecode[:8] == b"\x7fTileIR\x00"
+
+
+def test_cutile_own_compile_gives_a_cubin():
+    sig = signature_from_spec(K.vector_add, VADD_SPEC).kernel_signature
+    cubin = compat.compile_cubin_like_cutile(K.vector_add, sig, "sm_90",
+                                             compat.compiler_options(K.vector_add))
+    assert cubin[:4] == b"\x7fELF"
+
+
+def test_tile_errors_and_their_locations():
+    sig = signature_from_spec(K.bad_tile_shape, "f32[128], f32[128]").kernel_signature
+    with pytest.raises(Exception) as info:
+        compat.compile_frontend(K.bad_tile_shape, sig, "sm_90",
+                                compat.compiler_options(K.bad_tile_shape))
+    exc = info.value
+    assert compat.is_tile_error(exc) and not compat.is_tile_error(ValueError())
+    assert "power of two" in compat.tile_error_message(exc)
+    filename, line, col = compat.tile_error_location(exc)
+    assert filename == K.__file__ and col == 8
+    assert compat.tile_error_call_sites(exc) == [(filename, line, col)]
+    assert compat.tile_error_location(ValueError()) is None
+
+
+def test_parse_tileiras_stderr():
+    msg, loc = compat.parse_tileiras_stderr(
+        'loc("/home/u/k.py":12:4): error: unsupported tile shape\n')
+    assert msg == "unsupported tile shape" and loc == ("/home/u/k.py", 12, 4)
+    msg, loc = compat.parse_tileiras_stderr("error: failed to compile Tile IR program\n")
+    assert "failed to compile" in msg and loc is None
+
+
+def test_gpu_queries_never_raise():
+    cc = compat.gpu_compute_capability()
+    assert cc is None or (isinstance(cc, tuple) and len(cc) == 2)
+    drv = compat.driver_cuda_version()
+    assert drv is None or (isinstance(drv, tuple) and drv[0] >= 11)
+
+
+def test_empty_module_bytecode():
+    assert compat.empty_module_bytecode()[:8] == b"\x7fTileIR\x00"

@@ -1,0 +1,36 @@
+"""Command line: ``python -m tile_lab doctor`` (also installed as ``tile-lab``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit status (1 when the doctor finds an error)."""
+    parser = argparse.ArgumentParser(prog="tile-lab", description="tile_lab command line")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("doctor", help="check the toolchain, the GPU and known environment traps")
+    sub.add_parser("version", help="print the versions of tile_lab, cuda.tile and the tools")
+    args = parser.parse_args(argv)
+
+    if args.command == "doctor":
+        from .toolchain import doctor
+
+        report = doctor()
+        print(report)
+        return 0 if report.ok else 1
+    if args.command == "version":
+        from . import __version__
+        from .toolchain import tool_versions
+
+        print(f"tile_lab {__version__}")
+        for name, version in tool_versions().items():
+            print(f"{name} {version}")
+        return 0
+    return 2  # unreachable: argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""The one place tile_lab touches cuTile's private internals.
+
+cuTile's public API compiles kernels for launch or exports cubins; it does not hand out
+the intermediate stages (cuTile IR with source locations, Tile IR bytecode) that the
+inspect view shows. Those come from ``cuda.tile._compile.compile_tile`` and friends,
+which may change in any cuTile release, so:
+
+* every private name is imported here and nowhere else in tile_lab;
+* the supported cuTile range is pinned (``SUPPORTED``) and anything outside it fails
+  loudly with the installed version in the message;
+* ``tests/test_cutile_compat.py`` exercises each entry point, so an upgrade that breaks
+  one fails there first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+from dataclasses import dataclass
+from types import FunctionType
+from typing import Any
+
+from .errors import ToolchainError
+
+# cuTile versions whose internals this module was written against: (major, minor).
+SUPPORTED = ((1, 7),)
+
+
+def installed_version() -> str:
+    """The installed cuda-tile version, or "missing"."""
+    try:
+        return importlib.metadata.version("cuda-tile")
+    except importlib.metadata.PackageNotFoundError:
+        try:
+            from cuda.tile._version import __version__
+            return str(__version__)
+        except ImportError:
+            return "missing"
+
+
+def version_problem(version: str | None = None) -> str | None:
+    """Why the installed (or given) cuTile version is unusable, or None when it is fine."""
+    v = installed_version() if version is None else version
+    if v == "missing":
+        return "cuda-tile is not installed"
+    try:
+        major, minor = (int(x) for x in v.split(".")[:2])
+    except ValueError:
+        return f"cannot read the cuda-tile version {v!r}"
+    if (major, minor) not in SUPPORTED:
+        wanted = ", ".join(f"{a}.{b}.x" for a, b in SUPPORTED)
+        return (f"tile_lab supports cuda-tile {wanted}, but cuda-tile {v} is installed "
+                "(tile_lab uses cuTile internals that change between releases)")
+    return None
+
+
+def require_supported_cutile() -> None:
+    """Raise ToolchainError unless the installed cuTile is in the supported range."""
+    problem = version_problem()
+    if problem:
+        raise ToolchainError(problem, hint="pip install 'cuda-tile[tileiras]>=1.7,<1.8'")
+
+
+# -- kernels and their parameters ------------------------------------------------------
+
+def is_kernel(obj: Any) -> bool:
+    """True for a ``@ct.kernel`` object."""
+    import cuda.tile as ct
+    return isinstance(obj, ct.kernel)
+
+
+def python_function(kernel: Any) -> FunctionType:
+    """The Python function a ``@ct.kernel`` wraps."""
+    return kernel._annotated_function.pyfunc
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """What the kernel's annotations say about one parameter."""
+
+    name: str
+    constant: bool  # ct.Constant[...]
+    annotation: Any  # the raw annotation (inspect.Parameter.empty when absent)
+    is_tuple: bool = False
+    array_index_dtype: Any = None  # from ct.ArrayAnnotation, when given
+    static_shape_dims: tuple[int, ...] = ()
+    static_stride_dims: tuple[int, ...] = ()
+    scalar_dtype: Any = None  # from ct.ScalarAnnotation, when given
+
+
+def kernel_parameters(kernel: Any) -> list[ParamInfo]:
+    """Parameters of a kernel, in order, as cuTile's annotation parser sees them."""
+    from cuda.tile._annotated_function import LeafAnnotationNode
+
+    ann_func = kernel._annotated_function
+    out = []
+    for (name, p), node in zip(ann_func.pysig.parameters.items(),
+                               ann_func.parameter_annotations, strict=True):
+        if isinstance(node, LeafAnnotationNode):
+            arr = node.array
+            out.append(ParamInfo(
+                name=name, constant=node.constant, annotation=p.annotation,
+                array_index_dtype=arr.index_dtype if arr is not None else None,
+                static_shape_dims=tuple(arr.static_shape_dims) if arr is not None else (),
+                static_stride_dims=tuple(arr.static_stride_dims) if arr is not None else (),
+                scalar_dtype=node.scalar.dtype if node.scalar is not None else None))
+        else:
+            out.append(ParamInfo(name=name, constant=False, annotation=p.annotation,
+                                 is_tuple=True))
+    return out
+
+
+# -- compiler options (kernel hints) ---------------------------------------------------
+
+def hint_names() -> tuple[str, ...]:
+    """Names accepted as kernel hints (``@ct.kernel(num_ctas=...)`` keywords)."""
+    from cuda.tile._compiler_options import CompilerOptions
+    return tuple(f.name for f in dataclasses.fields(CompilerOptions))
+
+
+def compiler_options(kernel: Any, hints: dict[str, Any] | None = None) -> Any:
+    """The kernel's own compiler options with ``hints`` applied on top.
+
+    Raises ValueError for an out-of-range hint and TypeError for an unknown one.
+    """
+    base = kernel._compiler_options
+    if not hints:
+        return base
+    return dataclasses.replace(base, **hints)
+
+
+def options_as_dict(options: Any) -> dict[str, Any]:
+    """Compiler options that differ from cuTile's defaults, as a plain dict."""
+    from cuda.tile._compiler_options import CompilerOptions
+    default = CompilerOptions()
+    return {f.name: getattr(options, f.name) for f in dataclasses.fields(CompilerOptions)
+            if getattr(options, f.name) != getattr(default, f.name)}
+
+
+def opt_level(options: Any, arch: str) -> int:
+    """The ``-O`` level tileiras gets for ``arch`` (what cuTile itself would pass)."""
+    return options.opt_level_for_target(arch)
+
+
+# -- the front end: Python -> cuTile IR -> Tile IR bytecode ----------------------------
+
+@dataclass(frozen=True)
+class FrontendResult:
+    cutile_ir: str  # cuTile IR text, one op per line, each ending in "// file:line:col"
+    bytecode: bytes  # Tile IR bytecode (input of tileiras / tileirdisasm)
+    symbol: str  # the mangled kernel symbol in the bytecode and cubin
+
+
+def compile_frontend(kernel: Any, signature: Any, arch: str, options: Any) -> FrontendResult:
+    """Run cuTile's front end for one signature, stopping before tileiras.
+
+    ``return_cubin=False`` keeps cuTile from running tileiras (tile_lab runs it itself,
+    with line info and remarks); it also never touches cuTile's disk cache.
+    """
+    from cuda.tile._compile import compile_tile
+
+    result = compile_tile(kernel._annotated_function, [signature], sm_arch=arch,
+                          compiler_options=options, return_final_ir=True,
+                          return_bytecode=True, return_cubin=False)
+    [block] = result.final_ir
+    [sig] = result.kernel_signatures
+    return FrontendResult(cutile_ir=block.to_string(include_loc=True),
+                          bytecode=bytes(result.bytecode), symbol=sig.symbol)
+
+
+def compile_cubin_like_cutile(kernel: Any, signature: Any, arch: str, options: Any) -> bytes:
+    """cuTile's own end-to-end compile (front end + its tileiras call), for benchmarks."""
+    from cuda.tile._compile import compile_tile
+
+    result = compile_tile(kernel._annotated_function, [signature], sm_arch=arch,
+                          compiler_options=options, return_cubin=True)
+    return bytes(result.cubin)
+
+
+def empty_module_bytecode() -> bytes:
+    """Tile IR bytecode of a module with no functions (oldest bytecode version, which
+    every tileiras 13.x reads): the doctor's smoke test for tileiras, the same probe
+    cuTile runs to find tileiras' bytecode version."""
+    import cuda.tile._bytecode as bc
+    from cuda.tile._bytecode.version import BytecodeVersion
+
+    buf = bytearray()
+    with bc.write_bytecode(num_functions=0, buf=buf, version=BytecodeVersion.V_13_1):
+        pass
+    return bytes(buf)
+
+
+# -- errors ----------------------------------------------------------------------------
+
+def is_tile_error(exc: BaseException) -> bool:
+    """True for cuTile's compile-time errors (syntax, typing, tileiras, ...)."""
+    from cuda.tile._exception import TileError
+    return isinstance(exc, TileError)
+
+
+def tile_error_message(exc: BaseException) -> str:
+    return str(getattr(exc, "message", exc))
+
+
+def tile_error_location(exc: BaseException) -> tuple[str, int, int | None] | None:
+    """(filename, 1-based line, 0-based column) of a cuTile error, or None when unknown.
+
+    For an error inside an inlined helper, the innermost location is returned.
+    """
+    loc = getattr(exc, "loc", None)
+    if loc is None or loc.is_unknown() or not loc.filename or not loc.line:
+        return None
+    return loc.filename, int(loc.line), (int(loc.col) if loc.col is not None else None)
+
+
+def tile_error_call_sites(exc: BaseException) -> list[tuple[str, int, int | None]]:
+    """Every location of a cuTile error, innermost first, then its call sites."""
+    out = []
+    loc = getattr(exc, "loc", None)
+    while loc is not None and not loc.is_unknown():
+        if loc.filename and loc.line:
+            out.append((loc.filename, int(loc.line),
+                        int(loc.col) if loc.col is not None else None))
+        loc = loc.call_site
+    return out
+
+
+def parse_tileiras_stderr(stderr: str) -> tuple[str, tuple[str, int, int | None] | None]:
+    """tileiras' error text, cleaned, and the first source location it names."""
+    from cuda.tile._compile import _parse_tileir_stderr
+
+    message, loc = _parse_tileir_stderr(stderr)
+    if loc.is_unknown() or not loc.filename or not loc.line:
+        return message, None
+    return message, (loc.filename, int(loc.line), int(loc.col) if loc.col else None)
+
+
+# -- the local GPU (through cuTile's driver bindings; no CuPy needed) ------------------
+
+def gpu_compute_capability(device: int = 0) -> tuple[int, int] | None:
+    """(major, minor) of GPU ``device``, or None without a GPU or a driver."""
+    try:
+        from cuda.tile._cext import get_compute_capability
+        major, minor = get_compute_capability(device)
+        return int(major), int(minor)
+    except Exception:  # no libcuda, no device, driver error: all mean "no usable GPU"
+        return None
+
+
+def driver_cuda_version() -> tuple[int, int] | None:
+    """The CUDA version the installed driver supports, e.g. (13, 0); None without one."""
+    try:
+        from cuda.tile._cext import get_driver_version
+        v = get_driver_version()
+    except Exception:  # no libcuda: no driver
+        return None
+    if isinstance(v, tuple) and len(v) >= 2:
+        return int(v[0]), int(v[1])
+    if isinstance(v, int):  # cuDriverGetVersion style: 13000 -> 13.0
+        return v // 1000, (v % 1000) // 10
+    return None
+

@@ -1,0 +1,159 @@
+"""``tile_lab.inspect``: compile a kernel for a signature and collect every stage.
+
+This module validates the user's arguments (kernel, arch, hints, panes to show), builds
+the signature, runs the pipeline in ``compile.py`` and packs the result into an
+``Inspection``. It never renders anything.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect as pyinspect
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import _cutile_compat as compat
+from .artifacts import STAGES, Inspection
+from .compile import compile_kernel
+from .errors import CompileError, SignatureError, ToolchainError
+from .signature import build_signature
+from .toolchain import tileiras_gpu_names, tool_version
+
+DEFAULT_ARCH = "sm_100"  # used when there is no (supported) local GPU
+
+
+def inspect(kernel: Any, args_or_sig: str | Sequence[Any], *, arch: str | None = None,
+            hints: Mapping[str, Any] | str | None = None,
+            show: Sequence[str] | str | None = None) -> Inspection:
+    """Compile ``kernel`` and return what the compiler made of it, stage by stage.
+
+    Args:
+        kernel: a ``@ct.kernel`` function.
+        args_or_sig: example arguments (NumPy/CuPy arrays, scalars, ``ct.Constant``
+            values), or a spec string such as ``"f32[4096], f32[4096], f32[4096], 128"``.
+        arch: target GPU, e.g. ``"sm_90"`` (also ``90``, ``"9.0"``, ``(9, 0)``). Default:
+            the local GPU's architecture, else ``sm_100``.
+        hints: kernel hints on top of the kernel's own, e.g. ``{"num_ctas": 2}`` or
+            ``"num_ctas=2,occupancy=4"``.
+        show: the panes the rich display shows, among ``STAGES``.
+    """
+    compat.require_supported_cutile()
+    if not compat.is_kernel(kernel):
+        raise SignatureError(f"tile_lab.inspect expects a @ct.kernel function as `kernel`, "
+                             f"got {type(kernel).__name__}")
+    target = resolve_arch(arch)
+    hint_values = parse_hints(hints)
+    try:
+        options = compat.compiler_options(kernel, hint_values)
+    except (TypeError, ValueError) as e:
+        raise CompileError(f"bad kernel hint: {e}",
+                           hint=f"valid hints: {', '.join(compat.hint_names())}") from None
+    panes = parse_show(show)
+    built = build_signature(kernel, args_or_sig)
+
+    func = compat.python_function(kernel)
+    filename = func.__code__.co_filename
+    try:
+        source_lines, first_line = pyinspect.getsourcelines(func)
+    except (OSError, TypeError) as e:
+        # cuTile compiles from source text too, so there is nothing to compile without it
+        raise CompileError(f"the source of kernel {func.__name__!r} is not available ({e})",
+                           hint="define kernels in a .py file or in a %%tile cell; code "
+                                "run with a bare exec() has no source to read") from None
+    result = compile_kernel(kernel, built.kernel_signature, arch=target, options=options,
+                            filename=filename)
+    extra = {} if panes is None else {"show": panes}
+    return Inspection(
+        kernel_name=func.__name__, filename=filename, first_line=first_line,
+        source="".join(source_lines), arch=target, signature=built.display,
+        hints=_jsonable(compat.options_as_dict(options)), stages=result.stages,
+        cubin=result.cubin, remarks=result.remarks, versions=_versions(), **extra)
+
+
+# -- argument parsing -------------------------------------------------------------------
+
+@functools.cache
+def default_arch() -> str:
+    """The local GPU's architecture if tileiras supports it, else ``DEFAULT_ARCH``."""
+    cc = compat.gpu_compute_capability()
+    if cc is not None:
+        local = f"sm_{cc[0]}{cc[1]}"
+        try:
+            if local in tileiras_gpu_names():
+                return local
+        except ToolchainError:
+            pass
+    return DEFAULT_ARCH
+
+
+def resolve_arch(arch: Any) -> str:
+    """Normalise ``arch`` to tileiras' ``sm_XY`` form and check tileiras supports it."""
+    if arch is None:
+        return default_arch()
+    text = None
+    if isinstance(arch, tuple) and len(arch) == 2 and all(isinstance(x, int) for x in arch):
+        text = f"sm_{arch[0]}{arch[1]}"
+    elif isinstance(arch, int) and not isinstance(arch, bool):
+        text = f"sm_{arch}"
+    elif isinstance(arch, str):
+        s = arch.strip().lower()
+        # "sm_90a"/"sm_100f": tileiras picks the arch-specific variant itself
+        if m := re.fullmatch(r"(?:sm_?|compute_?)?(\d+)[af]?", s):
+            text = f"sm_{m.group(1)}"
+        elif m := re.fullmatch(r"(\d+)\.(\d)", s):
+            text = f"sm_{m.group(1)}{m.group(2)}"
+    supported = tileiras_gpu_names()
+    if text is None or text not in supported:
+        raise CompileError(f"arch {arch!r} is not a GPU architecture tileiras "
+                           f"{tool_version('tileiras')} compiles for",
+                           hint=f"use one of {', '.join(supported)}")
+    return text
+
+
+def parse_hints(hints: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """Kernel hints as a dict; a string is ``"name=value,name=value"`` with int values."""
+    if hints is None:
+        return {}
+    if isinstance(hints, str):
+        out: dict[str, Any] = {}
+        for part in (p.strip() for p in hints.split(",")):
+            if not part:
+                continue
+            name, eq, value = part.partition("=")
+            if not eq or not re.fullmatch(r"[+-]?\d+", value.strip()):
+                raise CompileError(f"bad kernel hint {part!r}: write name=integer, "
+                                   "e.g. num_ctas=2,occupancy=4",
+                                   hint=f"valid hints: {', '.join(compat.hint_names())}")
+            out[name.strip()] = int(value)
+        hints = out
+    if not isinstance(hints, Mapping):
+        raise CompileError(f"hints must be a dict or a string like 'num_ctas=2', "
+                           f"got {type(hints).__name__}")
+    unknown = [k for k in hints if k not in compat.hint_names()]
+    if unknown:
+        raise CompileError(f"unknown kernel hint {unknown[0]!r}",
+                           hint=f"valid hints: {', '.join(compat.hint_names())}")
+    return dict(hints)
+
+
+def parse_show(show: Sequence[str] | str | None) -> tuple[str, ...] | None:
+    """The panes to show, validated against ``STAGES``; None keeps the default."""
+    if show is None:
+        return None
+    names = [s.strip() for s in show.split(",")] if isinstance(show, str) else list(show)
+    names = [n for n in names if n]
+    bad = [n for n in names if n not in STAGES]
+    if bad:
+        raise CompileError(f"unknown pane {bad[0]!r} in show",
+                           hint=f"panes: {', '.join(STAGES)}")
+    return tuple(dict.fromkeys(names))
+
+
+def _versions() -> dict[str, str]:
+    return {"cuda.tile": compat.installed_version(), "tileiras": tool_version("tileiras")}
+
+
+def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
+            for k, v in d.items()}

@@ -1,0 +1,506 @@
+"""Kernel signatures from example arguments or from a short spec string.
+
+cuTile compiles one kernel per *signature*: the dtype and rank of each array and what
+may be assumed about it (alignment, unit strides, divisibility), the type of each scalar
+and the value of each ``ct.Constant``. ``KernelSignature.from_kernel_args`` derives one
+from device arrays but needs a CUDA driver; this module derives the same assumptions on
+any machine from
+
+* example arguments: NumPy arrays, CuPy arrays (anything with
+  ``__cuda_array_interface__`` or ``__array_interface__``), Python/NumPy scalars,
+  values for ``ct.Constant`` parameters, lists of arrays; or
+* a spec string such as ``"f32[4096], f32[4096], f32[4096], 128"`` (see ``parse_spec``).
+
+The assumptions mirror what cuTile's launcher specialises on at launch time: base address
+16-byte aligned, unit strides as constants, strides and extents divisible by 16 (bytes
+resp. elements) where they are, no internal aliasing for strided-disjoint arrays.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cuda.tile as ct
+import numpy as np
+from cuda.tile.compilation import (
+    ArrayConstraint,
+    CallingConvention,
+    KernelSignature,
+    ListConstraint,
+    ScalarConstraint,
+    TupleConstraint,
+)
+
+from . import _cutile_compat as compat
+from .errors import SignatureError
+
+# spec dtype code -> (cuTile dtype name, NumPy dtype name)
+DTYPE_CODES: dict[str, tuple[str, str]] = {
+    "bool": ("bool_", "bool"),
+    "i8": ("int8", "int8"), "i16": ("int16", "int16"),
+    "i32": ("int32", "int32"), "i64": ("int64", "int64"),
+    "u8": ("uint8", "uint8"), "u16": ("uint16", "uint16"),
+    "u32": ("uint32", "uint32"), "u64": ("uint64", "uint64"),
+    "f16": ("float16", "float16"), "bf16": ("bfloat16", "bfloat16"),
+    "f32": ("float32", "float32"), "f64": ("float64", "float64"),
+    "f8e4m3": ("float8_e4m3fn", "float8_e4m3fn"), "f8e5m2": ("float8_e5m2", "float8_e5m2"),
+}
+_CODE_BY_NUMPY_NAME = {np_name: code for code, (_, np_name) in DTYPE_CODES.items()}
+_CODE_BY_CT_NAME = {ct_name: code for code, (ct_name, _) in DTYPE_CODES.items()}
+_INT32_MAX = 2**31 - 1
+_ALIGN_BYTES = 16  # what cuTile's launcher checks base addresses and strides against
+
+
+@dataclass(frozen=True)
+class BuiltSignature:
+    """A cuTile ``KernelSignature`` plus its human-readable form."""
+
+    kernel_signature: KernelSignature
+    display: str  # e.g. "f32[4096], f32[4096], f32[4096], TILE=128"
+
+
+# -- describing arguments --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ArrayDesc:
+    """What a signature needs to know about one array argument."""
+
+    code: str  # dtype code, e.g. "f32"
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    aligned: bool  # base address divisible by 16 bytes
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, _ct_dtype(self.code).bitwidth // 8)
+
+    @property
+    def contiguous(self) -> bool:
+        return self.strides == contiguous_strides(self.shape)
+
+    def display(self) -> str:
+        text = f"{self.code}[{','.join(str(n) for n in self.shape)}]"
+        if not self.contiguous:
+            text += "(strides " + ",".join(str(s) for s in self.strides) + ")"
+        return text
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides, in elements."""
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(out))
+
+
+def _ct_dtype(code: str):
+    return getattr(ct, DTYPE_CODES[code][0])
+
+
+def _code_for_numpy_dtype(dt: Any) -> str | None:
+    dt = np.dtype(dt)
+    code = _CODE_BY_NUMPY_NAME.get(dt.name)
+    if code is None and dt.kind == "V" and dt.itemsize == 2:  # bfloat16 via array interfaces
+        code = "bf16"
+    return code
+
+
+def describe_array(obj: Any) -> ArrayDesc | None:
+    """An ArrayDesc for an array-like example argument, None for anything else.
+
+    NumPy (host) arrays are assumed to be copied into a fresh, aligned device buffer
+    before a launch, so their host address does not matter; device arrays
+    (``__cuda_array_interface__``) report their real alignment.
+    """
+    if isinstance(obj, np.generic):
+        return None  # NumPy scalars expose __array_interface__ too, but are scalars
+    if isinstance(obj, np.ndarray):
+        return _desc_from_interface(obj.dtype, obj.shape, obj.strides, None)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if isinstance(cai, dict):
+        return _desc_from_interface(cai["typestr"], cai["shape"], cai.get("strides"),
+                                    int(cai["data"][0]))
+    ai = getattr(obj, "__array_interface__", None)
+    if isinstance(ai, dict):
+        return _desc_from_interface(ai["typestr"], ai["shape"], ai.get("strides"), None)
+    return None
+
+
+def _desc_from_interface(dtype: Any, shape: Sequence[int], strides_bytes: Sequence[int] | None,
+                         device_ptr: int | None) -> ArrayDesc:
+    code = _code_for_numpy_dtype(dtype)
+    if code is None:
+        raise _ArgProblem(f"arrays of dtype {np.dtype(dtype).name} are not supported by cuTile "
+                          f"(supported: {', '.join(_CODE_BY_NUMPY_NAME)})")
+    shape = tuple(int(n) for n in shape)
+    itemsize = max(1, _ct_dtype(code).bitwidth // 8)
+    if strides_bytes is None:
+        strides = contiguous_strides(shape)
+    else:
+        if any(int(s) % itemsize for s in strides_bytes):
+            raise _ArgProblem("strides are not a whole number of elements")
+        strides = tuple(int(s) // itemsize for s in strides_bytes)
+    aligned = True if device_ptr is None else device_ptr % _ALIGN_BYTES == 0
+    return ArrayDesc(code, shape, strides, aligned)
+
+
+class _ArgProblem(Exception):
+    """Internal: a problem with one argument; re-raised as SignatureError naming it."""
+
+
+# -- constraints -----------------------------------------------------------------------
+
+def _elements_disjoint(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    # Sorting by stride, each stride must be positive and step over the previous extent.
+    pairs = sorted(zip(strides, shape, strict=True))
+    if not pairs:
+        return True
+    if pairs[0][0] <= 0:
+        return False
+    return all(s1 >= s0 * n0 for (s0, n0), (s1, _) in itertools.pairwise(pairs))
+
+
+def array_constraint(desc: ArrayDesc, param: compat.ParamInfo | None = None) -> ArrayConstraint:
+    """The ArrayConstraint cuTile's launcher would derive for an array like ``desc``."""
+    ndim = len(desc.shape)
+    if any(s < 0 for s in desc.strides):
+        raise _ArgProblem("negative strides are not supported by cuTile")
+    index_dtype = (param.array_index_dtype if param and param.array_index_dtype is not None
+                   else ct.int32)
+    extent = sum((n - 1) * s for n, s in zip(desc.shape, desc.strides, strict=True) if n > 0)
+    if index_dtype == ct.int32 and max([extent, *desc.shape], default=0) > _INT32_MAX:
+        raise _ArgProblem("shape or strides exceed int32; annotate the parameter with "
+                          "ct.ArrayAnnotation(index_dtype=ct.int64)")
+    static_strides = set(_normalise_dims(param.static_stride_dims if param else (), ndim))
+    static_shapes = set(_normalise_dims(param.static_shape_dims if param else (), ndim))
+    if static_strides:
+        # cuTile: listing static strides replaces its own stride == 1 inference
+        stride_constant = tuple(s if i in static_strides else None
+                                for i, s in enumerate(desc.strides))
+    else:
+        stride_constant = tuple(1 if s == 1 else None for s in desc.strides)
+    shape_constant = tuple(n if i in static_shapes else None for i, n in enumerate(desc.shape))
+    bits = _ct_dtype(desc.code).bitwidth
+    per16 = (_ALIGN_BYTES * 8) // bits if (_ALIGN_BYTES * 8) % bits == 0 else 1
+    stride_div = tuple(
+        per16 if (s * bits) % 8 == 0 and (s * bits // 8) % _ALIGN_BYTES == 0 and c is None else 1
+        for s, c in zip(desc.strides, stride_constant, strict=True))
+    shape_div = tuple(16 if n % 16 == 0 and c is None else 1
+                      for n, c in zip(desc.shape, shape_constant, strict=True))
+    return ArrayConstraint(
+        _ct_dtype(desc.code), ndim, index_dtype=index_dtype, stride_lower_bound_incl=0,
+        alias_groups=(), may_alias_internally=not _elements_disjoint(desc.shape, desc.strides),
+        stride_constant=stride_constant,
+        shape_constant=shape_constant if any(c is not None for c in shape_constant) else None,
+        stride_divisible_by=stride_div, shape_divisible_by=shape_div,
+        base_addr_divisible_by=_ALIGN_BYTES if desc.aligned else 1)
+
+
+def _normalise_dims(dims: Sequence[int], ndim: int) -> list[int]:
+    return [d + ndim if d < 0 else d for d in dims]
+
+
+def _scalar_constraint(value: Any, param: compat.ParamInfo) -> tuple[ScalarConstraint, str]:
+    if isinstance(value, np.generic):
+        code = _code_for_numpy_dtype(value.dtype)
+        if code is None:
+            raise _ArgProblem(f"scalars of dtype {value.dtype} are not supported")
+        return ScalarConstraint(_ct_dtype(code)), code
+    if isinstance(value, bool):
+        return ScalarConstraint(ct.bool_), "bool"
+    if isinstance(value, int):
+        dtype = param.scalar_dtype or ct.int32
+        if dtype == ct.int32 and not -_INT32_MAX - 1 <= value <= _INT32_MAX:
+            raise _ArgProblem(f"{value} does not fit int32; annotate the parameter "
+                              "with ct.ScalarAnnotation(dtype=ct.int64)")
+        return ScalarConstraint(dtype), _CODE_BY_CT_NAME[dtype.name]
+    if isinstance(value, float):
+        return ScalarConstraint(ct.float32), "f32"
+    raise _ArgProblem(f"expected an array or a scalar, got {type(value).__name__}")
+
+
+def _expected_kind(param: compat.ParamInfo) -> str | None:
+    """"array"/"scalar" when the parameter's type hint says which, else None."""
+    ann = param.annotation
+    if typing.get_origin(ann) is typing.Annotated:
+        ann = typing.get_args(ann)[0]
+    if ann is ct.Array or (isinstance(ann, type) and issubclass(ann, ct.Array)):
+        return "array"
+    if ann in (int, float, bool):
+        return "scalar"
+    return None
+
+
+def _constant_value(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return tuple(_constant_value(v) for v in value)
+    return value
+
+
+def _format_constant(value: Any) -> str:
+    return repr(value)
+
+
+def _arg_constraint(value: Any, param: compat.ParamInfo) -> tuple[Any, str]:
+    """(constraint or constant value, display text) for one example argument."""
+    desc = describe_array(value)
+    if param.constant:
+        if desc is not None or isinstance(value, list):
+            raise _ArgProblem("the parameter is a ct.Constant: give a value "
+                              f"(e.g. {param.name}=128), not an array")
+        v = _constant_value(value)
+        return v, f"{param.name}={_format_constant(v)}"
+    kind = _expected_kind(param)
+    if desc is not None:
+        if kind == "scalar":
+            raise _ArgProblem("the parameter is annotated as a scalar but got an array")
+        return array_constraint(desc, param), desc.display()
+    if kind == "array":
+        raise _ArgProblem(f"expected an array (NumPy or CuPy), got {type(value).__name__}")
+    if isinstance(value, list):
+        return _list_constraint(value, param)
+    if isinstance(value, tuple):
+        items = [_arg_constraint(v, param) for v in value]
+        return (TupleConstraint([c for c, _ in items]),
+                "(" + ", ".join(t for _, t in items) + ")")
+    return _scalar_constraint(value, param)
+
+
+def _list_constraint(values: list, param: compat.ParamInfo) -> tuple[ListConstraint, str]:
+    if not values:
+        raise _ArgProblem("an empty list cannot be a kernel argument")
+    descs = [describe_array(v) for v in values]
+    if any(d is None for d in descs):
+        raise _ArgProblem("lists must hold arrays only")
+    first = descs[0]
+    if any(d.code != first.code or len(d.shape) != len(first.shape) for d in descs):
+        raise _ArgProblem("all arrays in a list must have the same dtype and rank")
+    constraints = [array_constraint(d, param) for d in descs]
+    # cuTile specialises a list on what holds for every element
+    c0 = constraints[0]
+    element = ArrayConstraint(
+        c0.dtype, c0.ndim, index_dtype=c0.index_dtype, stride_lower_bound_incl=0,
+        alias_groups=(), may_alias_internally=any(c.may_alias_internally for c in constraints),
+        stride_constant=tuple(
+            v if all(c.stride_constant[i] == v for c in constraints) else None
+            for i, v in enumerate(c0.stride_constant)),
+        stride_divisible_by=tuple(math.gcd(*(c.stride_divisible_by[i] for c in constraints))
+                                  for i in range(c0.ndim)),
+        shape_divisible_by=tuple(math.gcd(*(c.shape_divisible_by[i] for c in constraints))
+                                 for i in range(c0.ndim)),
+        base_addr_divisible_by=math.gcd(*(c.base_addr_divisible_by for c in constraints)))
+    return (ListConstraint(element, alias_groups=(), elements_may_alias=True),
+            f"list[{len(values)} x {first.code}{len(first.shape)}d]")
+
+
+# -- spec strings ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SpecItem:
+    """One comma-separated item of a spec string."""
+
+    text: str  # as written
+    name: str | None  # from "name=..." when given
+    kind: str  # "array" | "scalar" | "value"
+    code: str | None = None  # dtype code for arrays and scalars
+    shape: tuple[int, ...] = ()
+    value: Any = None  # for kind == "value"
+
+
+def _split_top_level(text: str) -> list[str]:
+    items, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    items.append("".join(cur))
+    return items
+
+
+_NAME_PREFIX = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(.*)$", re.S)
+_ARRAY = re.compile(r"^([A-Za-z]\w*)\s*\[(.*)\]$", re.S)
+_INT = re.compile(r"^[+-]?\d[\d_]*$")
+
+
+def _parse_literal(text: str) -> Any:
+    if text in ("True", "False"):
+        return text == "True"
+    if _INT.match(text):
+        return int(text.replace("_", ""))
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if text.startswith("(") and text.endswith(")"):
+        inner = [t.strip() for t in _split_top_level(text[1:-1])]
+        return tuple(_parse_literal(t) for t in inner if t)
+    raise ValueError(text)
+
+
+def parse_spec(spec: str) -> list[SpecItem]:
+    """Parse a signature spec string, item by item.
+
+    Items, separated by top-level commas, each optionally prefixed ``name=``:
+
+    * ``f32[4096]``, ``f16[1024,512]``, ``bf16[M=8192,K=8192]``: a contiguous array
+      (dims may be named for readability);
+    * ``i32``, ``i64``, ``f32``, ``bool``: a runtime scalar of that dtype;
+    * ``128``, ``0.5``, ``True``, ``(64, 64)``: a value: the value of a ``ct.Constant``
+      parameter, or a runtime scalar (int -> i32, float -> f32) for other parameters.
+
+    dtype codes: ``bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 f8e4m3 f8e5m2``.
+    """
+    if not spec.strip():
+        return []
+    out = []
+    for pos, raw in enumerate(_split_top_level(spec), start=1):
+        text = raw.strip()
+        if not text:
+            raise SignatureError(f"signature spec item {pos} is empty (in {spec!r})")
+        name = None
+        m = _NAME_PREFIX.match(text)
+        if m:
+            name, text = m.group(1), m.group(2).strip()
+        out.append(_parse_item(text, name, pos, raw.strip()))
+    return out
+
+
+def _parse_item(text: str, name: str | None, pos: int, raw: str) -> SpecItem:
+    m = _ARRAY.match(text)
+    if m:
+        code = m.group(1)
+        _check_code(code, pos, raw)
+        dims = []
+        for d in (x.strip() for x in m.group(2).split(",")):
+            dm = re.match(r"^(?:[A-Za-z_]\w*\s*=\s*)?([\d_]+)$", d)
+            if not dm:
+                raise SignatureError(
+                    f"signature spec item {pos} ({raw!r}): bad dimension {d!r}; "
+                    "write a size like 4096 or a named size like M=4096")
+            dims.append(int(dm.group(1).replace("_", "")))
+        return SpecItem(raw, name, "array", code=code, shape=tuple(dims))
+    if re.match(r"^[A-Za-z]\w*$", text) and text not in ("True", "False"):
+        _check_code(text, pos, raw)
+        return SpecItem(raw, name, "scalar", code=text)
+    try:
+        value = _parse_literal(text)
+    except ValueError:
+        raise SignatureError(
+            f"signature spec item {pos} ({raw!r}) is neither an array like f32[4096], "
+            "a scalar dtype like i32, nor a value like 128") from None
+    return SpecItem(raw, name, "value", value=value)
+
+
+def _check_code(code: str, pos: int, raw: str) -> None:
+    if code not in DTYPE_CODES:
+        raise SignatureError(f"signature spec item {pos} ({raw!r}): unknown dtype {code!r}; "
+                             f"known dtypes: {' '.join(DTYPE_CODES)}")
+
+
+def _spec_item_constraint(item: SpecItem, param: compat.ParamInfo) -> tuple[Any, str]:
+    if item.kind == "value":
+        if param.constant:
+            return _arg_constraint(item.value, param)
+        if _expected_kind(param) == "array":
+            raise _ArgProblem(f"expected an array like f32[1024], got the value {item.text}")
+        return _arg_constraint(item.value, param)
+    if param.constant:
+        raise _ArgProblem(f"the parameter is a ct.Constant: give its value "
+                          f"(e.g. {param.name}=128), not {item.text!r}")
+    if item.kind == "scalar":
+        if _expected_kind(param) == "array":
+            raise _ArgProblem(f"expected an array like {item.code}[1024], got a scalar")
+        return ScalarConstraint(_ct_dtype(item.code)), item.code
+    desc = ArrayDesc(item.code, item.shape, contiguous_strides(item.shape), True)
+    if _expected_kind(param) == "scalar":
+        raise _ArgProblem("the parameter is annotated as a scalar but got an array")
+    return array_constraint(desc, param), desc.display()
+
+
+# -- entry points ----------------------------------------------------------------------
+
+def _describe_param(i: int, param: compat.ParamInfo) -> str:
+    return f"argument {i + 1} ({param.name!r})"
+
+
+def _check_count(kernel: Any, params: list[compat.ParamInfo], n: int, what: str) -> None:
+    if n != len(params):
+        name = compat.python_function(kernel).__name__
+        raise SignatureError(
+            f"{name}() takes {len(params)} argument{'s' * (len(params) != 1)} "
+            f"({', '.join(p.name for p in params)}) but {what} has {n}")
+
+
+def _finish(kernel: Any, params: list[compat.ParamInfo], parts: list[tuple[Any, str]]
+            ) -> BuiltSignature:
+    constraints = [c for c, _ in parts]
+    needs_v2 = any(isinstance(c, TupleConstraint) or (
+        isinstance(c, ArrayConstraint) and any(x is not None for x in c.shape_constant))
+        for c in constraints)
+    cconv = (CallingConvention.cutile_python_v2() if needs_v2
+             else CallingConvention.cutile_python_v1())
+    try:
+        sig = KernelSignature(constraints, cconv)
+    except (TypeError, ValueError) as e:
+        raise SignatureError(f"cuTile rejected the signature: {e}") from e
+    return BuiltSignature(sig, ", ".join(t for _, t in parts))
+
+
+def signature_from_args(kernel: Any, args: Sequence[Any]) -> BuiltSignature:
+    """The signature for calling ``kernel`` with example arguments ``args``."""
+    params = compat.kernel_parameters(kernel)
+    args = list(args)
+    _check_count(kernel, params, len(args), "the argument list")
+    parts = []
+    for i, (value, param) in enumerate(zip(args, params, strict=True)):
+        try:
+            parts.append(_arg_constraint(value, param))
+        except (_ArgProblem, TypeError, ValueError) as e:
+            raise SignatureError(f"{_describe_param(i, param)}: {e}") from None
+    return _finish(kernel, params, parts)
+
+
+def signature_from_spec(kernel: Any, spec: str) -> BuiltSignature:
+    """The signature described by a spec string (see ``parse_spec``)."""
+    params = compat.kernel_parameters(kernel)
+    items = parse_spec(spec)
+    _check_count(kernel, params, len(items), f"the signature spec {spec!r}")
+    parts = []
+    for i, (item, param) in enumerate(zip(items, params, strict=True)):
+        if item.name is not None and item.name != param.name:
+            raise SignatureError(f"{_describe_param(i, param)}: the spec names it "
+                                 f"{item.name!r} ({item.text!r})")
+        try:
+            parts.append(_spec_item_constraint(item, param))
+        except (_ArgProblem, TypeError, ValueError) as e:
+            raise SignatureError(f"{_describe_param(i, param)}: {e}") from None
+    return _finish(kernel, params, parts)
+
+
+def build_signature(kernel: Any, args_or_sig: str | Sequence[Any]) -> BuiltSignature:
+    """Dispatch: a ``str`` is a spec, any other sequence is example arguments."""
+    if isinstance(args_or_sig, str):
+        return signature_from_spec(kernel, args_or_sig)
+    if isinstance(args_or_sig, Sequence):
+        return signature_from_args(kernel, list(args_or_sig))
+    if hasattr(args_or_sig, "__cuda_array_interface__") or hasattr(args_or_sig,
+                                                                  "__array_interface__"):
+        raise SignatureError("args_or_sig must be a sequence of example arguments "
+                             "(a tuple or list) or a spec string, not a single array")
+    raise SignatureError("args_or_sig must be a sequence of example arguments or a spec "
+                         f"string like 'f32[4096], 128', got {type(args_or_sig).__name__}")
