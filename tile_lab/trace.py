@@ -10,7 +10,10 @@ Coordinates are always *array* element indices (row-major ``ndim``-tuples), neve
 
 from __future__ import annotations
 
+import functools
 import json
+import sys
+import types
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -173,12 +176,18 @@ class Trace:
         kinds = None if kind is None else ({kind} if isinstance(kind, str) else set(kind))
         if arg is not None:
             self.array(arg)  # clear error for a wrong name
-        return [a for a in self.accesses
+        pool = self.accesses if want_block is None else self._by_block.get(want_block, ())
+        return [a for a in pool
                 if (want_block is None or a.block == want_block)
                 and (arg is None or a.arg == arg)
                 and (kinds is None or a.kind in kinds)
                 and (line is None or a.line == line)
                 and (iteration is None or a.iteration == iteration)]
+
+    @functools.cached_property
+    def _by_block(self) -> dict[Block, list[MemoryAccess]]:
+        """Accesses grouped by block, built once: per-block queries stay O(that block)."""
+        return dict(_group_by_block(self.accesses))
 
     def footprint(self, block: Sequence[int], arg: str, *, kind: str | None = None) -> np.ndarray:
         """Boolean mask over ``arg``'s elements that ``block`` touched (reads and writes,
@@ -195,16 +204,23 @@ class Trace:
         ("write") it. Vectorised per access; cost is O(accesses + touched elements)."""
         info = self.array(arg)
         total = np.zeros(info.shape, dtype=np.int32)
-        for blk, accesses in _group_by_block(a for a in self.accesses if a.arg == arg
-                                             and _kind_matches(a, kind)):
-            seen = np.zeros(info.shape, dtype=bool)
+        # stamp[e] = 1 + index of the last block that counted element e: each block adds
+        # at most 1 per element without allocating a full-size mask per block
+        stamp = np.zeros(info.shape, dtype=np.int64)
+        flat_total, flat_stamp = total.reshape(-1), stamp.reshape(-1)
+        for number, (_blk, accesses) in enumerate(
+                _group_by_block(a for a in self.accesses
+                                if a.arg == arg and _kind_matches(a, kind)), start=1):
             for a in accesses:
                 if a.is_box:
                     start, stop = a.clipped_box(info.shape)
-                    seen[tuple(slice(s, e) for s, e in zip(start, stop))] = True
-                elif a.flat_indices is not None:
-                    seen.reshape(-1)[a.flat_indices] = True
-            total += seen
+                    region = tuple(slice(s, e) for s, e in zip(start, stop))
+                    total[region] += stamp[region] != number
+                    stamp[region] = number
+                elif a.flat_indices is not None and a.flat_indices.size:
+                    idx = a.flat_indices
+                    flat_total[idx] += flat_stamp[idx] != number  # repeats count once
+                    flat_stamp[idx] = number
         return total
 
     def writers(self, arg: str, index: Sequence[int]) -> list[MemoryAccess]:
@@ -278,7 +294,7 @@ def _as_block(block: Sequence[int]) -> Block:
     b = tuple(int(x) for x in block)
     if not 1 <= len(b) <= 3:
         raise ValueError(f"a block id has 1 to 3 components, got {block!r}")
-    return (b + (0, 0))[:3]  # type: ignore[return-value]
+    return (*b, 0, 0)[:3]  # type: ignore[return-value]
 
 
 def _kind_matches(a: MemoryAccess, kind: str | None) -> bool:
@@ -296,3 +312,17 @@ def _group_by_block(accesses: Iterable[MemoryAccess]) -> Iterator[tuple[Block, l
     for a in accesses:
         groups.setdefault(a.block, []).append(a)
     return iter(groups.items())
+
+
+# ``tile_lab.trace`` is both this module and the public function ``tile_lab.trace(kernel,
+# grid, args)`` (from ``tile_lab.emulator``). Importing this module binds the package
+# attribute ``tile_lab.trace`` to the module, which would shadow the function depending on
+# import order, so the module itself forwards calls to the emulator.
+class _CallableTraceModule(types.ModuleType):
+    def __call__(self, kernel, grid, args) -> Trace:
+        from .emulator import trace as run_trace
+
+        return run_trace(kernel, grid, args)
+
+
+sys.modules[__name__].__class__ = _CallableTraceModule

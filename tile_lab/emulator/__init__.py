@@ -1,0 +1,34 @@
+"""tile_lab's CPU emulator of cuTile Python: run any ``@ct.kernel`` block by block with
+NumPy, and record every memory access into a :class:`tile_lab.trace.Trace`.
+
+``emulate(kernel, grid, args)`` updates array arguments in place (CuPy/torch/DLPack
+arrays are copied to the host and back); ``trace(kernel, grid, args)`` does the same and
+returns the access trace.
+
+How it runs: the kernel's Python function is rebuilt against an emulated ``cuda.tile``
+namespace (``namespace.py``; the real module is never patched), then called once per
+block, x fastest (``runtime.py``). Tiles are NumPy arrays tagged with their cuTile dtype
+(``tile.py``), so all per-tile work is vectorised. Every public cuTile operation is either
+emulated (registered with ``@emulates(ct.xxx)``, whose signature is checked against
+cuTile's stub at import) or raises ``EmulatorUnsupported`` naming it.
+
+Where the emulator has to choose (the device result is unspecified):
+
+* ``PaddingMode.UNDETERMINED`` pads with zeros; a tile entirely outside its array (undefined
+  behaviour) is padded / discarded like a partial one and recorded for the sanitizer.
+* Blocks run one after another, and the lanes of one atomic in lane order. A spin on
+  ``atomic_cas`` that fails 1000 times in a row on the same element can never succeed
+  in that order and raises ``EmulationError``.
+* Narrow floats (float16, bfloat16, float8) compute in float32 and round once;
+  ``rounding_mode`` / ``flush_to_zero`` are accepted and ignored (round to nearest even,
+  subnormals kept). ``mma`` accumulates in the accumulator's precision; float32 inputs
+  are not rounded to tf32 (only ``astype(ct.tfloat32)`` rounds).
+* Out-of-bounds lanes of ``check_bounds=False`` gathers/scatters/atomics are skipped (and
+  recorded as ``unchecked``) instead of touching foreign memory.
+"""
+
+from __future__ import annotations
+
+from .runtime import emulate, trace
+
+__all__ = ["emulate", "trace"]

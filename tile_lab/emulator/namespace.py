@@ -1,0 +1,201 @@
+"""The emulated ``cuda.tile`` namespace, and kernels rebuilt to see it.
+
+A kernel is never run against the real ``cuda.tile``: its function is rebuilt with
+``types.FunctionType(code, new_globals, ...)`` where ``new_globals`` is a copy of its
+module globals in which ``cuda.tile`` (under whatever name it was imported — ``ct``, or
+single names such as ``from cuda.tile import load``) is replaced by the emulated
+namespace. Helpers the kernel calls (``@ct.function`` or plain Python) are rebuilt the
+same way, recursively. Nothing is patched process-wide.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import cuda.tile as ct
+
+from . import (  # noqa: F401 (importing the ops modules registers them)
+    dtypes,
+    ops_atomic,
+    ops_gather,
+    ops_math,
+    ops_memory,
+    ops_misc,
+    ops_reduce,
+    ops_shape,
+)
+from ._kernel_access import unwrap_tile_function
+from .registry import IMPLEMENTATIONS, is_operation, unsupported
+from .tile import Tile
+
+# Modules whose functions are library code, never rebuilt (their globals are not kernels').
+# (tile_lab itself is not one of them: its exercise and sample kernels' helpers are user code.)
+_LIBRARY_ROOTS = frozenset({"cuda", "numpy", "ml_dtypes", "builtins", "math", "operator",
+                            "functools", "typing", "itertools", "cupy", "torch"})
+
+
+@functools.cache
+def namespace() -> types.ModuleType:
+    """The emulated ``cuda.tile``: registered ops, a raiser for each unsupported op, and
+    every non-operation name (dtypes, enums, annotations) passed through unchanged."""
+    ns = types.ModuleType("cuda.tile", "cuda.tile as seen by tile_lab's CPU emulator")
+    for name in dir(ct):
+        if name.startswith("_"):
+            continue
+        if name in IMPLEMENTATIONS:
+            value = IMPLEMENTATIONS[name]
+        elif name in ct.__all__ and is_operation(name):
+            value = unsupported(name)
+        elif isinstance(getattr(ct, name), dtypes.DType):
+            value = dtypes.DTypeConstructor(getattr(ct, name))  # ct.int32(x) converts
+        else:
+            value = getattr(ct, name)
+        setattr(ns, name, value)
+    ns.Tile = Tile
+    ns.Array = ops_memory.Array
+    ns.TiledView = ops_memory.TiledView
+    ns.Slice = ops_memory.Slice
+    return ns
+
+
+@functools.cache
+def _stub_table() -> dict[int, Any]:
+    """id(real cuda.tile object) -> its emulated replacement, for names that differ."""
+    ns = namespace()
+    table = {}
+    for name in dir(ct):
+        if name.startswith("_"):
+            continue
+        real, fake = getattr(ct, name), getattr(ns, name)
+        if real is not fake:
+            table[id(real)] = fake
+    return table
+
+
+def _elementwise_builtin(name: str, py_builtin, tile_op):
+    """``min``/``max`` as cuTile maps them: elementwise on tiles, Python's otherwise."""
+    def dispatch(*args, **kwargs):
+        if len(args) >= 2 and not kwargs and any(isinstance(a, Tile) for a in args):
+            out = args[0]
+            for a in args[1:]:
+                out = tile_op(out, a)
+            return out
+        return py_builtin(*args, **kwargs)
+    dispatch.__name__ = name
+    return dispatch
+
+
+_BUILTIN_OVERRIDES = {
+    "min": _elementwise_builtin("min", builtins.min, ops_math.minimum),
+    "max": _elementwise_builtin("max", builtins.max, ops_math.maximum),
+}
+
+
+def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _referenced_names(code: types.CodeType) -> set[str]:
+    names: set[str] = set()
+    for c in _code_objects(code):
+        names.update(c.co_names)
+    return names
+
+
+class Rebuilder:
+    """Rebuilds user functions against the emulated namespace (once per function per run)
+    and collects their code objects, which mark "user frames" for traces and errors."""
+
+    def __init__(self) -> None:
+        self.user_codes: set[types.CodeType] = set()
+        self._done: dict[int, types.FunctionType] = {}
+        self._globals: dict[int, dict] = {}
+
+    def function(self, fn: types.FunctionType) -> types.FunctionType:
+        fn = unwrap_tile_function(fn)
+        key = id(fn)
+        if key in self._done:
+            return self._done[key]
+        new_globals = self._globals.get(id(fn.__globals__))
+        if new_globals is None:
+            new_globals = dict(fn.__globals__)
+            self._globals[id(fn.__globals__)] = new_globals
+        closure = None
+        if fn.__closure__ is not None:
+            closure = tuple(types.CellType(self.value(c.cell_contents)) if _filled(c)
+                            else types.CellType() for c in fn.__closure__)
+        new_fn = types.FunctionType(fn.__code__, new_globals, fn.__name__,
+                                    _tuple_or_none(fn.__defaults__, self.value), closure)
+        new_fn.__kwdefaults__ = None if fn.__kwdefaults__ is None else \
+            {k: self.value(v) for k, v in fn.__kwdefaults__.items()}
+        new_fn.__qualname__ = fn.__qualname__
+        new_fn.__module__ = fn.__module__
+        self._done[key] = new_fn
+        self.user_codes.update(_code_objects(fn.__code__))
+        for name in _referenced_names(fn.__code__):
+            if name in fn.__globals__:
+                new_globals[name] = self.value(fn.__globals__[name])
+            elif name in _BUILTIN_OVERRIDES:
+                new_globals[name] = _BUILTIN_OVERRIDES[name]
+        return new_fn
+
+    def value(self, value: Any) -> Any:
+        if value is ct:
+            return namespace()
+        if isinstance(value, types.ModuleType):
+            if value.__name__ == "cuda":  # `import cuda.tile` then `cuda.tile.load(...)`
+                return _ModuleProxy(value, self, {"tile": namespace()})
+            if value.__name__.split(".")[0] not in _LIBRARY_ROOTS:
+                return _ModuleProxy(value, self, {})  # user helper modules
+            return value
+        try:
+            replacement = _stub_table().get(id(value))
+        except TypeError:
+            replacement = None
+        if replacement is not None:
+            return replacement
+        if isinstance(value, types.FunctionType) and _is_user_function(value):
+            return self.function(value)
+        return value
+
+
+class _ModuleProxy:
+    """A user module seen from a kernel: its functions come back rebuilt (emulated)."""
+
+    def __init__(self, module: types.ModuleType, rebuilder: Rebuilder,
+                 overrides: dict[str, Any]) -> None:
+        self._module, self._rebuilder, self._overrides = module, rebuilder, overrides
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._overrides:
+            return self._overrides[name]
+        return self._rebuilder.value(getattr(self._module, name))
+
+    def __repr__(self) -> str:
+        return f"<emulated view of module {self._module.__name__!r}>"
+
+
+def _filled(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+def _tuple_or_none(values, fn):
+    return None if values is None else tuple(fn(v) for v in values)
+
+
+def _is_user_function(fn: types.FunctionType) -> bool:
+    if getattr(fn, "_cutile_python_stub", None) is not None:
+        return False
+    module = (getattr(unwrap_tile_function(fn), "__module__", None) or "").split(".")[0]
+    return module not in _LIBRARY_ROOTS

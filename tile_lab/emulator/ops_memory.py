@@ -1,0 +1,495 @@
+"""Arrays and tile-space memory operations: ``load``/``store``, tiled views, slices, and the
+helpers every memory op shares (argument checks, implicit casts, trace recording).
+
+Every operation records one :class:`~tile_lab.trace.MemoryAccess` when tracing is on.
+Coordinates in the trace are element indices of the *kernel argument* (a sliced view's
+accesses are shifted back into its parent's coordinates).
+
+Semantics follow cuTile's API reference: a tile partly outside the array is padded on a
+load (``padding_mode``; UNDETERMINED pads with zeros here) and its outside lanes are
+discarded on a store; gather/scatter/atomics skip out-of-bounds and masked-off lanes.
+A tile *entirely* outside the array is undefined behaviour in cuTile: the emulator pads /
+discards it like a partial tile and records it, so the sanitizer can report it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cuda.tile as ct
+import numpy as np
+
+from ..errors import EmulatorUnsupported
+from ..trace import MemoryAccess
+from . import dtypes
+from .registry import IMPLEMENTATIONS, emulates, emulates_method
+from .state import current, kernel_error, user_frame
+from .tile import Tile, is_loose
+
+_WEAK, _NOSCOPE = ct.MemoryOrder.WEAK, ct.MemoryScope.NONE
+_ACQ_REL, _DEVICE = ct.MemoryOrder.ACQ_REL, ct.MemoryScope.DEVICE
+_UNDETERMINED = ct.PaddingMode.UNDETERMINED
+
+
+def int32(value: int) -> Tile:
+    return Tile(np.array(value, dtype=np.int32), ct.int32)
+
+
+class Array:
+    """A global array argument (a NumPy array, written in place)."""
+
+    __slots__ = ("_data", "_dtype", "_origin", "_root_shape", "_shape_tiles", "_sliced", "name")
+
+    def __init__(self, data: np.ndarray, dtype: object, name: str,
+                 origin: tuple[int, ...] | None = None,
+                 root_shape: tuple[int, ...] | None = None,
+                 static_dims: tuple[int, ...] = ()) -> None:
+        self._data = data
+        self._dtype = dtype
+        self.name = name  # the kernel parameter this array came from
+        self._origin = origin or (0,) * data.ndim
+        self._sliced = any(self._origin)
+        self._root_shape = root_shape or data.shape
+        # shapes are int32 run-time values, except dims the kernel declared static
+        # (ct.ArrayAnnotation(static_shape_dims=...)), which are compile-time ints
+        static = {d % data.ndim for d in static_dims} if data.ndim else set()
+        self._shape_tiles = tuple(n if k in static else int32(n)
+                                  for k, n in enumerate(data.shape))
+
+    @property
+    def dtype(self) -> object:
+        return self._dtype
+
+    @property
+    def shape(self) -> tuple[Tile, ...]:
+        return self._shape_tiles
+
+    @property
+    def strides(self) -> tuple[Tile, ...]:
+        return tuple(int32(s // self._data.itemsize) for s in self._data.strides)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @emulates_method(ct.Array.slice)
+    def slice(self, axis, start, stop) -> Array:
+        axis = const_int(axis, "axis")
+        nd = self._data.ndim
+        if not -nd <= axis < nd:
+            raise kernel_error(f"slice axis {axis} is out of range for a {nd}-d array")
+        axis %= nd
+        start, stop = int(start), int(stop)
+        n = self._data.shape[axis]
+        if not (0 <= start <= stop <= n):
+            raise kernel_error(f"slice [{start}, {stop}) is outside axis {axis} of size {n}")
+        sl = [slice(None)] * nd
+        sl[axis] = slice(start, stop)
+        origin = list(self._origin)
+        origin[axis] += start
+        return Array(self._data[tuple(sl)], self._dtype, self.name, tuple(origin),
+                     self._root_shape)
+
+    @emulates_method(ct.Array.tiled_view)
+    def tiled_view(self, tile_shape, *, padding_mode=_UNDETERMINED,
+                   traversal_steps=None) -> TiledView:
+        shape = const_shape(tile_shape, "tile_shape", allow_empty=True)
+        if shape and len(shape) != self.ndim:
+            raise kernel_error(f"tile_shape {shape} must have the array's rank {self.ndim}")
+        steps = (shape if shape else (1,) * self.ndim) if traversal_steps is None else \
+            const_shape(traversal_steps, "traversal_steps", power_of_two=False)
+        if len(steps) != self.ndim or any(s <= 0 for s in steps):
+            raise kernel_error(f"traversal_steps {steps} must be {self.ndim} positive ints")
+        return TiledView(self, shape, padding_mode, steps)
+
+    @property
+    def foreign_pointer(self):
+        raise EmulatorUnsupported("Array.foreign_pointer is not supported by the CPU emulator")
+
+    @staticmethod
+    def from_foreign(pointer, shape, strides):
+        raise EmulatorUnsupported("Array.from_foreign is not supported by the CPU emulator")
+
+    def get_raw_memory(self):
+        raise EmulatorUnsupported("Array.get_raw_memory is not supported by the CPU emulator")
+
+    def __repr__(self) -> str:
+        return f"<array {self.name}[{self._dtype}, {self._data.shape}]>"
+
+
+class TiledView:
+    """``Array.tiled_view``: an array seen as a grid of fixed-shape tiles."""
+
+    __slots__ = ("_array", "_padding", "_steps", "_tile_shape")
+
+    def __init__(self, array: Array, tile_shape: tuple[int, ...], padding, steps) -> None:
+        self._array, self._tile_shape, self._padding, self._steps = \
+            array, tile_shape, padding, steps
+
+    @property
+    def dtype(self) -> object:
+        return self._array._dtype
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        return self._tile_shape
+
+    @property
+    def traversal_steps(self) -> tuple[int, ...]:
+        return self._steps
+
+    def _full_shape(self) -> tuple[int, ...]:
+        return self._tile_shape or (1,) * self._array.ndim
+
+    @emulates_method(ct.TiledView.num_tiles)
+    def num_tiles(self, axis) -> Tile:
+        axis = const_int(axis, "axis")
+        n = self._array._data.shape[axis]
+        t, s = self._full_shape()[axis], self._steps[axis]
+        # origins 0, s, 2s, ... while the tile still starts inside the array
+        return int32(max(-(-max(n - t, 0) // s) + 1, 0) if n > 0 else 0)
+
+    def _start(self, index) -> tuple[int, ...]:
+        idx = _tile_index(index, self._array.ndim)
+        return tuple(i * s for i, s in zip(idx, self._steps)), idx
+
+    @emulates_method(ct.TiledView.load)
+    def load(self, index, *, check_bounds=True, latency=None, allow_tma=None) -> Tile:
+        arr = self._array
+        start, idx = self._start(index)
+        shape = self._full_shape()
+        values = _read_box(arr, arr._data, start, shape, self._padding)
+        _record_box("load", "tiled_view.load", arr, idx, shape, start, None, self._padding,
+                    not check_bounds)
+        return Tile(values.reshape(self._tile_shape), arr._dtype)
+
+    @emulates_method(ct.TiledView.store)
+    def store(self, index, tile, *, check_bounds=True, latency=None, allow_tma=None) -> None:
+        arr = self._array
+        start, idx = self._start(index)
+        shape = self._full_shape()
+        _write_box(arr, arr._data, start, shape, _store_values(tile, arr, shape, "tile"))
+        _record_box("store", "tiled_view.store", arr, idx, shape, start, None, None,
+                    not check_bounds)
+
+    def _atomic_store(self, op: str, index, update) -> None:
+        arr = self._array
+        start, idx = self._start(index)
+        shape = self._full_shape()
+        values = _store_values(update, arr, shape, "update")
+        sl, src = _clip(arr._data.shape, start, shape)
+        if sl is not None:
+            view = arr._data[sl]
+            from .ops_atomic import RMW
+
+            view[...] = RMW[op](view, values[src], arr._dtype)
+        _record_box("atomic", f"atomic_store_{op}", arr, idx, shape, start, None, None, False)
+
+    @emulates_method(ct.TiledView.atomic_store_add)
+    def atomic_store_add(self, index, update, /) -> None:
+        self._atomic_store("add", index, update)
+
+    @emulates_method(ct.TiledView.atomic_store_max)
+    def atomic_store_max(self, index, update, /) -> None:
+        self._atomic_store("max", index, update)
+
+    @emulates_method(ct.TiledView.atomic_store_min)
+    def atomic_store_min(self, index, update, /) -> None:
+        self._atomic_store("min", index, update)
+
+    @emulates_method(ct.TiledView.atomic_store_and)
+    def atomic_store_and(self, index, update, /) -> None:
+        self._atomic_store("and", index, update)
+
+    @emulates_method(ct.TiledView.atomic_store_or)
+    def atomic_store_or(self, index, update, /) -> None:
+        self._atomic_store("or", index, update)
+
+    @emulates_method(ct.TiledView.atomic_store_xor)
+    def atomic_store_xor(self, index, update, /) -> None:
+        self._atomic_store("xor", index, update)
+
+
+class Slice:
+    """``ct.Slice(start, length)``: a dense dimension of advanced indexing."""
+
+    __slots__ = ("length", "start")
+
+    @emulates_method(ct.Slice.__init__)
+    def __init__(self, start, length, /) -> None:
+        self.start = int(start)
+        self.length = const_int(length, "Slice length")
+        if self.length <= 0 or self.length & (self.length - 1):
+            raise kernel_error(f"Slice length {self.length} must be a power of two")
+
+
+IMPLEMENTATIONS["Slice"] = Slice
+
+
+# ---- argument checking ----------------------------------------------------------------
+
+def const_int(x: Any, what: str) -> int:
+    if isinstance(x, Tile) or not isinstance(x, (int, np.integer)) or isinstance(x, bool):
+        raise kernel_error(f"{what} must be a compile-time constant int, got "
+                           f"{type(x).__name__}", hint="annotate the parameter ct.Constant[int]")
+    return int(x)
+
+
+_VALID_SHAPES: dict[Any, tuple[int, ...]] = {}  # tile shapes already checked
+
+
+def const_shape(shape: Any, what: str, *, allow_empty: bool = True,
+                 power_of_two: bool = True) -> tuple[int, ...]:
+    if power_of_two and allow_empty:
+        try:
+            return _VALID_SHAPES[shape]
+        except (KeyError, TypeError):  # new, or unhashable (holds a tile): check it below
+            pass
+    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
+    out = tuple(const_int(d, what) for d in dims)
+    if not out and not allow_empty:
+        raise kernel_error(f"{what} must not be empty")
+    if power_of_two:
+        for d in out:
+            if d <= 0 or d & (d - 1):
+                raise kernel_error(f"{what} {out}: every dimension of a tile must be a power "
+                                   f"of two, got {d}")
+        if allow_empty and isinstance(shape, (tuple, int)):
+            _VALID_SHAPES[shape] = out
+    return out
+
+
+def check_array(array: Any, op: str) -> Array:
+    if not isinstance(array, Array):
+        raise kernel_error(f"ct.{op} expects an array as its first argument, got "
+                           f"{type(array).__name__}")
+    return array
+
+
+def _tile_index(index: Any, ndim: int) -> tuple[int, ...]:
+    idx = index if isinstance(index, (tuple, list)) else (index,)
+    if len(idx) != ndim:
+        raise kernel_error(f"index {tuple(idx)} has {len(idx)} components but the array has "
+                           f"{ndim} dimensions")
+    try:
+        return tuple(i if type(i) is int else i.__index__() for i in idx)
+    except (TypeError, AttributeError):
+        raise kernel_error(f"index components must be ints or 0-d integer tiles, got "
+                           f"{tuple(type(i).__name__ for i in idx)}") from None
+
+
+def _order(order: Any, ndim: int) -> tuple[int, ...] | None:
+    """Axis permutation, or None for the identity."""
+    if order == "C":
+        return None
+    if order == "F":
+        return tuple(range(ndim - 1, -1, -1)) if ndim > 1 else None
+    perm = tuple(const_int(o, "order") for o in order)
+    if sorted(perm) != list(range(ndim)):
+        raise kernel_error(f"order {perm} is not a permutation of the array's {ndim} axes")
+    return None if perm == tuple(range(ndim)) else perm
+
+
+_PAD = {
+    ct.PaddingMode.UNDETERMINED: 0, ct.PaddingMode.ZERO: 0, ct.PaddingMode.NEG_ZERO: -0.0,
+    ct.PaddingMode.NAN: float("nan"), ct.PaddingMode.POS_INF: float("inf"),
+    ct.PaddingMode.NEG_INF: float("-inf"),
+}
+
+
+def pad_value(mode: Any, arr: Array) -> Any:
+    try:
+        value = _PAD[mode]
+    except KeyError:
+        raise kernel_error(f"padding_mode must be a ct.PaddingMode, got {mode!r}") from None
+    if not dtypes.is_float(arr._dtype) and value != 0:
+        raise kernel_error(f"padding mode {mode.name} needs a float array; {arr.name} is "
+                           f"{arr._dtype}")
+    return value
+
+
+# ---- boxes -------------------------------------------------------------------------------
+
+def _clip(dshape, start, shape):
+    """Slices of the array and of the tile for the in-bounds part (None if empty)."""
+    arr_sl, tile_sl = [], []
+    for st, sz, n in zip(start, shape, dshape):
+        lo, hi = max(st, 0), min(st + sz, n)
+        if lo >= hi:
+            return None, None
+        arr_sl.append(slice(lo, hi))
+        tile_sl.append(slice(lo - st, hi - st))
+    return tuple(arr_sl), tuple(tile_sl)
+
+
+def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode) -> np.ndarray:
+    inside = True
+    for st, sz, n in zip(start, shape, data.shape):
+        if st < 0 or st + sz > n:
+            inside = False
+            break
+    if inside:
+        return data[tuple([slice(st, st + sz) for st, sz in zip(start, shape)])].copy()
+    out = np.full(shape, pad_value(padding_mode, arr), dtype=data.dtype)
+    sl, src = _clip(data.shape, start, shape)
+    if sl is not None:
+        out[src] = data[sl]
+    return out
+
+
+def _write_box(arr: Array, data: np.ndarray, start, shape, values: np.ndarray) -> None:
+    for st, sz, n in zip(start, shape, data.shape):
+        if st < 0 or st + sz > n:
+            break
+    else:  # entirely inside: one slice assignment
+        data[tuple([slice(st, st + sz) for st, sz in zip(start, shape)])] = values
+        return
+    sl, src = _clip(data.shape, start, shape)
+    if sl is not None:
+        data[sl] = values[src]
+
+
+def _store_values(tile: Any, arr: Array, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """The stored tile as array-dtype values of exactly ``shape`` (implicit cast)."""
+    if isinstance(tile, Tile):
+        values, dt = tile._a, tile._dtype
+    elif is_loose(tile):
+        values, dt = np.asarray(tile), None
+    else:
+        raise kernel_error(f"{what} must be a tile or a scalar, got {type(tile).__name__}")
+    if dt is not arr._dtype:
+        implicit_cast_check(tile, dt, arr, what)
+        values = dtypes.cast(values, arr._dtype)
+    values = np.asarray(values)
+    if values.shape != shape:
+        try:
+            values = np.broadcast_to(values, shape)
+        except ValueError:
+            raise kernel_error(f"{what} of shape {values.shape} does not fit the tile shape "
+                               f"{shape} of {arr.name}") from None
+    return values
+
+
+def implicit_cast_check(value: Any, value_dtype: object | None, arr: Array, what: str) -> None:
+    """cuTile only casts implicitly when it widens (see dtypes.check_implicit_cast)."""
+    try:
+        dtypes.check_implicit_cast(value, value_dtype, arr._dtype)
+    except dtypes.PromotionError as exc:
+        raise kernel_error(f"{what} does not fit {arr.name} ({arr._dtype}): {exc}") from None
+
+
+# ---- recording ---------------------------------------------------------------------------
+
+def _site(state) -> tuple[str, int, int]:
+    frame = user_frame(1)
+    if frame is None:
+        return "", 0, 0
+    key = (frame.f_code, frame.f_lasti)
+    counts = state.line_counts
+    it = counts.get(key, 0)
+    counts[key] = it + 1
+    return frame.f_code.co_filename, frame.f_lineno, it
+
+
+def _record_box(kind: str, op: str, arr: Array, tile_index, shape, start, perm, padding,
+                unchecked: bool) -> None:
+    state = current()
+    rec = state.recorder
+    if rec is None:
+        return
+    filename, line, it = _site(state)
+    stop = [s + n for s, n in zip(start, shape)]
+    if perm is not None:  # logical (permuted) axes back to array axes
+        nd = len(start)
+        a_start, a_stop = [0] * nd, [0] * nd
+        for k, ax in enumerate(perm):
+            a_start[ax], a_stop[ax] = start[k], stop[k]
+        start, stop = a_start, a_stop
+    if arr._sliced:  # a slice's coordinates shifted back into the argument's
+        start = [s + o for s, o in zip(start, arr._origin)]
+        stop = [s + o for s, o in zip(stop, arr._origin)]
+    rec.append(MemoryAccess(
+        len(rec), state.bid, kind, op, arr.name, line, it, filename, tuple(tile_index),
+        tuple(shape), tuple(start), tuple(stop), None, 0, 0,
+        None if padding is None else padding.name, unchecked))
+
+
+def record_points(kind: str, op: str, arr: Array, sel: tuple[np.ndarray, ...], oob: int,
+                   masked: int, unchecked: bool) -> None:
+    state = current()
+    rec = state.recorder
+    if rec is None:
+        return
+    filename, line, it = _site(state)
+    root = tuple(np.asarray(a, dtype=np.int64) + o for a, o in zip(sel, arr._origin))
+    flat = np.ravel_multi_index(root, arr._root_shape).ravel() if root and root[0].size else \
+        np.zeros(0, dtype=np.int64)
+    rec.append(MemoryAccess(
+        seq=len(rec), block=state.bid, kind=kind, op=op, arg=arr.name, line=line, iteration=it,
+        filename=filename, flat_indices=np.asarray(flat, dtype=np.int64), out_of_bounds=oob,
+        masked_off=masked, unchecked=unchecked))
+
+
+# ---- tile-space load / store ----------------------------------------------------------------
+
+@emulates(ct.load)
+def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check_bounds=True,
+         latency=None, allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> Tile:
+    arr = check_array(array, "load")
+    tshape = const_shape(shape, "shape")
+    nd = arr._data.ndim
+    box = tshape if tshape else (1,) * nd
+    if len(box) != nd:
+        raise kernel_error(f"tile shape {tshape} must have the rank of {arr.name} ({nd})")
+    idx = _tile_index(index, nd)
+    perm = _order(order, nd)
+    data = arr._data if perm is None else arr._data.transpose(perm)
+    start = [i * s for i, s in zip(idx, box)]
+    values = _read_box(arr, data, start, box, padding_mode)
+    _record_box("load", "load", arr, idx, box, start, perm, padding_mode, not check_bounds)
+    return Tile(values.reshape(tshape) if not tshape else values, arr._dtype)
+
+
+@emulates(ct.store)
+def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None,
+          allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> None:
+    arr = check_array(array, "store")
+    nd = arr._data.ndim
+    tshape = tile.shape if isinstance(tile, Tile) else ()
+    if tshape and len(tshape) != nd:
+        raise kernel_error(f"tile of shape {tshape} must have the rank of {arr.name} ({nd}), "
+                           "or be a scalar")
+    box = tshape if tshape else (1,) * nd
+    idx = _tile_index(index, nd)
+    perm = _order(order, nd)
+    data = arr._data if perm is None else arr._data.transpose(perm)
+    start = [i * s for i, s in zip(idx, box)]
+    _write_box(arr, data, start, box, _store_values(tile, arr, box, "tile"))
+    _record_box("store", "store", arr, idx, box, start, perm, None, not check_bounds)
+
+
+@emulates(ct.num_tiles)
+def num_tiles(array, /, axis, shape, order="C") -> Tile:
+    arr = check_array(array, "num_tiles")
+    tshape = const_shape(shape, "shape")
+    axis = const_int(axis, "axis")
+    perm = _order(order, arr.ndim) or tuple(range(arr.ndim))
+    n = arr._data.shape[perm[axis]]
+    return int32(-(-n // tshape[axis]))
+
+
+def _grid_axis(axis) -> int:
+    a = const_int(axis, "axis")
+    if not 0 <= a <= 2:
+        raise kernel_error(f"grid axis must be 0, 1 or 2, got {a}")
+    return a
+
+
+@emulates(ct.bid)
+def bid(axis) -> Tile:
+    return current().bid_tiles[_grid_axis(axis)]
+
+
+@emulates(ct.num_blocks)
+def num_blocks(axis) -> Tile:
+    return current().grid_tiles[_grid_axis(axis)]

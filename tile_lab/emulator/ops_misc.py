@@ -1,0 +1,103 @@
+"""Printing, assertions, compile-time helpers and no-op scheduling hints.
+
+In the emulator the whole kernel is ordinary Python, so ``static_eval``/``static_iter``
+simply return their (already evaluated) argument; ``static_assert`` checks at run time.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+
+import cuda.tile as ct
+import numpy as np
+
+from .registry import emulates
+from .state import kernel_error
+from .tile import Tile, format_values
+
+
+@emulates(ct.print)
+def print(*args, sep=" ", end="\n") -> None:
+    builtins.print(*(str(a) for a in args), sep=sep, end=end)
+
+
+_SPEC = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|L|z|j|t)?([diouxXeEfFgGaAc%])")
+
+
+@emulates(ct.printf)
+def printf(format, *args) -> None:
+    values = []
+    for a in args:
+        if isinstance(a, Tile):
+            if a.ndim != 0:
+                values.append(format_values(np.asarray(a._a), a.dtype, ""))
+                continue
+            a = a._a.item()
+        values.append(a)
+    # C length modifiers (%lld, %hd) mean nothing to Python's % operator: drop them
+    py_format = _SPEC.sub(lambda m: re.sub(r"(hh|h|ll|l|L|z|j|t)(?=[a-zA-Z%]$)", "",
+                                           m.group(0)), format)
+    py_format = py_format.replace("%u", "%d")
+    try:
+        builtins.print(py_format % tuple(values), end="")
+    except (TypeError, ValueError) as exc:
+        raise kernel_error(f"ct.printf format {format!r} does not match its "
+                           f"{len(values)} arguments: {exc}") from None
+
+
+@emulates(ct.assert_)
+def assert_(cond, /, message=None) -> None:
+    values = cond._a if isinstance(cond, Tile) else cond
+    if not np.all(values):
+        failed = int(np.size(values) - np.count_nonzero(values))
+        text = "ct.assert_ failed" + (f": {message}" if message else "")
+        raise kernel_error(f"{text} ({failed} of {np.size(values)} lanes false)")
+
+
+@emulates(ct.static_eval)
+def static_eval(expr, /):
+    return expr
+
+
+@emulates(ct.static_assert)
+def static_assert(condition, message=None, /):
+    if isinstance(condition, Tile):
+        raise kernel_error("ct.static_assert needs a compile-time constant condition, got a tile")
+    if not condition:
+        raise kernel_error("static assertion failed" + (f": {message}" if message else ""))
+
+
+@emulates(ct.static_iter)
+def static_iter(iterable):
+    return iterable
+
+
+@emulates(ct.static_exception)
+def static_exception(exc, /):
+    return exc
+
+
+@emulates(ct.ensure_constant)
+def ensure_constant(value, /):
+    if isinstance(value, Tile):
+        raise kernel_error("argument of ct.ensure_constant() is not a compile-time constant")
+    return value
+
+
+@emulates(ct.assume_divisible_by)
+def assume_divisible_by(x, divisor):
+    if int(x) % int(divisor):
+        raise kernel_error(f"ct.assume_divisible_by: {int(x)} is not divisible by {divisor} "
+                           "(undefined behaviour on the GPU)")
+    return x
+
+
+@emulates(ct.grid_dependency_control_wait)
+def grid_dependency_control_wait() -> None:
+    return None  # launches run one at a time in the emulator
+
+
+@emulates(ct.grid_dependency_control_launch_dependents)
+def grid_dependency_control_launch_dependents() -> None:
+    return None

@@ -1,0 +1,90 @@
+"""Which emulator function stands in for which cuTile operation.
+
+``@emulates(ct.load)`` registers a function as the CPU version of a cuTile stub and checks,
+at import, that both have the same parameters (names, kinds, defaults): a cuTile upgrade
+that changes a signature fails loudly here instead of mis-binding arguments at run time.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import cuda.tile as ct
+
+from ..errors import EmulatorUnsupported
+
+# cuTile public name -> emulator implementation
+IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {}
+
+
+class SignatureMismatch(TypeError):
+    """An emulator function's parameters differ from the cuTile stub it emulates."""
+
+
+def _params(fn: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
+    sig = inspect.signature(fn)
+    return [(p.name, p.kind, p.default) for p in sig.parameters.values()]
+
+
+def check_signature(stub: Callable[..., Any], impl: Callable[..., Any], name: str) -> None:
+    want, got = _params(stub), _params(impl)
+    if want != got:
+        raise SignatureMismatch(
+            f"emulator for ct.{name} has signature {inspect.signature(impl)} but cuTile's "
+            f"stub is {inspect.signature(stub)}; update tile_lab/emulator to match cuTile")
+
+
+def emulates(stub: Callable[..., Any], *, name: str | None = None):
+    """Register the decorated function as the emulation of cuTile ``stub``."""
+    op_name = name or stub.__name__
+
+    def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
+        check_signature(stub, impl, op_name)
+        IMPLEMENTATIONS[op_name] = impl
+        return impl
+
+    return decorate
+
+
+def emulates_method(stub: Callable[..., Any]):
+    """Check a method against a cuTile class stub method (e.g. ``ct.Array.tiled_view``)."""
+    def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
+        target = stub.fget if isinstance(stub, property) else stub
+        check_signature(target, impl, getattr(target, "__qualname__", target.__name__))
+        return impl
+
+    return decorate
+
+
+# Names in cuda.tile.__all__ that are not operations a kernel calls: host API, types,
+# dtypes, enums, exceptions, annotations, decorators and submodules.
+HOST_NAMES = frozenset({
+    "launch", "function", "kernel", "compiler_timeout", "tune", "compilation", "ByTarget",
+    "foreign_pointer_dtype",
+})
+
+
+def is_operation(name: str) -> bool:
+    """True for names in ``cuda.tile.__all__`` that a kernel calls as an operation."""
+    if name in HOST_NAMES:
+        return False
+    obj = getattr(ct, name)
+    if inspect.isclass(obj):
+        return name == "Slice"  # the one class that kernels construct as an operation
+    return inspect.isfunction(obj) and not name[0].isupper()
+
+
+def operation_names() -> list[str]:
+    return [n for n in ct.__all__ if is_operation(n)]
+
+
+def unsupported(name: str) -> Callable[..., Any]:
+    def raiser(*args: Any, **kwargs: Any) -> Any:
+        raise EmulatorUnsupported(
+            f"{name} is not supported by the CPU emulator (ct.{name})",
+            hint="run the kernel on a GPU with tile_lab.launch, or avoid this operation")
+    raiser.__name__ = name
+    raiser.__qualname__ = f"unsupported.{name}"
+    return raiser

@@ -1,0 +1,306 @@
+"""Running a kernel on the CPU: argument conversion, the grid loop, and the trace.
+
+Arguments follow ``ct.launch(stream, grid, kernel, args)``: NumPy arrays are updated in
+place; CuPy / torch / DLPack / CUDA-array-interface arrays are copied to the host, run,
+and copied back. Python ints become int32 scalars (int64 when they do not fit or the
+parameter is ``ct.ScalarInt64``), floats float32; ``ct.Constant`` parameters stay
+compile-time Python values. Blocks run one after another, x fastest.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cuda.tile as ct
+import numpy as np
+
+from .._cutile_compat import is_kernel, kernel_parameters
+from ..errors import EmulationError, SourceLocation, TileLabError
+from ..trace import ArrayInfo, Trace
+from . import dtypes, state
+from ._kernel_access import kernel_function
+from .namespace import Rebuilder
+from .ops_memory import Array, int32
+from .tile import Tile
+
+
+def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> None:
+    """Run ``kernel`` over ``grid`` on the CPU, updating array arguments in place.
+
+    Args:
+        kernel: a ``@ct.kernel`` (or the plain Python function of one).
+        grid: a tuple of 1 to 3 positive ints, as for ``ct.launch``.
+        args: the kernel's arguments, as for ``ct.launch``: NumPy arrays (written in
+            place), CuPy/torch/DLPack arrays (copied to the host and back), scalars, and
+            ``ct.Constant`` values.
+
+    Raises:
+        EmulationError: bad arguments or grid, or the kernel did something invalid; the
+            error points at the kernel line. EmulatorUnsupported: an operation the
+            emulator does not implement.
+    """
+    _launch(kernel, grid, args, record=False)
+
+
+def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> Trace:
+    """Run ``kernel`` like :func:`emulate` and return every memory access it made, as a
+    :class:`~tile_lab.trace.Trace` (per access: block, kind, op, argument name, tile index
+    and element box or element indices, lanes padded/discarded, source line, iteration)."""
+    result = _launch(kernel, grid, args, record=True)
+    assert result is not None
+    return result
+
+
+# ---- the launch ---------------------------------------------------------------------------
+
+def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bool):
+    pyfunc = kernel_function(kernel)
+    grid3 = _check_grid(grid)
+    params = _parameters(pyfunc, args)
+    converted, arrays, scalars, copy_back = _convert_args(kernel, pyfunc, params, args)
+    rebuilder = Rebuilder()
+    fn = rebuilder.function(pyfunc)
+    recorder: list | None = [] if record else None
+    run = state.RunState(grid3, recorder, rebuilder.user_codes)
+    run.grid_tiles = tuple(int32(g) for g in grid3)
+    state.push(run)
+    try:
+        with np.errstate(all="ignore"):  # device arithmetic never warns (inf, NaN, wraparound)
+            _run_grid(fn, grid3, converted, run)
+    except TileLabError as exc:
+        if exc.location is None:
+            exc.location = _location_in_traceback(exc, rebuilder.user_codes)
+        raise
+    except Exception as exc:
+        hint = None
+        if "device code" in str(exc):  # a real cuda.tile stub ran: reached through an object
+            hint = ("a cuTile operation was called through an object the emulator does not "
+                    "rebuild (e.g. a class or functools.partial); call a plain function or "
+                    "@ct.function helper instead")
+        raise EmulationError(f"{type(exc).__name__}: {exc} (block {run.bid})",
+                             _location_in_traceback(exc, rebuilder.user_codes), hint) from exc
+    finally:
+        state.pop()
+    for restore in copy_back:
+        restore()
+    if not record:
+        return None
+    return _make_trace(pyfunc, grid3, arrays, scalars, recorder or [])
+
+
+def _run_grid(fn: Callable[..., Any], grid: tuple[int, int, int], args: list[Any],
+              run: state.RunState) -> None:
+    """Every block in turn, x fastest: set the block context, call the kernel."""
+    gx, gy, gz = grid
+    for z in range(gz):
+        tz = int32(z)
+        for y in range(gy):
+            ty = int32(y)
+            for x in range(gx):
+                run.bid = (x, y, z)
+                run.bid_tiles = (int32(x), ty, tz)
+                run.line_counts = {}
+                run.cas_failures = {}
+                fn(*args)
+
+
+def _check_grid(grid: Any) -> tuple[int, int, int]:
+    ok = isinstance(grid, (tuple, list)) and 1 <= len(grid) <= 3 and all(
+        isinstance(g, (int, np.integer)) and not isinstance(g, bool) and g > 0 for g in grid)
+    if not ok:
+        raise EmulationError(f"grid must be a tuple of 1 to 3 positive ints, got {grid!r}",
+                             hint="for example grid=(8,) or grid=(4, 4)")
+    g = tuple(int(v) for v in grid)
+    return (*g, 1, 1)[:3]  # type: ignore[return-value]
+
+
+# ---- arguments ----------------------------------------------------------------------------------
+
+def _def_location(pyfunc) -> SourceLocation:
+    code = pyfunc.__code__
+    try:
+        lines, first = inspect.getsourcelines(pyfunc)
+        offset = next(i for i, text in enumerate(lines) if text.lstrip().startswith("def "))
+        line, text = first + offset, lines[offset]
+    except (OSError, TypeError, StopIteration):
+        line, text = code.co_firstlineno, linecache.getline(code.co_filename,
+                                                            code.co_firstlineno) or None
+    return SourceLocation(code.co_filename, line, text=text)
+
+
+def _parameters(pyfunc, args: Sequence[Any]) -> list[inspect.Parameter]:
+    params = list(inspect.signature(pyfunc).parameters.values())
+    if not isinstance(args, (tuple, list)):
+        raise EmulationError(f"args must be a tuple or list of kernel arguments, got "
+                             f"{type(args).__name__}", _def_location(pyfunc))
+    if len(args) != len(params):
+        sig = ", ".join(p.name for p in params)
+        raise EmulationError(
+            f"{pyfunc.__name__}({sig}) takes {len(params)} argument"
+            f"{'s' if len(params) != 1 else ''} but {len(args)} were given",
+            _def_location(pyfunc))
+    return params
+
+
+@dataclass(frozen=True)
+class _ParamSpec:
+    """What a parameter's annotation means to the emulator."""
+
+    constant: bool = False  # ct.Constant[...]: stays a compile-time Python value
+    int64: bool = False  # ct.ScalarInt64
+    static_dims: tuple[int, ...] = ()  # ct.ArrayAnnotation(static_shape_dims=...)
+    array: bool = False  # annotated ct.Array
+
+
+def _param_specs(kernel: Any, pyfunc, params) -> list[_ParamSpec]:
+    """cuTile's own reading of the annotations for a ``@ct.kernel``; for a plain
+    function, the same facts read from its type hints."""
+    if is_kernel(kernel):
+        return [_ParamSpec(constant=info.constant, int64=info.scalar_dtype is ct.int64,
+                           static_dims=info.static_shape_dims,
+                           array=_names_array(info.annotation))
+                for info in kernel_parameters(kernel)]
+    try:
+        hints = typing.get_type_hints(pyfunc, include_extras=True)
+    except Exception:  # unresolvable forward references: treat as unannotated
+        hints = {}
+    specs = []
+    for p in params:
+        hint = hints.get(p.name)
+        meta = getattr(hint, "__metadata__", ())
+        specs.append(_ParamSpec(
+            constant=any(isinstance(m, ct.ConstantAnnotation) for m in meta),
+            int64=any(getattr(m, "dtype", None) is ct.int64 for m in meta),
+            static_dims=next((tuple(m.static_shape_dims) for m in meta
+                              if isinstance(m, ct.ArrayAnnotation)), ()),
+            array=_names_array(hint)))
+    return specs
+
+
+def _names_array(annotation: Any) -> bool:
+    if isinstance(annotation, str):
+        return annotation.split(".")[-1] == "Array"
+    return annotation is ct.Array or getattr(annotation, "__origin__", None) is ct.Array
+
+
+def _convert_args(kernel, pyfunc, params, args):
+    converted: list[Any] = []
+    arrays: list[ArrayInfo] = []
+    scalars: dict[str, Any] = {}
+    copy_back: list[Callable[[], None]] = []
+    for p, spec, value in zip(params, _param_specs(kernel, pyfunc, params), args):
+        if spec.constant:
+            if _array_like(value):
+                raise EmulationError(f"parameter {p.name!r} is ct.Constant but got an array",
+                                     _def_location(pyfunc))
+            converted.append(value)
+            scalars[p.name] = _jsonable(value)
+            continue
+        converted.append(_convert_one(pyfunc, p.name, value, spec, arrays, scalars, copy_back))
+    return converted, arrays, scalars, copy_back
+
+
+def _convert_one(pyfunc, name, value, spec: _ParamSpec, arrays, scalars, copy_back):
+    if _array_like(value):
+        host = _to_host(value, copy_back)
+        arr = Array(host, dtypes.from_numpy(host.dtype), name, static_dims=spec.static_dims)
+        arrays.append(ArrayInfo(name, tuple(host.shape), str(arr.dtype)))
+        return arr
+    if isinstance(value, (list, tuple)):  # lists of arrays, tuples of arrays/scalars
+        return type(value)(_convert_one(pyfunc, f"{name}[{i}]", v, _ParamSpec(), arrays,
+                                        scalars, copy_back) for i, v in enumerate(value))
+    if spec.array:
+        raise EmulationError(f"parameter {name!r} expects an array, got "
+                             f"{type(value).__name__}", _def_location(pyfunc))
+    if isinstance(value, (bool, np.bool_)):
+        scalars[name] = bool(value)
+        return Tile(np.array(bool(value)), ct.bool_)
+    if isinstance(value, int):
+        wide = spec.int64 or not -2**31 <= value < 2**31
+        scalars[name] = int(value)
+        return Tile(np.array(value, dtype=np.int64 if wide else np.int32),
+                    ct.int64 if wide else ct.int32)
+    if isinstance(value, (np.integer, np.floating)):
+        scalars[name] = value.item()
+        dt = dtypes.from_numpy(value.dtype)
+        return Tile(np.array(value), dt)
+    if isinstance(value, float):
+        scalars[name] = value
+        return Tile(np.array(value, dtype=np.float32), ct.float32)
+    scalars[name] = _jsonable(value)
+    return value  # dtypes, tuples of constants, None: passed through as Python values
+
+
+def _array_like(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__") \
+        or (hasattr(value, "__dlpack__") and not isinstance(value, (int, float)))
+
+
+def _to_host(value: Any, copy_back: list[Callable[[], None]]) -> np.ndarray:
+    """A NumPy array to run on; device arrays are copied and scheduled to be copied back."""
+    if isinstance(value, np.ndarray):
+        return value
+    root = type(value).__module__.split(".")[0]
+    if root == "cupy":
+        host = value.get()
+        copy_back.append(lambda: value.set(host))
+        return host
+    if root == "torch":
+        import torch
+        t = value.detach()
+        bf16 = t.dtype == torch.bfloat16
+        src = t.view(torch.int16) if bf16 else t
+        if t.device.type == "cpu":
+            host = src.numpy()  # shares memory: updated in place
+            return host.view(dtypes.to_numpy(ct.bfloat16)) if bf16 else host
+        host_raw = src.cpu().numpy()
+        copy_back.append(lambda: src.copy_(torch.from_numpy(host_raw)))
+        return host_raw.view(dtypes.to_numpy(ct.bfloat16)) if bf16 else host_raw
+    try:
+        return np.from_dlpack(value)  # CPU DLPack producers share memory
+    except Exception as exc:
+        raise EmulationError(
+            f"cannot bring a {type(value).__name__} array to the host for emulation: {exc}",
+            hint="pass a NumPy array, or install CuPy for CUDA arrays") from exc
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+# ---- errors and the trace -------------------------------------------------------------------
+
+def _location_in_traceback(exc: BaseException, user_codes) -> SourceLocation | None:
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code in user_codes:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    filename = found.tb_frame.f_code.co_filename
+    return SourceLocation(filename, found.tb_lineno,
+                          text=linecache.getline(filename, found.tb_lineno) or None)
+
+
+def _make_trace(pyfunc, grid, arrays, scalars, accesses) -> Trace:
+    code = pyfunc.__code__
+    try:
+        lines, first = inspect.getsourcelines(pyfunc)
+        source = "".join(lines)
+    except (OSError, TypeError):
+        source, first = "", code.co_firstlineno
+    return Trace(kernel=pyfunc.__name__, grid=grid, arrays=tuple(arrays),
+                 accesses=tuple(accesses), source=source, first_line=first,
+                 filename=code.co_filename, scalars=scalars)

@@ -1,0 +1,80 @@
+"""The state of the emulated launch in progress: the current block, the grid, and the
+access recorder. Ops read it through ``current()``; the runtime sets it per block.
+
+Also maps a Python frame back to the user's kernel line, for trace records and errors.
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import threading
+from types import CodeType, FrameType
+
+from ..errors import EmulationError, SourceLocation
+
+
+class RunState:
+    """Mutable per-launch state (a stack per thread: launches may nest or run in threads)."""
+
+    __slots__ = ("bid", "bid_tiles", "cas_failures", "grid", "grid_tiles", "line_counts",
+                 "recorder", "user_codes")
+
+    def __init__(self, grid: tuple[int, int, int], recorder, user_codes: set[CodeType]) -> None:
+        self.grid = grid
+        self.bid: tuple[int, int, int] = (0, 0, 0)
+        self.bid_tiles: tuple = ()
+        self.grid_tiles: tuple = ()
+        self.recorder = recorder  # None when not tracing
+        self.user_codes = user_codes  # code objects of the kernel and its emulated helpers
+        self.line_counts: dict[tuple[str, int], int] = {}  # per block: executions of a line
+        self.cas_failures: dict[tuple[str, int], int] = {}  # per block: consecutive CAS fails
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.runs: list[RunState] = []  # launches in progress on this thread
+
+
+_LOCAL = _Stack()
+
+
+def current() -> RunState:
+    runs = _LOCAL.runs
+    if not runs:
+        raise EmulationError("cuTile operations can only run inside an emulated kernel "
+                             "(tile_lab.emulate / tile_lab.trace)")
+    return runs[-1]
+
+
+def push(state: RunState) -> None:
+    _LOCAL.runs.append(state)
+
+
+def pop() -> None:
+    _LOCAL.runs.pop()
+
+
+def user_frame(depth: int = 2) -> FrameType | None:
+    """The innermost frame running user kernel code (kernel body or an emulated helper)."""
+    runs = _LOCAL.runs
+    codes = runs[-1].user_codes if runs else set()
+    frame = sys._getframe(depth)
+    while frame is not None and frame.f_code not in codes:
+        frame = frame.f_back
+    return frame
+
+
+def location_of(frame: FrameType | None) -> SourceLocation | None:
+    if frame is None:
+        return None
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(filename, line) or None
+    return SourceLocation(filename=filename, line=line, text=text)
+
+
+def kernel_error(message: str, hint: str | None = None) -> EmulationError:
+    """An EmulationError pointing at the user's kernel line currently executing."""
+    state = _LOCAL.runs[-1] if _LOCAL.runs else None
+    where = f" (block {state.bid})" if state is not None else ""
+    return EmulationError(message + where, location_of(user_frame(2)), hint)
