@@ -175,7 +175,7 @@ def launch_cpp(inspection_or_cubin: Inspection | bytes, kernel_name: str | None,
                           f"not {type(inspection_or_cubin).__name__}")
     dev_args, back = device_args(cupy, list(args))
     packed = kernel_args(cupy, params, dev_args)
-    s = as_stream(cupy, stream)
+    _, s = as_stream(cupy, stream)  # the CuPy stream: the launch and its synchronisation
     try:
         fn = _function(cupy, cubin, symbol)
         fn(dims + (1,) * (3 - len(dims)), (1, 1, 1), packed, stream=s)
