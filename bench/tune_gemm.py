@@ -74,7 +74,7 @@ def phase_tile_lab(size, variant, store):
     flops = matmul_flops(size, size, size)
     t0 = time.perf_counter()
     result = tile_lab.tune(kernel, tile_lab.Space(**space), grid_fn, args_fn, store=store,
-                           progress=False, samples=20, race_samples=5)
+                           progress=False, samples=20, race_samples=5, flops=flops)
     wall = time.perf_counter() - t0
     if result.best is None:
         raise SystemExit("every config failed:\n" + result.summary())

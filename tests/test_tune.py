@@ -178,3 +178,23 @@ def test_stored_record_json_round_trip():
                        "compile")
     back = StoredRecord.from_json(rec.to_json())
     assert back == rec and config_key(back.config) == config_key(rec.config)
+
+
+def test_compile_failures_from_the_precompiler_are_recorded_and_not_measured():
+    class FakePrecompiler:
+        closed = False
+
+        def error(self, cfg):
+            return "tileiras: out of shared memory" if cfg["TILE"] == 512 else None
+
+        def close(self):
+            FakePrecompiler.closed = True
+
+    gpu = FakeGPU()
+    gpu.start_precompile = lambda *a: FakePrecompiler()
+    r = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=gpu,
+             progress=False)
+    assert {f.config["TILE"] for f in r.failures} == {512}
+    assert all(f.stage == "compile" and "shared memory" in f.error for f in r.failures)
+    assert all(tile != 512 for tile, _, _ in gpu.calls)
+    assert FakePrecompiler.closed

@@ -14,38 +14,62 @@ import os
 import pickle
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from .space import Config
 from .store import config_key
 
 
+class Precompiler:
+    """Compiles configs in worker processes while the caller measures: ``error(cfg)`` waits for
+    that config's compile only (so measuring config 1 overlaps compiling configs 2..n) and returns
+    its error message, or None when it compiled (or was never sent to a worker)."""
+
+    def __init__(self, kernel: Any, configs: Sequence[Config],
+                 args_fn: Callable[[Config], Sequence[Any]], kinds: dict[str, str],
+                 arch: str | None, workers: int | None) -> None:
+        ref = kernel_reference(kernel)
+        jobs = []
+        for cfg in configs:
+            hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
+            try:
+                k = kernel.replace_hints(**hints) if hints else kernel
+                sig = portable_signature(launch_signature(k, tuple(args_fn(cfg))))
+            except Exception:
+                # Precompiling is an optimisation: a config whose signature cannot be prepared
+                # here is compiled by its own launch (and fails there, as data, if broken).
+                continue
+            jobs.append((config_key(cfg), ref, sig, hints, arch))
+        self.futures: dict[str, Future[tuple[str, str | None]]] = {}
+        self._pool: ProcessPoolExecutor | None = None
+        if jobs:
+            # Leave one core to the measuring process; never fork a process with a CUDA context.
+            n = workers or max(1, min(len(jobs), (os.cpu_count() or 2) - 1))
+            self._pool = ProcessPoolExecutor(max_workers=n,
+                                             mp_context=multiprocessing.get_context("spawn"))
+            self.futures = {job[0]: self._pool.submit(_compile_job, job) for job in jobs}
+
+    def error(self, cfg: Config) -> str | None:
+        fut = self.futures.get(config_key(cfg))
+        return None if fut is None else fut.result()[1]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
 def precompile_configs(kernel: Any, configs: Sequence[Config],
                        args_fn: Callable[[Config], Sequence[Any]], kinds: dict[str, str],
                        arch: str | None, workers: int | None) -> dict[str, str]:
-    """Compile every config in parallel; returns {config key: error} for those that failed."""
-    ref = kernel_reference(kernel)
-    jobs, errors = [], {}
-    for cfg in configs:
-        hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
-        try:
-            k = kernel.replace_hints(**hints) if hints else kernel
-            sig = portable_signature(launch_signature(k, tuple(args_fn(cfg))))
-        except Exception:
-            # Precompiling is an optimisation: a config whose signature cannot be prepared
-            # here is simply compiled by its own launch (and fails there, as data, if broken).
-            continue
-        jobs.append((config_key(cfg), ref, sig, hints, arch))
-    if not jobs:
-        return errors
-    n = workers or max(1, min(len(jobs), os.cpu_count() or 1))
-    ctx = multiprocessing.get_context("spawn")  # never fork a process holding a CUDA context
-    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        for key, err in pool.map(_compile_job, jobs):
-            if err is not None:
-                errors[key] = err
-    return errors
+    """Compile every config in parallel and wait; returns {config key: error} for failures."""
+    pre = Precompiler(kernel, configs, args_fn, kinds, arch, workers)
+    try:
+        return {key: err for key, err in (f.result() for f in pre.futures.values())
+                if err is not None}
+    finally:
+        pre.close()
 
 
 def launch_signature(kernel: Any, args: tuple[Any, ...]) -> Any:

@@ -41,7 +41,8 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
          workers: int | None = None, mode: str = "cold", isolate: bool = False,
          samples: int = 20, race_samples: int = 5, race_keep: float = 1.5,
          progress: bool = True, seed: int = 0, measure: Measure | None = None,
-         precompile_configs: bool = True) -> TuningResult:
+         precompile_configs: bool = True, flops: int | Callable[[Config], int] | None = None,
+         bytes: int | Callable[[Config], int] | None = None) -> TuningResult:
     """Tune ``kernel`` over ``space``; returns a TuningResult (best, successes, failures).
 
     ``args_fn(config)`` returns the full argument tuple (Constant values included, as for
@@ -50,8 +51,9 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
     measured briefly, only those within ``race_keep``× of the best measured fully), "exhaustive"
     (every config measured fully), "random" (``budget`` configs drawn with ``seed``), "coordinate"
     (greedy: improve one knob at a time from the first config until no knob helps, at most
-    ``budget`` measurements). ``measure(kernel, grid, args, samples)`` replaces the GPU
-    measurement (used by tests and by recorded-result replays).
+    ``budget`` measurements). ``flops``/``bytes``: per launch (a number, or a function of the
+    config) so every measurement reports TFLOPS / GB/s. ``measure(kernel, grid, args, samples)``
+    replaces the GPU measurement (used by tests and by recorded-result replays).
     """
     if strategy not in STRATEGIES:
         raise TuneError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
@@ -61,7 +63,8 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
         raise TuneError("strategy='random' needs a budget (number of configs to try)")
     kinds = space.classify(kernel)
     if measure is None:
-        measure = _gpu_measure(mode=mode, isolate=isolate, check=check)
+        measure = _gpu_measure(mode=mode, isolate=isolate, check=check, flops=flops,
+                               nbytes=bytes)
         if arch is None:
             arch = _local_arch()
     started = time.perf_counter()
@@ -85,9 +88,9 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
                                     from_store=True)
 
     todo = [c for c in configs if config_key(c) not in done]
-    compile_errors: dict[str, str] = {}
-    if precompile_configs and todo and measure is not None and hasattr(measure, "precompile"):
-        compile_errors = measure.precompile(kernel, todo, grid_fn, args_fn, kinds, arch, workers)
+    precompiler = None
+    if precompile_configs and todo and hasattr(measure, "start_precompile"):
+        precompiler = measure.start_precompile(kernel, todo, args_fn, kinds, arch, workers)
 
     bar = _Progress(len(todo), enabled=progress, label=f"tuning {_name(kernel)}")
 
@@ -97,9 +100,9 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
         bar.step(outcome)
 
     def run(cfg: Config, n: int, final: bool = True) -> Success | Failure:
-        key = config_key(cfg)
-        if key in compile_errors:
-            outcome: Success | Failure = Failure(cfg, "compile", compile_errors[key])
+        compile_error = precompiler.error(cfg) if precompiler is not None else None
+        if compile_error is not None:
+            outcome: Success | Failure = Failure(cfg, "compile", compile_error)
         else:
             outcome = _measure_one(measure, kernel, cfg, kinds, grid_fn, args_fn, n)
         if final or isinstance(outcome, Failure):
@@ -107,10 +110,15 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
         return outcome
 
     propose = _STRATEGY_FNS[strategy]
-    for cfg, outcome in propose(todo, run, record=record, space=space, samples=samples,
+    try:
+        outcomes = list(propose(todo, run, record=record, space=space, samples=samples,
                                 race_samples=race_samples, race_keep=race_keep,
                                 budget=budget, seed=seed, objective=objective,
-                                known=successes):
+                                known=successes))
+    finally:
+        if precompiler is not None:
+            precompiler.close()
+    for cfg, outcome in outcomes:
         key = config_key(cfg)
         if isinstance(outcome, Success):
             successes[key] = outcome
@@ -211,7 +219,10 @@ def _measure_one(measure, kernel, cfg, kinds, grid_fn, args_fn, n) -> Success | 
     except Exception as e:  # a bad grid_fn/args_fn for this config is this config's failure
         return Failure(cfg, "setup", f"{type(e).__name__}: {e}")
     try:
-        m = measure(k, grid, args, n)
+        if getattr(measure, "wants_config", False):
+            m = measure(k, grid, args, n, config=cfg)
+        else:
+            m = measure(k, grid, args, n)
     except Exception as e:
         stage = getattr(e, "stage", None) or _stage_of(e)
         return Failure(cfg, stage, f"{type(e).__name__}: {e}")
@@ -306,20 +317,24 @@ def _name(kernel: Any) -> str:
 
 
 # ---- the GPU measurement (cold protocol) with parallel precompilation -------------------------
-def _gpu_measure(*, mode: str, isolate: bool, check: Any) -> Measure:
+def _gpu_measure(*, mode: str, isolate: bool, check: Any, flops: Any, nbytes: Any) -> Measure:
     from .. import gpu
 
     gpu.require_gpu("tile_lab.tune")
 
-    def measure(kernel, grid, args, n):
-        return gpu.bench(kernel, grid, args, mode=mode, samples=n, isolate=isolate, check=check)
+    def measure(kernel, grid, args, n, config=None):
+        f = flops(config) if callable(flops) else flops
+        b = nbytes(config) if callable(nbytes) else nbytes
+        return gpu.bench(kernel, grid, args, mode=mode, samples=n, isolate=isolate, check=check,
+                         flops=f, bytes=b)
 
-    def precompile(kernel, configs, grid_fn, args_fn, kinds, arch, workers):
-        from .parallel_compile import precompile_configs
+    def start_precompile(kernel, configs, args_fn, kinds, arch, workers):
+        from .parallel_compile import Precompiler
 
-        return precompile_configs(kernel, configs, args_fn, kinds, arch, workers)
+        return Precompiler(kernel, configs, args_fn, kinds, arch, workers)
 
-    measure.precompile = precompile  # type: ignore[attr-defined]
+    measure.start_precompile = start_precompile  # type: ignore[attr-defined]
+    measure.wants_config = True  # type: ignore[attr-defined]
     return measure
 
 
