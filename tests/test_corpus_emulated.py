@@ -11,7 +11,7 @@ import pytest
 from corpus import correct, export_tileir
 
 from tile_lab.emulator import emulate, trace
-from tile_lab.sanitize import sanitize
+from tile_lab.sanitizer import sanitize
 
 CORRECT = {c.name: c for c in correct.CASES}
 

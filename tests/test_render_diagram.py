@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import tile_lab
+from tile_lab.access_trace import ArrayInfo, MemoryAccess, Trace
 from tile_lab.errors import DiagramError, TileLabError
 from tile_lab.render.diagram import CELL_CAP, Box, IndexedTrace, diagram, partition
-from tile_lab.trace import ArrayInfo, MemoryAccess, Trace
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -20,28 +20,33 @@ _EXPORTS: dict[str, str] = {
     # emulator, trace, sanitizer (artifacts -> execution on CPU)
     "emulate": ".emulator",
     "trace": ".emulator",
-    "Trace": ".trace",
-    "MemoryAccess": ".trace",
-    "sanitize": ".sanitize",
-    "SanitizerReport": ".sanitize",
+    "Trace": ".access_trace",
+    "MemoryAccess": ".access_trace",
+    "sanitize": ".sanitizer",
+    "SanitizerReport": ".sanitizer",
+    "check_trace": ".sanitizer",
     # diagrams (trace -> SVG)
     "diagram": ".render.diagram",
+    "browse": ".widgets.diagram_browser",
     "partition": ".render.diagram",
     # GPU: launch, measure (execution on GPU -> measurements)
     "launch": ".gpu",
     "bench": ".gpu",
+    "bench_function": ".gpu",
     "Measurement": ".gpu.measurement",
     "load_measurements": ".gpu.measurement",
     "roofline": ".render.plots",
     # tuning
     "Space": ".tune",
     "tune": ".tune",
+    "TuningStore": ".tune",
     "explore": ".widgets.explore",
     # exercises
     "check": ".checker",
     # CUDA Tile C++
     "inspect_cpp": ".cpp",
     "compare": ".cpp",
+    "launch_cpp": ".cpp",
     # errors
     "TileLabError": ".errors",
     "NoGPUError": ".errors",

@@ -1,7 +1,7 @@
 """Arrays and tile-space memory operations: ``load``/``store``, tiled views, slices, and the
 helpers every memory op shares (argument checks, implicit casts, trace recording).
 
-Every operation records one :class:`~tile_lab.trace.MemoryAccess` when tracing is on.
+Every operation records one :class:`~tile_lab.access_trace.MemoryAccess` when tracing is on.
 Coordinates in the trace are element indices of the *kernel argument* (a sliced view's
 accesses are shifted back into its parent's coordinates).
 
@@ -19,8 +19,8 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
+from ..access_trace import MemoryAccess
 from ..errors import EmulatorUnsupported
-from ..trace import MemoryAccess
 from . import dtypes
 from .registry import IMPLEMENTATIONS, emulates, emulates_method
 from .state import current, kernel_error, user_frame

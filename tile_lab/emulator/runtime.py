@@ -20,8 +20,8 @@ import cuda.tile as ct
 import numpy as np
 
 from .._cutile_compat import is_kernel, kernel_parameters
+from ..access_trace import ArrayInfo, Trace
 from ..errors import EmulationError, SourceLocation, TileLabError
-from ..trace import ArrayInfo, Trace
 from . import dtypes, state
 from ._kernel_access import kernel_function
 from .namespace import Rebuilder
@@ -49,7 +49,7 @@ def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> None:
 
 def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> Trace:
     """Run ``kernel`` like :func:`emulate` and return every memory access it made, as a
-    :class:`~tile_lab.trace.Trace` (per access: block, kind, op, argument name, tile index
+    :class:`~tile_lab.access_trace.Trace` (per access: block, kind, op, argument name, tile index
     and element box or element indices, lanes padded/discarded, source line, iteration)."""
     result = _launch(kernel, grid, args, record=True)
     assert result is not None

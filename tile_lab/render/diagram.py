@@ -1,6 +1,6 @@
 """Tile-space diagrams: which block touches which elements of each array, from which line.
 
-``diagram(trace, ...)`` draws an emulator :class:`~tile_lab.trace.Trace`; ``partition(shape,
+``diagram(trace, ...)`` draws an emulator :class:`~tile_lab.access_trace.Trace`; ``partition(shape,
 tile)`` draws a bare tile partition for teaching (the CUDA guide's Figure 19 is
 ``partition((10, 16), (2, 4), highlight=(1, 2))``).
 
@@ -28,8 +28,8 @@ from pathlib import Path as FilePath
 
 import numpy as np
 
+from ..access_trace import Block, MemoryAccess, Trace
 from ..errors import DiagramError
-from ..trace import Block, MemoryAccess, Trace
 from . import palette
 from .svg import INK, Group, Path, Rect, Scene, Style, Text, paint_png, text_width, to_svg
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import ipywidgets as widgets
 
+from ..access_trace import Trace
 from ..errors import TileLabError
 from ..render.diagram import Diagram, IndexedTrace, diagram
-from ..trace import Trace
 
 __all__ = ["DiagramBrowser", "browse"]
 

@@ -1,4 +1,4 @@
-"""The sanitizer: checks an access :class:`~tile_lab.trace.Trace` for memory bugs.
+"""The sanitizer: checks an access :class:`~tile_lab.access_trace.Trace` for memory bugs.
 
 ``sanitize(kernel, grid, args)`` emulates the kernel (``tile_lab.trace``) and checks the
 trace; ``check_trace(trace)`` checks a trace you already have. Findings, each with the
@@ -39,13 +39,11 @@ block drawing the last ticket reads every partial) is reported as order-dependen
 from __future__ import annotations
 
 import html
-import sys
-import types
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .trace import ArrayInfo, Block, MemoryAccess, Trace
+from .access_trace import ArrayInfo, Block, MemoryAccess, Trace
 
 Box = tuple[tuple[int, ...], tuple[int, ...]]  # (start, stop) per axis, stop exclusive
 
@@ -543,15 +541,3 @@ def _mark(mask: np.ndarray, region, selected: np.ndarray) -> None:
         view |= selected
     else:
         mask[tuple(ix[selected] for ix in region)] = True
-
-
-# ``tile_lab.sanitize`` is both this module and the public function ``sanitize``. Importing
-# this module binds the package attribute ``tile_lab.sanitize`` to the module, shadowing
-# the function depending on import order (as for ``tile_lab.trace``), so the module itself
-# forwards calls to the function.
-class _CallableSanitizeModule(types.ModuleType):
-    def __call__(self, kernel, grid, args) -> SanitizerReport:
-        return sanitize(kernel, grid, args)
-
-
-sys.modules[__name__].__class__ = _CallableSanitizeModule

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
-import types
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -312,17 +310,3 @@ def _group_by_block(accesses: Iterable[MemoryAccess]) -> Iterator[tuple[Block, l
     for a in accesses:
         groups.setdefault(a.block, []).append(a)
     return iter(groups.items())
-
-
-# ``tile_lab.trace`` is both this module and the public function ``tile_lab.trace(kernel,
-# grid, args)`` (from ``tile_lab.emulator``). Importing this module binds the package
-# attribute ``tile_lab.trace`` to the module, which would shadow the function depending on
-# import order, so the module itself forwards calls to the emulator.
-class _CallableTraceModule(types.ModuleType):
-    def __call__(self, kernel, grid, args) -> Trace:
-        from .emulator import trace as run_trace
-
-        return run_trace(kernel, grid, args)
-
-
-sys.modules[__name__].__class__ = _CallableTraceModule

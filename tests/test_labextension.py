@@ -1,0 +1,339 @@
+"""The JupyterLab extension (labextension/): its unit tests, its data contract with the
+Python side, and a UI test in a real browser against a JupyterLab server started here.
+
+Node runs the extension's own tests (``npm test``: node's test runner on the compiled
+TypeScript, jsdom for the DOM). The UI test drives the system Chromium with
+playwright-core. Both skip, saying why, where Node, the installed node_modules or
+Chromium are missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tile_lab.artifacts import MIME_TYPE, Inspection, Remark, StageText
+
+ROOT = Path(__file__).resolve().parents[1]
+EXT = ROOT / "labextension"
+BUILT = ROOT / "tile_lab" / "labextension"
+FIXTURE = EXT / "test" / "fixtures" / "inspection.json"
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+KERNEL_CELL = '''%%tile
+@ct.kernel
+def vadd(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ta = ct.load(a, index=(bid,), shape=(TILE,))
+    tb = ct.load(b, index=(bid,), shape=(TILE,))
+    ct.store(c, index=(bid,), tile=ta + tb)
+'''
+
+
+def sample_inspection() -> Inspection:
+    """A small, hand-made Inspection shaped like a real ``%%tile`` vector add."""
+    lines = KERNEL_CELL.splitlines()
+    source = "\n".join(lines[1:]) + "\n"
+    tileir = StageText("tileir", "\n".join([
+        "entry @vadd(%a: tile<ptr<f32>>, %b: tile<ptr<f32>>, %c: tile<ptr<f32>>) {",
+        "  %bid = get_tile_block_id : tile<i32>",
+        "  %ta = load_view_tko weak %va[%bid] : tile<128xf32>",
+        "  %tb = load_view_tko weak %vb[%bid] : tile<128xf32>",
+        "  %s = addf %ta, %tb : tile<128xf32>",
+        "  store_view_tko weak %s, %vc[%bid] : tile<128xf32>",
+        "  return",
+        "}",
+    ]), (None, 4, 5, 6, 7, 7, None, None))
+    sass = StageText("sass", "\n".join([
+        "        /*0000*/                   LDC R1, c[0x0][0x28] ;",
+        "        /*0010*/                   S2R R0, SR_CTAID.X ;",
+        "        /*0020*/                   LDG.E.128 R4, desc[UR4][R2.64] ;",
+        "        /*0030*/                   LDG.E.128 R8, desc[UR4][R6.64] ;",
+        "        /*0040*/                   FADD R4, R4, R8 ;",
+        "        /*0050*/                   STG.E.128 desc[UR4][R10.64], R4 ;",
+        "        /*0060*/                   EXIT ;",
+    ]), (None, 4, 5, 6, 7, 7, None))
+    return Inspection(
+        kernel_name="vadd", filename="<tile-cell-1>", first_line=2, source=source,
+        arch="sm_100", signature="f32[4096], f32[4096], f32[4096], TILE=128",
+        hints={}, stages={"tileir": tileir, "sass": sass}, cubin=b"\x7fELF",
+        remarks=(Remark("passed", "memory", "vectorized load <b>128-bit</b>", line=5, col=9,
+                        pass_name="vectorize"),),
+        versions={"cuda.tile": "1.7.0", "tileiras": "13.4"},
+    )
+
+
+def sample_diagram() -> dict:
+    """A diagram payload: a strip of 8 tiles, the loads of lines 5/6 and the store of line 7."""
+    cells = "".join(f'<rect x="{10 + 30 * i}" y="10" width="28" height="28" fill="#eeeeee" '
+                    f'stroke="#999999"/>' for i in range(8))
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="260" height="50" '
+           f'viewBox="0 0 260 50">{cells}<text x="10" y="48" font-size="8">a[0:256]</text></svg>')
+    return {"svg": svg, "footprints": [
+        {"line": 5, "label": "load a[0:128]", "rects": [[10, 10, 118, 28]]},
+        {"line": 6, "label": "load b[0:128]", "rects": [[130, 10, 118, 28]]},
+        {"line": 7, "label": "store c[0:128]", "rects": [[10, 10, 238, 28]]},
+    ]}
+
+
+def fixture_payload() -> dict:
+    """The agreed MIME payload: ``to_json_dict()`` without cubin, plus version, diagram."""
+    data = sample_inspection().to_json_dict()
+    del data["cubin"]
+    data["version"] = 1
+    data["diagram"] = sample_diagram()
+    return json.loads(json.dumps(data, sort_keys=True))
+
+
+# -- environment probes ----------------------------------------------------------------
+
+def _node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed; the extension's tests need node >= 20")
+    return node
+
+
+def _node_modules() -> None:
+    if not (EXT / "node_modules" / "typescript").is_dir():
+        pytest.skip("labextension/node_modules is missing: run `npm ci` in labextension/ "
+                    "(pip install builds the extension and installs it)")
+
+
+def _chromium() -> str:
+    env = os.environ.get("TILE_LAB_CHROMIUM")
+    if env:
+        return env
+    for name in CHROMIUM_CANDIDATES:
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("no Chromium found (install Debian's `chromium` or set TILE_LAB_CHROMIUM)")
+    raise AssertionError  # unreachable
+
+
+def _run(cmd: list[str], timeout: float, env: dict | None = None
+         ) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(cmd, cwd=EXT, capture_output=True, text=True, timeout=timeout,
+                              env=env)
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr
+        pytest.fail(f"{' '.join(cmd)} timed out after {timeout}s:\n{(err or '')[-4000:]}")
+    if proc.returncode != 0:
+        pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-6000:]}\n"
+                    f"{proc.stderr[-3000:]}")
+    return proc
+
+
+# -- the data contract ---------------------------------------------------------------------
+
+def test_fixture_is_what_python_makes() -> None:
+    """The extension's unit tests read a committed fixture; it must match the Python side.
+    Regenerate with TILE_LAB_WRITE_FIXTURE=1."""
+    payload = fixture_payload()
+    if os.environ.get("TILE_LAB_WRITE_FIXTURE"):
+        FIXTURE.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
+    assert json.loads(FIXTURE.read_text()) == payload
+
+
+@pytest.fixture(scope="module")
+def compiled_tests() -> str:
+    """Compile the extension's tests (TypeScript -> labextension/lib-test) once; returns
+    the node executable."""
+    node = _node()
+    _node_modules()
+    _run(["npm", "run", "--silent", "build:test"], timeout=300)
+    return node
+
+
+def test_python_view_payload_parses_in_the_extension(tmp_path: Path, compiled_tests: str
+                                                     ) -> None:
+    """What ``Inspection._repr_mimebundle_`` really emits is accepted by the extension's
+    parser and links rows across panes."""
+    bundle = sample_inspection()._repr_mimebundle_()
+    assert MIME_TYPE in bundle
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(bundle[MIME_TYPE]))
+    proc = _run([compiled_tests, "lib-test/test/summarize.js", str(payload)], timeout=60)
+    summary = json.loads(proc.stdout)
+    assert summary["kernel"] == "vadd"
+    # line 5 (the load of a) appears in source, Tile IR, SASS and remarks
+    assert summary["linked"]["5"] == {"source": [3], "tileir": [2], "sass": [2], "remarks": [0]}
+
+
+# -- the extension's own unit tests -------------------------------------------------------
+
+def test_extension_unit_tests(compiled_tests: str) -> None:
+    """``npm test`` minus the compile step (done once by the fixture)."""
+    files = sorted(str(p.relative_to(EXT)) for p in (EXT / "lib-test" / "test").glob("*.test.js"))
+    assert len(files) >= 5, files
+    proc = _run([compiled_tests, "--test", *files], timeout=300)
+    out = proc.stdout
+    assert "# fail 0" in out, out[-3000:]
+    passed = int(out.split("# pass ")[1].split()[0])
+    assert passed >= 30, out[-3000:]
+
+
+# -- the UI test in a real browser ------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _notebook(cells: list[dict]) -> dict:
+    return {"cells": cells, "metadata": {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _code_cell(cid: str, source: str, outputs: list[dict] | None = None) -> dict:
+    return {"cell_type": "code", "execution_count": None, "id": cid, "metadata": {},
+            "outputs": outputs or [], "source": source}
+
+
+@pytest.fixture
+def lab_server(tmp_path: Path):
+    """A JupyterLab server on a free port, no token, that loads the freshly built
+    extension from tile_lab/labextension (ahead of any installed copy)."""
+    if not (BUILT / "package.json").is_file():
+        pytest.skip("the extension is not built (tile_lab/labextension/); "
+                    "run `npm run build:prod` in labextension/ or pip install .")
+    data_dir = tmp_path / "jupyter-data"
+    (data_dir / "labextensions").mkdir(parents=True)
+    (data_dir / "labextensions" / "tile-lab").symlink_to(BUILT)
+    root = tmp_path / "root"
+    root.mkdir()
+    port = _free_port()
+    env = dict(os.environ)
+    env["JUPYTER_PATH"] = os.pathsep.join([str(data_dir), env.get("JUPYTER_PATH", "")])
+    env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "config")
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")
+    env["IPYTHONDIR"] = str(tmp_path / "ipython")
+    # No "get notified about Jupyter news?" toast over the screenshots.
+    settings = (tmp_path / "config" / "lab" / "user-settings" / "@jupyterlab"
+                / "apputils-extension" / "notification.jupyterlab-settings")
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"fetchNews": "false"}))
+    log = (tmp_path / "server.log").open("w")
+    as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", *as_root, f"--port={port}", "--ip=127.0.0.1",
+         "--no-browser",
+         "--ServerApp.open_browser=False", "--IdentityProvider.token=",
+         "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
+         f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
+         "--LabApp.expose_app_in_browser=True",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.close()
+                    pytest.fail("JupyterLab did not start:\n"
+                                + (tmp_path / "server.log").read_text()[-4000:])
+                time.sleep(0.3)
+        with urllib.request.urlopen(f"{url}/lab/api/extensions", timeout=10) as r:
+            exts = {e["name"]: e for e in json.load(r)}
+        assert "tile-lab" in exts, f"server does not list tile-lab: {sorted(exts)}"
+        yield url, root
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _ui(url: str, notebook: str, mode: str, screenshot: Path, timeout: float = 240) -> dict:
+    node = _node()
+    _node_modules()
+    chromium = _chromium()
+    env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK=notebook, TILE_LAB_MODE=mode,
+               TILE_LAB_SCREENSHOT=str(screenshot), TILE_LAB_CHROMIUM=chromium)
+    proc = _run([node, "ui-test/hover.mjs"], timeout=timeout, env=env)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    print("UI result:", json.dumps(result))  # shown by pytest when an assertion fails
+    return result
+
+
+@pytest.mark.slow
+def test_ui_hover_links_stored_output(lab_server) -> None:
+    """Open a notebook whose stored output holds the tile-lab JSON (with a diagram): the
+    view renders, hovering a Tile IR row highlights the linked source row and diagram
+    footprint, and the %%tile cell editor shows its header decoration."""
+    url, root = lab_server
+    output = {"output_type": "display_data", "metadata": {},
+              "data": {MIME_TYPE: fixture_payload(), "text/plain": ["Inspection(vadd)"]}}
+    nb = _notebook([_code_cell("c1", KERNEL_CELL, [output])])
+    (root / "stored.ipynb").write_text(json.dumps(nb))
+    shot = ARTIFACTS / "labextension-hover.png"
+    result = _ui(url, "stored.ipynb", "stored", shot)
+    assert result["hovered"] == {"pane": "tileir", "line": 5}
+    assert result["sourceLinked"] == ["5"]
+    assert result["footprintLinked"] == ["5"]
+    assert result["otherLinked"] == []  # nothing of other lines lit
+    assert result["afterLeave"] == 0
+    assert result["headerDecorated"] is True
+    assert result["badge"] == "cuTile kernel"
+    assert result["keywordHighlighted"] is True
+    assert result["pageErrors"] == []
+    assert shot.is_file() and shot.stat().st_size > 10_000
+    # highlighted rows stay readable (WCAG AA contrast) in JupyterLab Light and Dark
+    assert result["lightContrast"] >= 4.5, result
+    assert result["darkContrast"] >= 4.5, result
+    assert (ARTIFACTS / "labextension-hover-dark.png").is_file()
+
+
+def _tile_magic_ready() -> str | None:
+    try:
+        from tile_lab import magic  # noqa: F401
+    except ImportError as exc:
+        return f"the %%tile magic is not available ({exc})"
+    return None
+
+
+@pytest.mark.slow
+def test_ui_hover_after_running_tile_cell(lab_server) -> None:
+    """Run a real %%tile cell in the kernel (compiling on the CPU); its output renders in
+    the extension and hovering a Tile IR row highlights the linked source row."""
+    reason = _tile_magic_ready()
+    if reason:
+        pytest.skip(reason)
+    url, root = lab_server
+    setup = "import cuda.tile as ct\n%load_ext tile_lab"
+    cell = KERNEL_CELL.replace(
+        "%%tile", '%%tile --sig "f32[4096], f32[4096], f32[4096], 128"', 1)
+    nb = _notebook([_code_cell("c0", setup), _code_cell("c1", cell)])
+    (root / "run.ipynb").write_text(json.dumps(nb))
+    shot = ARTIFACTS / "labextension-hover-run.png"
+    result = _ui(url, "run.ipynb", "run", shot, timeout=400)
+    assert result["hovered"]["pane"] == "tileir"
+    assert 2 <= result["hovered"]["line"] <= 7  # a line of the kernel, as the cell numbers it
+    assert result["sourceLinked"] == [str(result["hovered"]["line"])]
+    assert result["otherLinked"] == []
+    assert result["headerDecorated"] is True
+    assert result["keywordHighlighted"] is True
+    # a kernel restart resets cells' mime types; the %%tile decoration and Python
+    # highlighting stay
+    assert result["afterRestart"] == {"headerDecorated": True, "keywordHighlighted": True}
+    assert result["pageErrors"] == []
