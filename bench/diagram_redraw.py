@@ -16,8 +16,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from tile_lab.render.diagram import IndexedTrace, diagram
 from tile_lab.access_trace import ArrayInfo, MemoryAccess, Trace
+from tile_lab.render.diagram import IndexedTrace, diagram
 from tile_lab.widgets.diagram_browser import DiagramBrowser
 
 BUDGET_S = 0.3
