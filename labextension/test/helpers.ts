@@ -1,0 +1,20 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { JSDOM } from 'jsdom';
+
+import { IInspectionData, parseInspection } from '../src/model';
+
+/** The fixture tests/test_labextension.py checks against the Python side. */
+export function fixtureJson(): Record<string, unknown> {
+  // Compiled to lib-test/test/, the fixture stays in test/fixtures/.
+  const file = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'inspection.json');
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+export function fixture(): IInspectionData {
+  return parseInspection(fixtureJson());
+}
+
+export function newDocument(): Document {
+  return new JSDOM('<!doctype html><html><body></body></html>').window.document;
+}

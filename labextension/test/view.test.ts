@@ -1,0 +1,174 @@
+import { test } from 'node:test';
+import * as assert from 'node:assert/strict';
+
+import { parseInspection } from '../src/model';
+import { CLASSES, InspectionView, commonIndent, renderError } from '../src/view';
+import { fixture, fixtureJson, newDocument } from './helpers';
+
+function mount(data = fixture(), copied: string[] = []) {
+  const doc = newDocument();
+  const view = new InspectionView(data, doc, {
+    copy: async text => {
+      copied.push(text);
+    }
+  });
+  doc.body.appendChild(view.node);
+  return { doc, view, copied };
+}
+
+function row(view: InspectionView, pane: string, i: number): Element {
+  return view.node.querySelector(`section[data-pane="${pane}"] .${CLASSES.row}[data-row="${i}"]`)!;
+}
+
+function linkedLines(view: InspectionView, pane: string): string[] {
+  return [...view.node.querySelectorAll(`section[data-pane="${pane}"] .${CLASSES.linked}`)].map(
+    e => e.getAttribute('data-line')!
+  );
+}
+
+function fire(target: Element, type: string): void {
+  const win = target.ownerDocument.defaultView!;
+  target.dispatchEvent(new win.MouseEvent(type, { bubbles: type !== 'mouseleave' }));
+}
+
+test('renders one pane per stage with rows carrying text and source lines', () => {
+  const { view } = mount();
+  const panes = [...view.node.querySelectorAll(`section.${CLASSES.pane}`)];
+  assert.deepEqual(
+    panes.map(p => p.getAttribute('data-pane')),
+    ['source', 'tileir', 'sass', 'remarks', 'diagram']
+  );
+  assert.equal(row(view, 'source', 0).querySelector('.tl-text')!.textContent, '@ct.kernel');
+  assert.equal(row(view, 'source', 0).getAttribute('data-line'), '2');
+  assert.equal(row(view, 'tileir', 2).getAttribute('data-line'), '5');
+  assert.equal(row(view, 'tileir', 0).hasAttribute('data-line'), false);
+  assert.equal(view.node.querySelector('.tl-kernel')!.textContent, 'vadd');
+});
+
+test('the show list decides which panes start visible; toggles flip them', () => {
+  const data = fixture();
+  data.show = ['source', 'sass'];
+  const { view } = mount(data);
+  const hidden = (p: string) =>
+    (view.node.querySelector(`section[data-pane="${p}"]`) as HTMLElement).hidden;
+  assert.equal(hidden('source'), false);
+  assert.equal(hidden('tileir'), true);
+  assert.equal(hidden('diagram'), false); // a diagram is always shown when present
+  const toggle = view.node.querySelector(`.${CLASSES.toggle}[data-pane="tileir"]`)!;
+  assert.equal(toggle.getAttribute('aria-pressed'), 'false');
+  fire(toggle, 'click');
+  assert.equal(hidden('tileir'), false);
+  assert.equal(toggle.getAttribute('aria-pressed'), 'true');
+});
+
+test('hovering a Tile IR row highlights the linked rows of every pane', () => {
+  const { view } = mount();
+  fire(row(view, 'tileir', 4).querySelector('.tl-text')!, 'mouseover'); // addf, line 7
+  assert.deepEqual(linkedLines(view, 'source'), ['7']);
+  assert.deepEqual(linkedLines(view, 'tileir'), ['7', '7']);
+  assert.deepEqual(linkedLines(view, 'sass'), ['7', '7']);
+  assert.deepEqual(linkedLines(view, 'diagram'), ['7']);
+  assert.deepEqual(linkedLines(view, 'remarks'), []);
+  assert.equal(view.highlighted.length, 6);
+  assert.match(view.node.querySelector('.tl-status')!.textContent!, /^Line 7/);
+  fire(view.node, 'mouseleave');
+  assert.equal(view.node.querySelectorAll(`.${CLASSES.linked}`).length, 0);
+});
+
+test('hovering a diagram footprint highlights its source line', () => {
+  const { view } = mount();
+  const fp = view.node.querySelector(`.${CLASSES.footprint}[data-line="6"] rect`)!;
+  fire(fp, 'mouseover');
+  assert.deepEqual(linkedLines(view, 'source'), ['6']);
+  assert.deepEqual(linkedLines(view, 'sass'), ['6']);
+});
+
+test('hovering an unmapped row clears the highlight', () => {
+  const { view } = mount();
+  fire(row(view, 'sass', 2), 'mouseover');
+  assert.equal(view.highlighted.length > 0, true);
+  fire(row(view, 'sass', 6), 'mouseover'); // EXIT: no line
+  assert.equal(view.highlighted.length, 0);
+});
+
+test('click pins a line until it is clicked again', () => {
+  const { view } = mount();
+  const r = row(view, 'source', 3); // line 5
+  fire(r, 'click');
+  fire(view.node, 'mouseleave');
+  assert.deepEqual(linkedLines(view, 'remarks'), ['5']);
+  assert.ok(r.classList.contains(CLASSES.pinned));
+  fire(row(view, 'source', 5), 'mouseover'); // hovering elsewhere shows that line...
+  assert.deepEqual(linkedLines(view, 'source'), ['7']);
+  assert.ok(r.classList.contains(CLASSES.pinned)); // ...and keeps the pin marked
+  fire(view.node, 'mouseleave');
+  assert.deepEqual(linkedLines(view, 'source'), ['5']);
+  fire(r, 'click');
+  fire(view.node, 'mouseleave');
+  assert.equal(view.node.querySelectorAll(`.${CLASSES.linked}, .${CLASSES.pinned}`).length, 0);
+});
+
+test('output text is shown as text, never parsed as markup', () => {
+  const raw = fixtureJson() as any;
+  raw.source = '<img src=x onerror="globalThis.pwned=1">\n<script>globalThis.pwned=2</script>\n';
+  raw.kernel_name = '<b>k</b>';
+  const { view } = mount(parseInspection(raw));
+  assert.equal(view.node.querySelector('img'), null);
+  assert.equal(view.node.querySelector('script'), null);
+  assert.equal(view.node.querySelector('b'), null);
+  assert.equal(row(view, 'source', 0).querySelector('.tl-text')!.textContent, raw.source.split('\n')[0]);
+  assert.equal(view.node.querySelector('.tl-kernel')!.textContent, '<b>k</b>');
+  // the remark's message contains markup too
+  assert.equal(view.node.querySelector('.tl-remark .tl-text')!.textContent, 'vectorized load <b>128-bit</b>');
+});
+
+test('a hostile diagram is sanitised before it reaches the page', () => {
+  const raw = fixtureJson() as any;
+  raw.diagram.svg =
+    '<svg xmlns="http://www.w3.org/2000/svg" onload="x()"><script>x()</script><rect width="5" height="5"/></svg>';
+  const { view } = mount(parseInspection(raw));
+  const svg = view.node.querySelector('.tl-diagram svg')!;
+  assert.equal(svg.querySelector('script'), null);
+  assert.equal(svg.hasAttribute('onload'), false);
+  assert.equal(svg.querySelectorAll(`.${CLASSES.footprint}`).length, 3);
+});
+
+test('an unusable diagram shows an error line and the other panes still work', () => {
+  const raw = fixtureJson() as any;
+  raw.diagram.svg = '<svg><unclosed></svg>';
+  const { view } = mount(parseInspection(raw));
+  assert.match(view.node.querySelector('.tl-diagram .tl-error')!.textContent!, /not well-formed/);
+  fire(row(view, 'sass', 2), 'mouseover');
+  assert.deepEqual(linkedLines(view, 'source'), ['5']);
+});
+
+test('copy buttons copy their pane as text', async () => {
+  const { view, copied } = mount();
+  const btn = view.node.querySelector(`section[data-pane="tileir"] .${CLASSES.copy}`)!;
+  fire(btn, 'click');
+  await new Promise(r => setTimeout(r, 0));
+  assert.equal(copied.length, 1);
+  assert.equal(copied[0], fixture().stages.tileir.text);
+  assert.equal(btn.textContent, 'Copied');
+  assert.equal(view.node.querySelectorAll(`.${CLASSES.pinned}`).length, 0); // no pin from it
+});
+
+test('renderError shows the message as text', () => {
+  const doc = newDocument();
+  const box = renderError(doc, 'tile_lab view data: version is 2 <i>x</i>');
+  assert.equal(box.textContent, 'tile_lab view data: version is 2 <i>x</i>');
+  assert.equal(box.querySelector('i'), null);
+  assert.equal(box.getAttribute('role'), 'alert');
+});
+
+test('stage panes drop the indentation all their lines share; copy keeps it', async () => {
+  assert.equal(commonIndent(['    a', '', '      b']), 4);
+  assert.equal(commonIndent(['a', '  b']), 0);
+  assert.equal(commonIndent([]), 0);
+  const { view, copied } = mount();
+  const text = row(view, 'sass', 0).querySelector('.tl-text')!.textContent!;
+  assert.ok(text.startsWith('/*0000*/'), text);
+  fire(view.node.querySelector(`section[data-pane="sass"] .${CLASSES.copy}`)!, 'click');
+  await new Promise(r => setTimeout(r, 0));
+  assert.ok(copied[0].startsWith('        /*0000*/'));
+});
