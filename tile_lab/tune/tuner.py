@@ -269,8 +269,8 @@ class _RecordedMeasurement:
 
 # ---- context: what the results are valid for --------------------------------------------------
 def tuning_context(kernel: Any, args: Sequence[Any], arch: str | None) -> dict[str, Any]:
-    from .._cutile_compat import python_function
-    from ..toolchain import tool_versions
+    from .._cutile_compat import installed_version, python_function
+    from ..toolchain import tool_version
 
     func = python_function(kernel)
     import inspect as _inspect
@@ -282,9 +282,8 @@ def tuning_context(kernel: Any, args: Sequence[Any], arch: str | None) -> dict[s
     arrays = [f"{tuple(a.shape)}:{a.dtype}" for a in args if hasattr(a, "shape")]
     ctx = {"kernel": _name(kernel), "source_sha": hashlib.sha256(src.encode()).hexdigest()[:16],
            "arrays": arrays, "arch": arch}
-    versions = tool_versions()
-    ctx["cuda_tile"] = versions.get("cuda.tile")
-    ctx["tileiras"] = versions.get("tileiras")
+    ctx["cuda_tile"] = installed_version()
+    ctx["tileiras"] = tool_version("tileiras")  # one subprocess, cached: not every tool
     ctx.update(_gpu_identity())
     return ctx
 
@@ -325,8 +324,10 @@ def _gpu_measure(*, mode: str, isolate: bool, check: Any, flops: Any, nbytes: An
     def measure(kernel, grid, args, n, config=None):
         f = flops(config) if callable(flops) else flops
         b = nbytes(config) if callable(nbytes) else nbytes
+        # A short (race) measurement needs only one warm-up launch: the compile happened in
+        # the first launch, and a clearly slow config should cost as few launches as possible.
         return gpu.bench(kernel, grid, args, mode=mode, samples=n, isolate=isolate, check=check,
-                         flops=f, bytes=b)
+                         flops=f, bytes=b, warmup=1 if n < 10 else 3)
 
     def start_precompile(kernel, configs, args_fn, kinds, arch, workers):
         from .parallel_compile import Precompiler
