@@ -28,7 +28,7 @@ def _recorded_result(tmp_path):
 
 def test_knob_plot_has_one_bar_per_value_with_ci(tmp_path):
     r = _recorded_result(tmp_path)
-    fig = knob_plot(r, "TILE", "time")
+    fig = knob_plot(r, "TILE", "time").figure
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["64", "128", "256", "512"]
     heights = [p.get_height() for p in ax.patches]
@@ -40,11 +40,17 @@ def test_knob_plot_has_one_bar_per_value_with_ci(tmp_path):
 
 def test_heatmap_cells_match_the_results(tmp_path):
     r = _recorded_result(tmp_path)
-    fig = heatmap(r, "TILE", "LAT", "time")
+    fig = heatmap(r, "TILE", "LAT", "time").figure
     data = fig.axes[0].images[0].get_array()
     assert data.shape == (3, 4)
     best_cell = np.unravel_index(np.nanargmin(data), data.shape)
     assert best_cell == (1, 2)  # LAT=3 row, TILE=256 column
+
+
+def test_plots_render_to_deterministic_svg(tmp_path):
+    r = _recorded_result(tmp_path)
+    a, b = knob_plot(r, "LAT", "gbps").svg, knob_plot(r, "LAT", "gbps").svg
+    assert a == b and "<svg" in a and "GB/s" in a
 
 
 def test_result_table_lists_successes_and_failures_escaped(tmp_path):

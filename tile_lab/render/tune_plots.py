@@ -33,9 +33,17 @@ def _style(ax: Any) -> None:
     ax.spines["right"].set_visible(False)
 
 
+def _new_axes(size: tuple[float, float]) -> Any:
+    # A bare Figure (not pyplot): nothing is shown twice, nothing leaks between cells.
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=size, dpi=100, layout="constrained").add_subplot()
+
+
 def knob_plot(result: Any, knob: str, metric: str = "time", ax: Any = None) -> Any:
-    """``metric`` vs ``knob`` with 95% CI bars, every other knob fixed at the best config."""
-    import matplotlib.pyplot as plt
+    """``metric`` vs ``knob`` with 95% CI bars, every other knob fixed at the best config.
+    Returns a ``Chart`` (deterministic SVG; ``.figure`` is the matplotlib figure)."""
+    from .plots import Chart
 
     label, value, err = _METRICS[metric]
     best = result.best
@@ -46,7 +54,7 @@ def knob_plot(result: Any, knob: str, metric: str = "time", ax: Any = None) -> A
             if all(s.config.get(k) == v for k, v in others.items())]
     rows.sort(key=lambda s: _sort_key(s.config[knob]))
     if ax is None:
-        _, ax = plt.subplots(figsize=(5, 3.2), dpi=100)
+        ax = _new_axes((5, 3.2))
     xs = [str(s.config[knob]) for s in rows]
     ys = [value(s) or 0.0 for s in rows]
     es = [err(s) or 0.0 for s in rows]
@@ -58,12 +66,12 @@ def knob_plot(result: Any, knob: str, metric: str = "time", ax: Any = None) -> A
     fixed = ", ".join(f"{k}={v}" for k, v in others.items())
     ax.set_title(f"{result.kernel_name}: {label} vs {knob} [{mode}]\n{fixed}", fontsize=8)
     _style(ax)
-    return ax.figure
+    return Chart(ax.figure, "knob")
 
 
 def heatmap(result: Any, knob_x: str, knob_y: str, metric: str = "time", ax: Any = None) -> Any:
     """``metric`` over two knobs (others at the best config); failed/missing cells left blank."""
-    import matplotlib.pyplot as plt
+    from .plots import Chart
 
     label, value, _ = _METRICS[metric]
     best = result.best
@@ -78,7 +86,7 @@ def heatmap(result: Any, knob_x: str, knob_y: str, metric: str = "time", ax: Any
     for s in rows:
         grid[ys.index(s.config[knob_y]), xs.index(s.config[knob_x])] = value(s) or np.nan
     if ax is None:
-        _, ax = plt.subplots(figsize=(4.5, 3.6), dpi=100)
+        ax = _new_axes((4.5, 3.6))
     im = ax.imshow(grid, cmap="viridis_r" if metric == "time" else "viridis", aspect="auto")
     ax.set_xticks(range(len(xs)), [str(x) for x in xs])
     ax.set_yticks(range(len(ys)), [str(y) for y in ys])
@@ -89,7 +97,7 @@ def heatmap(result: Any, knob_x: str, knob_y: str, metric: str = "time", ax: Any
             ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7, color="white")
     ax.figure.colorbar(im, ax=ax, label=label)
     ax.set_title(f"{result.kernel_name}: {label} [{_mode(rows)}]", fontsize=8)
-    return ax.figure
+    return Chart(ax.figure, "heatmap")
 
 
 def _sort_key(v: Any) -> tuple[int, Any]:

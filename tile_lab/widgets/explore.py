@@ -129,8 +129,6 @@ class Explorer:
         return None
 
     def _draw_perf(self, cfg: Config) -> None:
-        import matplotlib.pyplot as plt
-
         from ..render.tune_plots import knob_plot
 
         result = self._known_result()
@@ -139,11 +137,9 @@ class Explorer:
             return
         with self.perf:
             changed = self._last_knob or next(iter(self.space.knobs))
-            fig = knob_plot(result, changed, self.metric)
             from IPython.display import display
 
-            display(fig)
-            plt.close(fig)
+            display(knob_plot(result, changed, self.metric))
 
     _last_knob: str | None = None
 
