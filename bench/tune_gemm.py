@@ -98,7 +98,8 @@ def phase_tile_lab(size, variant, store):
         rows.append((mine.tflops, blas.tflops))
     mine_t = sorted(r[0] for r in rows)[1]
     blas_t = sorted(r[1] for r in rows)[1]
-    return dict(phase=f"tile_lab.tune/{variant}", wall_s=wall, best=best.as_dict(),
+    return dict(phase=f"tile_lab.tune/{variant}", wall_s=wall, timings=result.timings,
+                best=best.as_dict(),
                 best_tflops=mine_t, cublas_tflops=blas_t, ratio_vs_cublas=mine_t / blas_t,
                 successes=len(result.successes), failures=len(result.failures),
                 verified=verified, gpu=mine.provenance.gpu if mine.provenance else None,
@@ -173,7 +174,8 @@ def main():
     for r in results:
         if "cublas_tflops" in r:
             print(f"{r['phase']}: cuBLAS {r['cublas_tflops']:.1f} TFLOPS in the same run; "
-                  f"verified {r['verified']}/{r['successes']} configs; worst config "
+                  f"verified {r['verified']}/{r['successes']} configs; time split "
+                  f"{ {k: round(v, 1) for k, v in r['timings'].items()} }; worst config "
                   f"{r['worst']} at {r['worst_tflops']:.1f} TFLOPS")
 
 

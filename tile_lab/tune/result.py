@@ -54,6 +54,9 @@ class TuningResult:
     context: dict[str, Any] = field(default_factory=dict)
     objective: str = "time"
     wall_s: float = 0.0
+    # where the wall time went: "setup" (context, store), "compile_wait" (blocked on a config's
+    # parallel compile), "measure" (launching and timing), in seconds
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def best(self) -> Success | None:

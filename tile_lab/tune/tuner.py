@@ -88,6 +88,7 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
                                     from_store=True)
 
     todo = [c for c in configs if config_key(c) not in done]
+    timings = {"setup": time.perf_counter() - started, "compile_wait": 0.0, "measure": 0.0}
     precompiler = None
     if precompile_configs and todo and hasattr(measure, "start_precompile"):
         precompiler = measure.start_precompile(kernel, todo, args_fn, kinds, arch, workers)
@@ -100,11 +101,15 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
         bar.step(outcome)
 
     def run(cfg: Config, n: int, final: bool = True) -> Success | Failure:
+        t0 = time.perf_counter()
         compile_error = precompiler.error(cfg) if precompiler is not None else None
+        t1 = time.perf_counter()
         if compile_error is not None:
             outcome: Success | Failure = Failure(cfg, "compile", compile_error)
         else:
             outcome = _measure_one(measure, kernel, cfg, kinds, grid_fn, args_fn, n)
+        timings["compile_wait"] += t1 - t0
+        timings["measure"] += time.perf_counter() - t1
         if final or isinstance(outcome, Failure):
             record(outcome)
         return outcome
@@ -129,7 +134,7 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
     return TuningResult(kernel_name=_name(kernel), successes=tuple(successes.values()),
                         failures=tuple(failures.values()), rejected=tuple(rejected),
                         context=context, objective=objective,
-                        wall_s=time.perf_counter() - started)
+                        wall_s=time.perf_counter() - started, timings=timings)
 
 
 # ---- strategies: generators of (config, final outcome) -----------------------------------------
