@@ -112,6 +112,10 @@ HTML(why_html(inspect_config(best), inspect_config(worst), best.label(), worst.l
 
 # %%
 M = 8192 if HAVE_GPU else 512
+m = 512  # the diagram always shows a small problem: the emulator draws it
+small_args = (np.random.default_rng(0).random((m, m)).astype(np.float16),
+              np.random.default_rng(1).random((m, m)).astype(np.float16),
+              np.zeros((m, m), np.float16))
 if HAVE_GPU:
     import cupy as cp
 
@@ -128,6 +132,8 @@ explorer = tile_lab.explore(
     gemm_naive, small,
     grid_fn=lambda c: (M // c["TM"], M // c["TN"]),
     args_fn=lambda c: (A, B, C, c["TM"], c["TN"], c["TK"]),
+    diagram_args_fn=lambda c: (*small_args, c["TM"], c["TN"], c["TK"]),
+    diagram_grid_fn=lambda c: (m // c["TM"], m // c["TN"]),
     store="data/tuning_gemm_8192.jsonl")
 explorer
 

@@ -24,6 +24,7 @@ class Explorer:
     def __init__(self, kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
                  args_fn: Callable[[Config], Sequence[Any]], *,
                  diagram_args_fn: Callable[[Config], Sequence[Any]] | None = None,
+                 diagram_grid_fn: Callable[[Config], Sequence[int]] | None = None,
                  check: Callable[..., Any] | None = None, store: TuningStore | str | None = None,
                  measure: Callable[..., Any] | None = None, use_gpu: bool | None = None,
                  metric: str = "time", name: str | None = None) -> None:
@@ -32,6 +33,7 @@ class Explorer:
         self.kernel, self.space = kernel, space
         self.grid_fn, self.args_fn = grid_fn, args_fn
         self.diagram_args_fn = diagram_args_fn or args_fn
+        self.diagram_grid_fn = diagram_grid_fn
         self.check, self.metric = check, metric
         self.store = TuningStore(store) if isinstance(store, str) else store
         self.kinds = space.classify(kernel)
@@ -157,12 +159,24 @@ class Explorer:
             return None
         return TuningResult(self.name, tuple(succ), ())
 
+    # Emulating a GPU-sized problem for a picture would take minutes: above this many array
+    # elements the diagram needs a small problem from ``diagram_args_fn``.
+    DIAGRAM_MAX_ELEMENTS = 1 << 22
+
     def _draw_diagram(self, cfg: Config) -> None:
         try:
             import tile_lab
 
             grid = tuple(int(g) for g in self.grid_fn(cfg))
             args = tuple(self.diagram_args_fn(cfg))
+            size = sum(int(getattr(a, "size", 0)) for a in args if hasattr(a, "shape"))
+            if size > self.DIAGRAM_MAX_ELEMENTS:
+                self.diagram.value = ("<i>diagram skipped: the arguments have "
+                                      f"{size:,} elements; pass diagram_args_fn= with a small "
+                                      "problem (and diagram_grid_fn=) to draw it</i>")
+                return
+            if self.diagram_grid_fn is not None:
+                grid = tuple(int(g) for g in self.diagram_grid_fn(cfg))
             trace = tile_lab.trace(self.kernel, grid, args)
             self.diagram.value = tile_lab.diagram(trace)._repr_html_()
         except Exception as e:  # the diagram is an aid: show why it is missing, keep the widget
