@@ -158,13 +158,26 @@ def inspection_json(insp: Inspection) -> dict[str, Any]:
     each mapped source line (so a front-end extension colours lines as this view does)."""
     data = insp.to_json_dict()
     data.pop("cubin", None)
+    # Only the panes the user asked for travel in the notebook: a GEMM's SASS and PTX are
+    # hundreds of KB, and a notebook stores every output it shows.
+    data["stages"] = {k: v for k, v in data["stages"].items() if k in insp.show}
+    # A notebook cell's file is a temp path with a process id in it: not stable, not useful.
+    data["filename"] = _display_filename(insp.filename)
     data["cubin_size"] = len(insp.cubin)
     data["schema"] = "tile-lab.inspection"
     data["schema_version"] = JSON_SCHEMA_VERSION
+    data["version"] = JSON_SCHEMA_VERSION
     data["line_colors"] = {str(k): v for k, v in _color_slots(insp).items()}
     # Round-trip through JSON: tuples become lists, odd hint values become strings,
     # so the bundle is exactly what a front end receives.
     return json.loads(json.dumps(data, sort_keys=True, default=str))
+
+
+def _display_filename(filename: str) -> str:
+    name = filename.replace("\\", "/")
+    if "/ipykernel_" in name or name.startswith("<ipython-input") or "/tmp/" in name:
+        return "<cell>"
+    return name.rsplit("/", 1)[-1]
 
 
 def inspection_mimebundle(insp: Inspection) -> dict[str, Any]:
