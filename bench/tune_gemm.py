@@ -32,6 +32,9 @@ sys.path.insert(0, str(HERE.parent))
 NAIVE_SPACE = dict(TM=[128, 256], TN=[128, 256], TK=[32, 64], num_ctas=[1, 2])
 GROUPED_SPACE = dict(TM=[128, 256], TN=[128, 256], TK=[64], GROUP=[8], LAT=[2, 4],
                      num_ctas=[1, 2])
+# A wider space for the grouped kernel (96 configs), searched with the same racing tuner.
+WIDE_SPACE = dict(TM=[128], TN=[128, 256], TK=[64, 128], GROUP=[8, 16], LAT=[3, 4, 6],
+                  num_ctas=[1, 2], occupancy=[1, 2])
 
 
 def _data(size):
@@ -68,7 +71,8 @@ def phase_tile_lab(size, variant, store):
         kernel, space, grid_fn = gemm_naive, NAIVE_SPACE, _grid_naive(size)
         names = ["TM", "TN", "TK"]
     else:
-        kernel, space, grid_fn = gemm_grouped, GROUPED_SPACE, _grid_grouped(size)
+        space = WIDE_SPACE if variant == "wide" else GROUPED_SPACE
+        kernel, grid_fn = gemm_grouped, _grid_grouped(size)
         names = ["TM", "TN", "TK", "GROUP", "LAT"]
     args_fn = _args(a, b, c, names)
     flops = matmul_flops(size, size, size)
@@ -99,6 +103,7 @@ def phase_tile_lab(size, variant, store):
     mine_t = sorted(r[0] for r in rows)[1]
     blas_t = sorted(r[1] for r in rows)[1]
     return dict(phase=f"tile_lab.tune/{variant}", wall_s=wall, timings=result.timings,
+                configs=len(result.successes) + len(result.failures),
                 best=best.as_dict(),
                 best_tflops=mine_t, cublas_tflops=blas_t, ratio_vs_cublas=mine_t / blas_t,
                 successes=len(result.successes), failures=len(result.failures),
@@ -132,6 +137,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--out", default=str(HERE.parent / "notebooks" / "data"))
+    ap.add_argument("--phases", default="naive,cutile,grouped",
+                    help="comma-separated: naive, cutile, grouped, wide")
     ap.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--store", default=None, help=argparse.SUPPRESS)
     ns = ap.parse_args()
@@ -148,7 +155,7 @@ def main():
     if store.exists():
         store.unlink()
     results = []
-    for phase in ("naive", "cutile", "grouped"):
+    for phase in ns.phases.split(","):
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, CUDA_TILE_CACHE_DIR=cache)
             proc = subprocess.run([sys.executable, __file__, "--size", str(ns.size),
