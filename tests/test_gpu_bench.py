@@ -124,3 +124,117 @@ def test_isolated_bench_returns_a_measurement_from_the_worker(vectors):
 def test_bad_mode_names_the_argument():
     with pytest.raises(TileLabError, match="mode='hot'"):
         tile_lab.bench(vadd, (1,), (), mode="hot")
+
+
+# ---- which FLOPs a measurement reports (CPU: the choice is made before any launch) -------------
+def _corpus_gemm_args(m=128, n=96, k=64, tiles=(32, 32, 16)):
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((m, k)).astype(np.float16),
+            rng.standard_normal((k, n)).astype(np.float16), np.zeros((m, n), np.float32), *tiles)
+
+
+def test_user_flops_win_and_bad_values_name_the_argument():
+    from tile_lab.gpu.benchmark import resolve_flops
+
+    assert resolve_flops(vadd, (1,), (), flops=2**40, trace=None) == (2**40, "user", ())
+    for bad in (-1, "many", True, float("nan")):
+        with pytest.raises(TileLabError, match="flops="):
+            resolve_flops(vadd, (1,), (), flops=bad, trace=None)
+
+
+def test_without_flops_a_gemm_gets_them_from_sampled_mma_shapes():
+    from tests.corpus.correct import gemm
+    from tile_lab.gpu.benchmark import resolve_flops
+
+    args = _corpus_gemm_args()
+    flops, source, notes = resolve_flops(gemm, (4, 3), args, flops=None, trace=None)
+    assert flops == 2 * 128 * 96 * 64 and notes == ()
+    assert source == "mma shapes, 3 of 12 blocks emulated, uniform"
+    assert not args[2].any()  # estimated on copies
+
+
+def test_a_matching_trace_is_used_instead_of_emulating_again():
+    from tests.corpus.correct import gemm
+    from tile_lab.gpu.benchmark import resolve_flops
+
+    trace = tile_lab.trace(gemm, (4, 3), _corpus_gemm_args())
+    flops, source, _ = resolve_flops(gemm, (4, 3), _corpus_gemm_args(), flops=None, trace=trace)
+    assert (flops, source) == (2 * 128 * 96 * 64, "mma shapes, all 12 blocks emulated")
+    # a trace of another problem size does not describe this launch: sample blocks instead
+    small = tile_lab.trace(gemm, (2, 3), _corpus_gemm_args(m=64))
+    flops, source, _ = resolve_flops(gemm, (4, 3), _corpus_gemm_args(), flops=None, trace=small)
+    assert flops == 2 * 128 * 96 * 64 and source.startswith("mma shapes, 3 of 12")
+
+
+def test_an_elementwise_kernel_gets_no_invented_flops():
+    from tile_lab.gpu.benchmark import resolve_flops
+
+    args = (np.ones(4096, np.float32), np.ones(4096, np.float32), np.zeros(4096, np.float32),
+            TILE)
+    assert resolve_flops(vadd, (4,), args, flops=None, trace=None) == (None, None, ())
+
+
+def test_uneven_blocks_add_a_note_and_derive_false_skips_the_emulator():
+    from tests.corpus.correct import persistent_gemm
+    from tile_lab.gpu.benchmark import resolve_flops
+
+    args = _corpus_gemm_args(m=80, n=96, k=72)
+    flops, source, notes = resolve_flops(persistent_gemm, (4,), args, flops=None, trace=None)
+    assert flops and "NOT uniform" in source and "pass flops=" in notes[0]
+    assert resolve_flops(persistent_gemm, (4,), args, flops=None, trace=None,
+                         derive=False) == (None, None, ())
+
+
+@ct.kernel
+def narrows_without_astype(x, y, tile: ct.Constant[int]):
+    ct.store(y, (ct.bid(0),), ct.load(x, (ct.bid(0),), (tile,)))
+
+
+def test_when_the_emulator_cannot_run_the_kernel_the_measurement_goes_on_without_flops():
+    from tile_lab.gpu.benchmark import resolve_flops
+
+    args = (np.ones(64, np.float32), np.zeros(64, np.float16), 64)
+    flops, source, notes = resolve_flops(narrows_without_astype, (1,), args, flops=None,
+                                         trace=None)
+    assert flops is None and source is None
+    assert "FLOPs not derived" in notes[0] and "implicitly cast" in notes[0]
+
+
+# ---- on the GPU: derived FLOPs agree with the analytic 2·M·N·K -------------------------------
+@pytest.mark.gpu
+def test_corpus_gemm_without_flops_reports_tflops_within_1_percent_of_analytic():
+    import cupy
+
+    from tests.corpus.correct import gemm
+
+    m = n = k = 4096
+    tiles = (128, 128, 64)
+    rng = cupy.random.default_rng(0)
+    a = rng.standard_normal((m, k), dtype=cupy.float32).astype(cupy.float16)
+    b = rng.standard_normal((k, n), dtype=cupy.float32).astype(cupy.float16)
+    c = cupy.zeros((m, n), cupy.float32)
+    grid = (m // tiles[0], n // tiles[1])
+    # graph mode: per-launch means steady enough that two runs agree well within 1%
+    derived = tile_lab.bench(gemm, grid, (a, b, c, *tiles), mode="graph", samples=20)
+    analytic = tile_lab.bench(gemm, grid, (a, b, c, *tiles), mode="graph", samples=20,
+                              flops=2 * m * n * k)
+    assert derived.flops == 2 * m * n * k, derived.flops_source
+    assert derived.flops_source == "mma shapes, 3 of 1024 blocks emulated, uniform"
+    assert analytic.flops_source == "user"
+    assert derived.tflops == pytest.approx(analytic.tflops, rel=0.01), (derived.summary(),
+                                                                          analytic.summary())
+
+
+@pytest.mark.gpu
+def test_isolated_bench_carries_the_derived_flops_source():
+    import cupy
+
+    from tests.corpus.correct import gemm
+
+    a = cupy.ones((256, 128), cupy.float16)
+    b = cupy.ones((128, 256), cupy.float16)
+    c = cupy.zeros((256, 256), cupy.float32)
+    m = tile_lab.bench(gemm, (4, 4), (a, b, c, 64, 64, 32), samples=3, isolate=True,
+                       timeout=180)
+    assert m.provenance.isolated and m.flops == 2 * 256 * 256 * 128
+    assert m.flops_source.startswith("mma shapes") and m.tflops > 0

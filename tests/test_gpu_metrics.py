@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tile_lab
 from tile_lab.access_trace import ArrayInfo, MemoryAccess, Trace
 from tile_lab.gpu import metrics
 from tile_lab.gpu.benchmark import _measurement, _reference
@@ -111,3 +112,99 @@ def test_reference_in_place_and_returned_conventions():
     exp = _reference(lambda a, c, tile: a * 5, (a, c, 4))
     np.testing.assert_array_equal(exp[1], np.full(4, 5.0))  # the last array argument
     np.testing.assert_array_equal(exp[0], a)
+
+
+# ---- FLOPs from mma shapes (emulated sample blocks) --------------------------------------------
+def _gemm(m, n, k, rng_seed=0):
+    rng = np.random.default_rng(rng_seed)
+    return (rng.standard_normal((m, k)).astype(np.float16),
+            rng.standard_normal((k, n)).astype(np.float16), np.zeros((m, n), np.float32))
+
+
+def test_sample_blocks_are_first_middle_and_last_in_launch_order():
+    assert metrics.sample_blocks((4096,)) == [(0, 0, 0), (2048, 0, 0), (4095, 0, 0)]
+    # 2-D grid, x fastest: linear 0, 10, 19 of a 4x5 grid; the last is the ragged corner
+    assert metrics.sample_blocks((4, 5)) == [(0, 0, 0), (2, 2, 0), (3, 4, 0)]
+    assert metrics.sample_blocks((2,), 3) == [(0, 0, 0), (1, 0, 0)]
+    assert metrics.sample_blocks((1, 1, 1)) == [(0, 0, 0)]
+    assert len(metrics.sample_blocks((10, 10, 10), 7)) == 7
+
+
+def test_estimate_for_a_uniform_gemm_equals_the_full_trace_and_2mnk():
+    from tests.corpus.correct import gemm
+
+    m, n, k, tm, tn, tk = 128, 96, 64, 32, 32, 16
+    grid = (m // tm, n // tn)
+    est = metrics.estimate_flops(gemm, grid, (*_gemm(m, n, k), tm, tn, tk))
+    full = tile_lab.trace(gemm, grid, (*_gemm(m, n, k), tm, tn, tk))
+    assert est.flops == full.mma_flops == metrics.matmul_flops(m, n, k)
+    assert est.uniform and not est.exact and est.blocks_emulated == 3
+    assert est.source == "mma shapes, 3 of 12 blocks emulated, uniform"
+    exact = metrics.flops_from_trace(full)
+    assert exact.flops == est.flops and exact.exact
+    assert exact.source == "mma shapes, all 12 blocks emulated"
+
+
+def test_estimate_for_a_ragged_gemm_counts_the_padded_tiles_like_the_hardware():
+    from tests.corpus.correct import gemm
+
+    m, n, k, tm, tn, tk = 80, 96, 72, 32, 32, 16  # M and K are not multiples of their tiles
+    grid = (3, 3)
+    est = metrics.estimate_flops(gemm, grid, (*_gemm(m, n, k), tm, tn, tk))
+    full = tile_lab.trace(gemm, grid, (*_gemm(m, n, k), tm, tn, tk))
+    assert est.flops == full.mma_flops and est.uniform
+    # the tensor cores multiply whole tiles: 96 rows (not 80) and 80 K (not 72)
+    assert est.flops == metrics.matmul_flops(96, 96, 80) > metrics.matmul_flops(m, n, k)
+
+
+def test_estimate_leaves_the_callers_arrays_untouched():
+    from tests.corpus.correct import gemm
+
+    a, b, c = _gemm(64, 64, 32)
+    c[...] = 7.0
+    metrics.estimate_flops(gemm, (2, 2), (a, b, c, 32, 32, 16))
+    assert (c == 7.0).all()
+
+
+def test_blocks_doing_different_work_are_labelled_not_uniform():
+    from tests.corpus.correct import persistent_gemm
+
+    args = (*_gemm(80, 96, 72), 32, 32, 16)  # 9 output tiles over 4 blocks: 3, 2, 2, 2
+    est = metrics.estimate_flops(persistent_gemm, (4,), args)
+    assert not est.uniform and not est.exact
+    assert "NOT uniform" in est.source and "3 of 4 blocks" in est.source
+    per_tile = 2 * 32 * 32 * 16 * 5
+    assert dict(est.per_block) == {(0, 0, 0): 3 * per_tile, (2, 0, 0): 2 * per_tile,
+                                   (3, 0, 0): 2 * per_tile}
+    assert est.flops == round((3 + 2 + 2) / 3 * per_tile * 4)
+    # emulating every block gives the exact count, non-uniform or not
+    every = metrics.estimate_flops(persistent_gemm, (4,), args, samples=4)
+    assert every.exact and every.flops == 9 * per_tile
+
+
+def test_a_kernel_without_mma_has_no_flops():
+    from tests.corpus.correct import vector_add
+
+    n = 1000
+    est = metrics.estimate_flops(vector_add, (8,), (np.ones(n, np.float32),
+                                                    np.ones(n, np.float32),
+                                                    np.zeros(n, np.float32), 128))
+    assert est.flops is None and est.source == "no mma in 3 of 8 blocks emulated"
+
+
+def test_flops_from_a_trace_without_mma_records_is_an_error():
+    trace = Trace("k", (1, 1, 1), (), ())
+    with pytest.raises(ValueError, match="did not record"):
+        metrics.flops_from_trace(trace)
+
+
+def test_measurement_keeps_the_derived_flops_source():
+    m = _measurement("gemm", "cold", (32, 32), [1e-3] * 3, 1, (), bytes=None, flops=2 * 10**12,
+                     trace=None, label=None, params={}, fresh=False, notes=[], peaks=H100,
+                     provenance=None, flops_source="mma shapes, 3 of 1024 blocks emulated, "
+                                                 "uniform")
+    assert m.flops_source.startswith("mma shapes") and m.tflops == pytest.approx(2000.0)
+    user = _measurement("gemm", "cold", (32, 32), [1e-3] * 3, 1, (), bytes=None, flops=10,
+                        trace=None, label=None, params={}, fresh=False, notes=[], peaks=H100,
+                        provenance=None)
+    assert user.flops_source == "user"

@@ -6,6 +6,10 @@ tile-space ops (``ct.load``/``ct.store``/tiled views), flat index arrays only fo
 gather/scatter/atomics — so a trace of 10^5 operations stays small.
 
 Coordinates are always *array* element indices (row-major ``ndim``-tuples), never bytes.
+
+Besides memory, the trace counts tensor-core work: one :class:`MmaCall` (shapes only, no
+values) per ``ct.mma`` / ``ct.matmul`` / ``ct.mma_scaled`` a block executed, from which
+``Trace.mma_flops`` derives the FLOPs of the launch.
 """
 
 from __future__ import annotations
@@ -131,10 +135,51 @@ class MemoryAccess:
 
 
 @dataclass(frozen=True)
+class MmaCall:
+    """One tile matrix product executed by one block: ``batch`` products of (m×k)·(k×n).
+
+    ``op``: "mma" | "matmul" | "mma_scaled"; ``dtype``: the input operands' dtype name.
+    Shapes are the *tile* shapes: a tile padded at a ragged array edge still costs its full
+    product on the tensor cores (the hardware multiplies the padding too), so it counts in
+    full; the FLOPs are the work executed, not the useful 2·M·N·K of the problem.
+    """
+
+    block: Block
+    op: str
+    m: int
+    n: int
+    k: int
+    batch: int
+    dtype: str
+    line: int
+    iteration: int
+    filename: str = ""
+
+    @property
+    def flops(self) -> int:
+        """2·batch·M·N·K: one multiply and one add per term (an FMA counts as 2 FLOPs)."""
+        return 2 * self.batch * self.m * self.n * self.k
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in (
+            "block", "op", "m", "n", "k", "batch", "dtype", "line", "iteration", "filename")}
+
+    @classmethod
+    def from_json(cls, d: dict) -> MmaCall:
+        d = dict(d)
+        d["block"] = tuple(d["block"])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
 class Trace:
     """All memory operations of one emulated launch, in program order per block.
 
     Blocks run in row-major order of the grid (x fastest), as the emulator ran them.
+    ``blocks_run`` is None when every block of the grid ran; a trace of a subset of blocks
+    (``tile_lab.trace(..., blocks=...)``) lists the blocks it ran and describes only them.
+    ``mma_calls`` is None when tensor-core work was not recorded (a trace saved by an
+    older tile_lab), else every matrix product in program order.
     """
 
     kernel: str
@@ -145,6 +190,8 @@ class Trace:
     first_line: int = 1  # line number of the source's first line in ``filename``
     filename: str = ""
     scalars: dict = field(default_factory=dict)  # non-array arguments by name
+    mma_calls: tuple[MmaCall, ...] | None = None
+    blocks_run: tuple[Block, ...] | None = None
 
     # ---- lookups -------------------------------------------------------------
     def array(self, name: str) -> ArrayInfo:
@@ -156,9 +203,34 @@ class Trace:
 
     @property
     def blocks(self) -> list[Block]:
-        """Every block of the grid, in the order the emulator ran them."""
+        """Every block the emulator ran (the whole grid unless ``blocks_run`` says
+        otherwise), in the order it ran them."""
+        if self.blocks_run is not None:
+            return list(self.blocks_run)
         gx, gy, gz = self.grid
         return [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+
+    @property
+    def complete(self) -> bool:
+        """True when every block of the grid ran."""
+        return self.blocks_run is None or len(set(self.blocks_run)) == _grid_size(self.grid)
+
+    # ---- tensor-core work ----------------------------------------------------------
+    @property
+    def mma_flops(self) -> int | None:
+        """FLOPs of every matrix product the traced blocks executed (None: not recorded)."""
+        if self.mma_calls is None:
+            return None
+        return sum(c.flops for c in self.mma_calls)
+
+    def mma_flops_by_block(self) -> dict[Block, int]:
+        """FLOPs per traced block, every traced block present (0 when it ran no mma)."""
+        if self.mma_calls is None:
+            raise ValueError("this trace did not record matrix products (mma_calls is None)")
+        out = dict.fromkeys(self.blocks, 0)
+        for c in self.mma_calls:
+            out[c.block] = out.get(c.block, 0) + c.flops
+        return out
 
     def __len__(self) -> int:
         return len(self.accesses)
@@ -271,6 +343,8 @@ class Trace:
             "accesses": [a.to_json() for a in self.accesses],
             "source": self.source, "first_line": self.first_line, "filename": self.filename,
             "scalars": self.scalars,
+            "mma_calls": None if self.mma_calls is None else [c.to_json() for c in self.mma_calls],
+            "blocks_run": None if self.blocks_run is None else [list(b) for b in self.blocks_run],
         })
 
     @classmethod
@@ -281,7 +355,11 @@ class Trace:
                                 for a in d["arrays"]),
                    accesses=tuple(MemoryAccess.from_json(a) for a in d["accesses"]),
                    source=d.get("source", ""), first_line=d.get("first_line", 1),
-                   filename=d.get("filename", ""), scalars=d.get("scalars", {}))
+                   filename=d.get("filename", ""), scalars=d.get("scalars", {}),
+                   mma_calls=None if d.get("mma_calls") is None else tuple(
+                       MmaCall.from_json(c) for c in d["mma_calls"]),
+                   blocks_run=None if d.get("blocks_run") is None else tuple(
+                       tuple(b) for b in d["blocks_run"]))
 
     def __repr__(self) -> str:
         return (f"Trace(kernel={self.kernel!r}, grid={self.grid}, "
@@ -293,6 +371,13 @@ def _as_block(block: Sequence[int]) -> Block:
     if not 1 <= len(b) <= 3:
         raise ValueError(f"a block id has 1 to 3 components, got {block!r}")
     return (*b, 0, 0)[:3]  # type: ignore[return-value]
+
+
+def _grid_size(grid: Sequence[int]) -> int:
+    n = 1
+    for g in grid:
+        n *= int(g)
+    return n
 
 
 def _kind_matches(a: MemoryAccess, kind: str | None) -> bool:

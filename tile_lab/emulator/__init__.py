@@ -3,7 +3,8 @@ NumPy, and record every memory access into a :class:`tile_lab.access_trace.Trace
 
 ``emulate(kernel, grid, args)`` updates array arguments in place (CuPy/torch/DLPack
 arrays are copied to the host and back); ``trace(kernel, grid, args)`` does the same and
-returns the access trace.
+returns the access trace, including the shapes of every ``mma``/``matmul`` (for FLOPs);
+``trace(..., blocks=[...])`` runs only some blocks (to sample a GPU-sized launch).
 
 How it runs: the kernel's Python function is rebuilt against an emulated ``cuda.tile``
 namespace (``namespace.py``; the real module is never patched), then called once per

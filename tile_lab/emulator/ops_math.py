@@ -6,12 +6,15 @@ nearest-even and keeps subnormals (the device default).
 
 from __future__ import annotations
 
+import math
+
 import cuda.tile as ct
 import numpy as np
 
+from ..access_trace import MmaCall
 from . import dtypes
 from .registry import emulates
-from .state import kernel_error
+from .state import current, kernel_error, record_site
 from .tile import Tile, as_tile, binary, bitwise, compare, finish, is_loose, result_dtype, unary
 
 # ---- arithmetic -------------------------------------------------------------------------
@@ -283,6 +286,21 @@ def _product(x: Tile, y: Tile, acc_dtype: object) -> np.ndarray:
         raise kernel_error(f"matrix multiply of shapes {x.shape} and {y.shape}") from None
 
 
+def _record_mma(op: str, x: Tile, y: Tile, product: np.ndarray) -> None:
+    """Count one matrix product into the trace: its shapes only (O(1) per call)."""
+    run = current()
+    rec = run.mma_recorder
+    if rec is None:
+        return
+    filename, line, it = record_site(run)
+    m = x.shape[-2] if x.ndim >= 2 else 1
+    n = y.shape[-1] if y.ndim >= 2 else 1
+    k = x.shape[-1]
+    batch = math.prod(product.shape[:-2]) if x.ndim >= 2 and y.ndim >= 2 else 1
+    rec.append(MmaCall(run.bid, op, int(m), int(n), int(k), batch, str(x.dtype), line, it,
+                       filename))
+
+
 @emulates(ct.mma)
 def mma(x, y, /, acc, *, use_fast_acc=False) -> Tile:
     x, y, acc = as_tile(x, "x"), as_tile(y, "y"), as_tile(acc, "acc")
@@ -307,6 +325,7 @@ def mma(x, y, /, acc, *, use_fast_acc=False) -> Tile:
     if total.shape != acc.shape:
         raise kernel_error(f"ct.mma: accumulator shape {acc.shape} does not match the "
                            f"product shape {product.shape}")
+    _record_mma("mma", x, y, product)
     return finish(total, acc.dtype)
 
 
@@ -318,6 +337,7 @@ def matmul(x, y, /) -> Tile:
         raise kernel_error(f"ct.matmul does not support dtype {common}")
     acc = _MMA_ACC[common][-1]
     product = _product(x.astype(common), y.astype(common), acc)
+    _record_mma("matmul", x, y, product)
     return finish(product, common)
 
 
@@ -331,4 +351,6 @@ def mma_scaled(x, x_scale, y, y_scale, /, acc) -> Tile:
     block = k // ks
     a = np.asarray(x._a, dtype=np.float32) * np.repeat(np.asarray(xs._a, np.float32), block, -1)
     b = np.asarray(y._a, dtype=np.float32) * np.repeat(np.asarray(ys._a, np.float32), block, -2)
-    return finish(np.matmul(a, b) + np.asarray(acc._a, dtype=np.float32), acc.dtype)
+    product = np.matmul(a, b)
+    _record_mma("mma_scaled", x, y, product)
+    return finish(product + np.asarray(acc._a, dtype=np.float32), acc.dtype)

@@ -23,7 +23,7 @@ from ..access_trace import MemoryAccess
 from ..errors import EmulatorUnsupported
 from . import dtypes
 from .registry import IMPLEMENTATIONS, emulates, emulates_method
-from .state import current, kernel_error, user_frame
+from .state import current, kernel_error, record_site
 from .tile import Tile, is_loose
 
 _WEAK, _NOSCOPE = ct.MemoryOrder.WEAK, ct.MemoryScope.NONE
@@ -381,14 +381,7 @@ def implicit_cast_check(value: Any, value_dtype: object | None, arr: Array, what
 # ---- recording ---------------------------------------------------------------------------
 
 def _site(state) -> tuple[str, int, int]:
-    frame = user_frame(1)
-    if frame is None:
-        return "", 0, 0
-    key = (frame.f_code, frame.f_lasti)
-    counts = state.line_counts
-    it = counts.get(key, 0)
-    counts[key] = it + 1
-    return frame.f_code.co_filename, frame.f_lineno, it
+    return record_site(state)
 
 
 def _record_box(kind: str, op: str, arr: Array, tile_index, shape, start, perm, padding,

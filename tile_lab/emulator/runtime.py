@@ -47,20 +47,29 @@ def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> None:
     _launch(kernel, grid, args, record=False)
 
 
-def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> Trace:
+def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
+          blocks: Sequence[Sequence[int]] | None = None) -> Trace:
     """Run ``kernel`` like :func:`emulate` and return every memory access it made, as a
     :class:`~tile_lab.access_trace.Trace` (per access: block, kind, op, argument name, tile index
-    and element box or element indices, lanes padded/discarded, source line, iteration)."""
-    result = _launch(kernel, grid, args, record=True)
+    and element box or element indices, lanes padded/discarded, source line, iteration),
+    plus the shapes of every matrix product (``Trace.mma_calls``).
+
+    ``blocks``: run only these block ids (each 1 to 3 ints inside ``grid``), in grid order,
+    e.g. to sample a GPU-sized launch. The other blocks do not run, so the arrays hold a
+    partial result and the trace (``Trace.blocks_run``) describes only these blocks.
+    """
+    result = _launch(kernel, grid, args, record=True, blocks=blocks)
     assert result is not None
     return result
 
 
 # ---- the launch ---------------------------------------------------------------------------
 
-def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bool):
+def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bool,
+            blocks: Sequence[Sequence[int]] | None = None):
     pyfunc = kernel_function(kernel)
     grid3 = _check_grid(grid)
+    subset = None if blocks is None else _check_blocks(blocks, grid3)
     params = _parameters(pyfunc, args)
     converted, arrays, scalars, copy_back = _convert_args(kernel, pyfunc, params, args)
     rebuilder = Rebuilder()
@@ -71,7 +80,7 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     state.push(run)
     try:
         with np.errstate(all="ignore"):  # device arithmetic never warns (inf, NaN, wraparound)
-            _run_grid(fn, grid3, converted, run)
+            _run_grid(fn, grid3, converted, run, subset)
     except TileLabError as exc:
         if exc.location is None:
             exc.location = _location_in_traceback(exc, rebuilder.user_codes)
@@ -90,12 +99,22 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
         restore()
     if not record:
         return None
-    return _make_trace(pyfunc, grid3, arrays, scalars, recorder or [])
+    return _make_trace(pyfunc, grid3, arrays, scalars, recorder or [], run.mma_recorder or [],
+                       subset)
 
 
 def _run_grid(fn: Callable[..., Any], grid: tuple[int, int, int], args: list[Any],
-              run: state.RunState) -> None:
-    """Every block in turn, x fastest: set the block context, call the kernel."""
+              run: state.RunState, subset: tuple[tuple[int, int, int], ...] | None) -> None:
+    """Every block in turn (or those of ``subset``), x fastest: set the block context, call
+    the kernel."""
+    if subset is not None:
+        for x, y, z in subset:
+            run.bid = (x, y, z)
+            run.bid_tiles = (int32(x), int32(y), int32(z))
+            run.line_counts = {}
+            run.cas_failures = {}
+            fn(*args)
+        return
     gx, gy, gz = grid
     for z in range(gz):
         tz = int32(z)
@@ -117,6 +136,25 @@ def _check_grid(grid: Any) -> tuple[int, int, int]:
                              hint="for example grid=(8,) or grid=(4, 4)")
     g = tuple(int(v) for v in grid)
     return (*g, 1, 1)[:3]  # type: ignore[return-value]
+
+
+def _check_blocks(blocks: Any, grid: tuple[int, int, int]) -> tuple[tuple[int, int, int], ...]:
+    """Distinct block ids inside ``grid``, padded to 3 components, in grid (x fastest) order."""
+    if not isinstance(blocks, (tuple, list)) or not blocks:
+        raise EmulationError(f"blocks must be a non-empty list of block ids, got {blocks!r}",
+                             hint="for example blocks=[(0, 0), (3, 1)]")
+    out = set()
+    for b in blocks:
+        if isinstance(b, (int, np.integer)) and not isinstance(b, bool):
+            b = (b,)
+        ok = isinstance(b, (tuple, list)) and 1 <= len(b) <= 3 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in b)
+        b3 = (*(int(v) for v in b), 0, 0)[:3] if ok else ()
+        if not ok or not all(0 <= v < g for v, g in zip(b3, grid)):
+            raise EmulationError(f"blocks: {b!r} is not a block id inside grid {grid}",
+                                 hint="a block id is 1 to 3 ints, each 0 <= id < grid size")
+        out.add(b3)
+    return tuple(sorted(out, key=lambda b: (b[2], b[1], b[0])))
 
 
 # ---- arguments ----------------------------------------------------------------------------------
@@ -294,7 +332,7 @@ def _location_in_traceback(exc: BaseException, user_codes) -> SourceLocation | N
                           text=linecache.getline(filename, found.tb_lineno) or None)
 
 
-def _make_trace(pyfunc, grid, arrays, scalars, accesses) -> Trace:
+def _make_trace(pyfunc, grid, arrays, scalars, accesses, mma_calls, subset) -> Trace:
     code = pyfunc.__code__
     try:
         lines, first = inspect.getsourcelines(pyfunc)
@@ -303,4 +341,5 @@ def _make_trace(pyfunc, grid, arrays, scalars, accesses) -> Trace:
         source, first = "", code.co_firstlineno
     return Trace(kernel=pyfunc.__name__, grid=grid, arrays=tuple(arrays),
                  accesses=tuple(accesses), source=source, first_line=first,
-                 filename=code.co_filename, scalars=scalars)
+                 filename=code.co_filename, scalars=scalars, mma_calls=tuple(mma_calls),
+                 blocks_run=subset)

@@ -18,7 +18,7 @@ class RunState:
     """Mutable per-launch state (a stack per thread: launches may nest or run in threads)."""
 
     __slots__ = ("bid", "bid_tiles", "cas_failures", "grid", "grid_tiles", "line_counts",
-                 "recorder", "user_codes")
+                 "mma_recorder", "recorder", "user_codes")
 
     def __init__(self, grid: tuple[int, int, int], recorder, user_codes: set[CodeType]) -> None:
         self.grid = grid
@@ -26,6 +26,7 @@ class RunState:
         self.bid_tiles: tuple = ()
         self.grid_tiles: tuple = ()
         self.recorder = recorder  # None when not tracing
+        self.mma_recorder: list | None = None if recorder is None else []  # MmaCalls
         self.user_codes = user_codes  # code objects of the kernel and its emulated helpers
         self.line_counts: dict[tuple[str, int], int] = {}  # per block: executions of a line
         self.cas_failures: dict[tuple[str, int], int] = {}  # per block: consecutive CAS fails
@@ -63,6 +64,20 @@ def user_frame(depth: int = 2) -> FrameType | None:
     while frame is not None and frame.f_code not in codes:
         frame = frame.f_back
     return frame
+
+
+def record_site(state: RunState) -> tuple[str, int, int]:
+    """(filename, line, iteration) of the user line running now, for a trace record.
+
+    ``iteration`` counts earlier executions of the same call site by the current block."""
+    frame = user_frame(1)
+    if frame is None:
+        return "", 0, 0
+    key = (frame.f_code, frame.f_lasti)
+    counts = state.line_counts
+    it = counts.get(key, 0)
+    counts[key] = it + 1
+    return frame.f_code.co_filename, frame.f_lineno, it
 
 
 def location_of(frame: FrameType | None) -> SourceLocation | None:

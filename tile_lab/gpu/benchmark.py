@@ -7,6 +7,8 @@ Order of work for one call (in this process, or in the isolation worker):
    in place (``x += 1``) and every sample restores the written arrays first ("fresh
    outputs"), outside the timed span;
 3. ``check=`` compares the first launch's output with the reference (see :func:`bench`);
+   without ``flops=``, the FLOPs were derived before any launch (:func:`resolve_flops`), from
+   the original argument values;
 4. time ``samples`` samples with the protocol of ``mode`` (:mod:`tile_lab.gpu.timing`);
 5. leave the arguments holding the result of one launch from their original values.
 """
@@ -58,14 +60,18 @@ def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = No
           label: str | None = None, params: dict[str, Any] | None = None,
           hints: dict[str, Any] | None = None, stream: Any = None,
           launches_per_sample: int | None = None, trace: Any = None,
-          timeout: float | None = 300.0) -> Measurement:
+          derive_flops: bool = True, timeout: float | None = 300.0) -> Measurement:
     """Benchmark ``kernel`` over ``grid`` with ``args``; return a :class:`Measurement`.
 
     ``mode``: "cold" (L2 flushed before each sample, default), "warm", or "graph" (many
     launches in one CUDA graph, per-launch time). ``bytes``/``flops``: what one launch moves /
     computes; without ``bytes``, every array argument counts once (or, given an emulator
-    ``trace``, the unique elements it read and wrote). Without ``flops`` no TFLOPS is
-    reported (``tile_lab.gpu.metrics.matmul_flops`` helps).
+    ``trace``, the unique elements it read and wrote). Without ``flops``, they are derived
+    from the kernel's matrix-product shapes (``ct.mma``/``ct.matmul``): from ``trace`` when it
+    describes this launch, else by emulating a few sample blocks on the CPU
+    (:func:`tile_lab.gpu.metrics.estimate_flops`); ``Measurement.flops_source`` says which.
+    A kernel without matrix products reports no TFLOPS. ``derive_flops=False`` skips the
+    derivation (it costs a few sample blocks of CPU emulation per call, e.g. in a tuning race).
 
     ``check``: a reference. It is called with NumPy copies of the arguments as they were
     before the launch and either updates its array arguments in place the way the kernel
@@ -80,11 +86,13 @@ def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = No
 
     cupy = require_gpu("tile_lab.bench")
     reference = _reference(check, args) if check is not None else None
+    flops, flops_source, flops_notes = resolve_flops(kernel, grid, args, flops=flops,
+                                                     trace=trace, derive=derive_flops)
     if isolate:
         from .isolate import run_isolated
 
-        kwargs = dict(bytes=bytes, flops=flops, mode=mode, samples=samples, warmup=warmup,
-                      label=label, params=params, hints=hints,
+        kwargs = dict(bytes=bytes, flops=flops, flops_source=flops_source, mode=mode,
+                      samples=samples, warmup=warmup, label=label, params=params, hints=hints,
                       launches_per_sample=launches_per_sample)
         if bytes is None and trace is not None:
             kwargs["bytes"] = metrics.bytes_from_trace(trace)
@@ -92,10 +100,15 @@ def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = No
         if bytes is None and trace is not None:
             result = _relabel_bytes(result, "trace")
     else:
-        result = _bench_here(cupy, kernel, grid, args, bytes=bytes, flops=flops, mode=mode,
-                             samples=samples, warmup=warmup, label=label, params=params,
-                             hints=hints, stream=stream,
-                             launches_per_sample=launches_per_sample, trace=trace)
+        result = _bench_here(cupy, kernel, grid, args, bytes=bytes, flops=flops,
+                             flops_source=flops_source, mode=mode, samples=samples,
+                             warmup=warmup, label=label, params=params, hints=hints,
+                             stream=stream, launches_per_sample=launches_per_sample,
+                             trace=trace)
+    if flops_notes:
+        from dataclasses import replace
+
+        result = replace(result, notes=result.notes + flops_notes)
     if reference is not None:
         result = _apply_check(result, args, reference, check_tol)
     return result
@@ -105,7 +118,8 @@ def _bench_here(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[An
                 bytes: int | None, flops: int | None, mode: str, samples: int | None,
                 warmup: int, label: str | None, params: dict[str, Any] | None,
                 hints: dict[str, Any] | None, stream: Any, launches_per_sample: int | None,
-                trace: Any, isolated: bool = False) -> Measurement:
+                trace: Any, isolated: bool = False,
+                flops_source: str | None = None) -> Measurement:
     import cuda.tile as ct
 
     from .device import device_info, provenance
@@ -166,14 +180,15 @@ def _bench_here(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[An
     copy_back(cupy, args, back)
     return _measurement(kernel_name(kernel), mode, grid, times, per_sample, args,
                         bytes=bytes, flops=flops, trace=trace, label=label, params=params,
-                        fresh=in_place, notes=notes, peaks=device_peaks(), provenance=prov)
+                        fresh=in_place, notes=notes, peaks=device_peaks(), provenance=prov,
+                        flops_source=flops_source)
 
 
 def _measurement(kernel: str, mode: str, grid: tuple[int, ...], times: Sequence[float],
                  per_sample: int, args: Sequence[Any], *, bytes: int | None,
                  flops: int | None, trace: Any, label: str | None,
                  params: dict[str, Any] | None, fresh: bool, notes: list[str], peaks: Any,
-                 provenance: Any) -> Measurement:
+                 provenance: Any, flops_source: str | None = None) -> Measurement:
     stats = summarize(times)
     if bytes is not None:
         nbytes, bytes_source = int(bytes), "user"
@@ -193,10 +208,63 @@ def _measurement(kernel: str, mode: str, grid: tuple[int, ...], times: Sequence[
         median_s=stats.median, min_s=stats.min, std_s=stats.std, ci95_s=stats.ci95,
         launches_per_sample=per_sample, label=label, params=dict(params or {}), bytes=nbytes,
         bytes_source=bytes_source, flops=None if flops is None else int(flops),
-        flops_source=None if flops is None else "user", gbps=r.gbps, tflops=r.tflops,
+        flops_source=None if flops is None else (flops_source or "user"), gbps=r.gbps,
+        tflops=r.tflops,
         peak_gbps=peaks.dram_gbps, peak_tflops=peak_tflops, peak_fp32_tflops=peaks.fp32_tflops,
         above_roof=r.above_roof, fresh_outputs=fresh, provenance=provenance,
         notes=tuple(notes) + r.notes)
+
+
+# ---- FLOPs when the caller gives none ---------------------------------------------------------
+def resolve_flops(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
+                  flops: int | None, trace: Any = None, derive: bool = True
+                  ) -> tuple[int | None, str | None, tuple[str, ...]]:
+    """The FLOPs a measurement reports, where they come from, and notes to show with it.
+
+    ``flops`` given: it, "user". Else, with ``derive``: the matrix products of ``trace``
+    when it recorded them for this grid and these array shapes, else of a few emulated
+    sample blocks (:func:`tile_lab.gpu.metrics.estimate_flops`); None when the kernel ran
+    no matrix product (elementwise kernels get no invented FLOPs). When the emulator cannot
+    run the kernel, the measurement goes ahead without FLOPs and a note says why: timing
+    must not depend on the emulator supporting every operation.
+    """
+    if flops is not None:
+        if isinstance(flops, bool) or not isinstance(flops, (int, float, np.integer,
+                                                              np.floating)) \
+                or not math.isfinite(flops) or flops < 0:
+            raise TileLabError(f"flops={flops!r} must be a non-negative number (FLOPs of one "
+                               "launch)", hint="tile_lab.gpu.metrics.matmul_flops(M, N, K)")
+        return int(flops), "user", ()
+    if not derive:
+        return None, None, ()
+    if trace is not None and _trace_describes(trace, grid, args):
+        estimate = metrics.flops_from_trace(trace)
+    else:
+        try:
+            estimate = metrics.estimate_flops(kernel, grid, args)
+        except TileLabError as exc:
+            return None, None, (f"FLOPs not derived: the emulator could not run sample blocks "
+                                f"({exc.message}); pass flops= for TFLOPS",)
+        except MemoryError:
+            return None, None, ("FLOPs not derived: the host has no room for copies of the "
+                                "arguments to emulate sample blocks; pass flops= for TFLOPS",)
+    if estimate.flops is None:
+        return None, None, ()
+    notes: tuple[str, ...] = ()
+    if not estimate.uniform and not estimate.exact:
+        notes = (f"FLOPs estimated from sample blocks that did different work "
+                 f"({estimate.source}); pass flops= for an exact figure",)
+    return estimate.flops, estimate.source, notes
+
+
+def _trace_describes(trace: Any, grid: Sequence[int], args: Sequence[Any]) -> bool:
+    """Whether ``trace`` recorded matrix products of a launch of this grid and these arrays."""
+    if getattr(trace, "mma_calls", None) is None:
+        return False
+    if tuple(trace.grid) != (*(int(g) for g in grid), 1, 1)[:3]:
+        return False
+    shapes = [tuple(int(n) for n in a.shape) for a in args if metrics.is_array(a)]
+    return shapes == [tuple(a.shape) for a in trace.arrays]
 
 
 def _graph_launches(cupy: Any, s: Any, launch_once: Callable[[], None],

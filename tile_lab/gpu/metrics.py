@@ -7,6 +7,15 @@ DRAM exactly once (inputs read once, outputs written once), which is the fewest 
 kernel that touches all of each array can move. A kernel that reads part of an array, or
 re-reads, needs ``bytes=`` (or a trace, "trace": unique elements read + unique elements
 written, from :func:`bytes_from_trace`).
+
+FLOPs model when the user gives none ("mma shapes"): the tensor-core work of every
+``ct.mma`` / ``ct.matmul`` / ``ct.mma_scaled`` the kernel executes, 2·batch·M·N·K per call
+with the *tile* shapes. A tile padded at a ragged edge is multiplied in full by the
+hardware, so for M not a multiple of TM this counts the work executed (more than the
+problem's useful 2·M·N·K; pass ``flops=`` for the latter). Elementwise arithmetic is not
+counted: a kernel without matrix products gets no FLOPs rather than an invented number.
+:func:`estimate_flops` emulates only a few sample blocks (see there), so the one function
+that emulates lives here, imported lazily; everything else in this module is pure.
 """
 
 from __future__ import annotations
@@ -62,6 +71,126 @@ def matmul_flops(m: int, n: int, k: int, *, batch: int = 1) -> int:
 def mma_flops(tile_shapes: Sequence[tuple[int, int, int]], executions: int = 1) -> int:
     """FLOPs of ``ct.mma`` tile ops: 2·M·N·K for each (M, N, K), times ``executions``."""
     return executions * sum(matmul_flops(m, n, k) for m, n, k in tile_shapes)
+
+
+# ---- FLOPs from mma shapes -------------------------------------------------------------------
+DEFAULT_FLOPS_SAMPLES = 3
+
+
+@dataclass(frozen=True)
+class FlopsEstimate:
+    """FLOPs of one launch derived from the matrix products of emulated blocks.
+
+    ``flops`` is None when no emulated block ran a matrix product. ``per_block`` lists
+    (block id, FLOPs) of every emulated block; ``uniform`` says whether they all agree.
+    ``exact`` is True when every block of the grid was emulated.
+    """
+
+    flops: int | None
+    source: str
+    blocks_emulated: int
+    blocks_total: int
+    uniform: bool
+    exact: bool
+    per_block: tuple[tuple[tuple[int, int, int], int], ...]
+
+
+def flops_from_trace(trace: Any) -> FlopsEstimate:
+    """FLOPs of the launch a ``Trace`` (whole grid or a subset of blocks) describes.
+
+    Whole grid: the exact sum. A subset: its per-block FLOPs times the grid's block count
+    when the sampled blocks agree; when they disagree, their mean times the block count,
+    labelled "NOT uniform" (an estimate: pass ``flops=`` for an exact figure).
+    """
+    if trace.mma_calls is None:
+        raise ValueError("this trace did not record matrix products (it was saved by an "
+                         "older tile_lab); trace the kernel again")
+    per = trace.mma_flops_by_block()
+    total_blocks = math.prod(trace.grid)
+    ran = len(per)
+    values = sorted(set(per.values()))
+    uniform = len(values) <= 1
+    per_block = tuple(per.items())
+    if not any(values):
+        return FlopsEstimate(None, f"no mma in {_of(ran, total_blocks)} blocks emulated", ran,
+                             total_blocks, uniform, trace.complete, per_block)
+    if trace.complete:
+        return FlopsEstimate(sum(per.values()), f"mma shapes, all {total_blocks} blocks "
+                             "emulated", ran, total_blocks, uniform, True, per_block)
+    if uniform:
+        return FlopsEstimate(values[0] * total_blocks,
+                             f"mma shapes, {ran} of {total_blocks} blocks emulated, uniform",
+                             ran, total_blocks, True, False, per_block)
+    mean = sum(per.values()) / ran
+    return FlopsEstimate(
+        round(mean * total_blocks),
+        f"mma shapes, {ran} of {total_blocks} blocks emulated, NOT uniform (per block "
+        f"{values[0]:.4g} to {values[-1]:.4g} FLOPs): mean x {total_blocks} blocks",
+        ran, total_blocks, False, False, per_block)
+
+
+def sample_blocks(grid: Sequence[int], samples: int = DEFAULT_FLOPS_SAMPLES
+                  ) -> list[tuple[int, int, int]]:
+    """``samples`` block ids spread evenly over the grid in launch order (x fastest):
+    always the first and the last block (the ragged corner), then evenly between."""
+    g = (*(int(v) for v in grid), 1, 1)[:3]
+    total = math.prod(g)
+    count = max(1, min(int(samples), total))
+    linear = sorted({0 if count == 1 else round(i * (total - 1) / (count - 1))
+                     for i in range(count)})
+    return [(i % g[0], (i // g[0]) % g[1], i // (g[0] * g[1])) for i in linear]
+
+
+def estimate_flops(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
+                   samples: int = DEFAULT_FLOPS_SAMPLES) -> FlopsEstimate:
+    """FLOPs of one launch of ``kernel`` from its matrix-product shapes, without running
+    the whole grid: emulate ``samples`` blocks (first, middle, last by default, see
+    :func:`sample_blocks`) and extrapolate with :func:`flops_from_trace`.
+
+    The emulator runs on host copies of the array arguments, so the caller's arrays are
+    never written. Arrays on a GPU are copied to the host whole, once (an 8192×8192 fp16
+    matrix is 128 MiB): the sampled blocks may read any part of them, and their values can
+    steer control flow. The emulated blocks run their real arithmetic, so the cost is that
+    of ``samples`` blocks on the CPU (a 128×128 fp16 GEMM tile with K=8192: well under a
+    second each).
+
+    Raises what the emulator raises (``EmulationError``, ``EmulatorUnsupported``) when it
+    cannot run the kernel.
+    """
+    from ..emulator import trace as emulate_trace
+
+    host_args = [_host_copy(a) for a in args]
+    t = emulate_trace(kernel, tuple(grid), host_args, blocks=sample_blocks(grid, samples))
+    return flops_from_trace(t)
+
+
+def _host_copy(value: Any) -> Any:
+    """A NumPy copy of an array argument (recursing into lists/tuples), else the value."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_host_copy(v) for v in value)
+    if not is_array(value):
+        return value
+    root = type(value).__module__.split(".")[0]
+    if root == "torch":
+        import torch
+
+        t = value.detach().cpu()
+        if t.dtype == torch.bfloat16:
+            import ml_dtypes
+
+            return t.view(torch.int16).numpy().copy().view(ml_dtypes.bfloat16)
+        return t.numpy().copy()
+    if root == "cupy" or hasattr(value, "__cuda_array_interface__"):
+        import cupy
+
+        return cupy.asnumpy(cupy.asarray(value))
+    return np.from_dlpack(value).copy()  # a CPU DLPack producer
+
+
+def _of(part: int, whole: int) -> str:
+    return f"all {whole}" if part == whole else f"{part} of {whole}"
 
 
 @dataclass(frozen=True)

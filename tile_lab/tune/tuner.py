@@ -54,6 +54,11 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
     ``budget`` measurements). ``flops``/``bytes``: per launch (a number, or a function of the
     config) so every measurement reports TFLOPS / GB/s. ``measure(kernel, grid, args, samples)``
     replaces the GPU measurement (used by tests and by recorded-result replays).
+
+    ``kernel`` is a ``@ct.kernel``, or any object that describes itself to the tuner with
+    ``knob_kinds(space) -> {knob: kind}`` and ``tuning_identity() -> dict`` (what the results
+    are valid for) -- e.g. ``tile_lab.cpp.tune_cpp``'s C++ kernel, whose knobs are ``-D``
+    defines; such a kernel comes with its own ``measure``.
     """
     if strategy not in STRATEGIES:
         raise TuneError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
@@ -61,7 +66,8 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
         raise TuneError(f"unknown objective {objective!r}; choose time, gbps or tflops")
     if strategy == "random" and not budget:
         raise TuneError("strategy='random' needs a budget (number of configs to try)")
-    kinds = space.classify(kernel)
+    own_kinds = getattr(kernel, "knob_kinds", None)
+    kinds = own_kinds(space) if own_kinds is not None else space.classify(kernel)
     if measure is None:
         measure = _gpu_measure(mode=mode, isolate=isolate, check=check, flops=flops,
                                nbytes=bytes)
@@ -277,6 +283,12 @@ def tuning_context(kernel: Any, args: Sequence[Any], arch: str | None) -> dict[s
     from .._cutile_compat import installed_version, python_function
     from ..toolchain import tool_version
 
+    arrays = [f"{tuple(a.shape)}:{a.dtype}" for a in args if hasattr(a, "shape")]
+    identity = getattr(kernel, "tuning_identity", None)
+    if identity is not None:  # a kernel that is not a cuTile Python kernel names itself
+        ctx = {**identity(), "arrays": arrays, "arch": arch}
+        ctx.update(_gpu_identity())
+        return ctx
     func = python_function(kernel)
     import inspect as _inspect
 
@@ -284,7 +296,6 @@ def tuning_context(kernel: Any, args: Sequence[Any], arch: str | None) -> dict[s
         src = _inspect.getsource(func)
     except (OSError, TypeError):
         src = func.__code__.co_code.hex()
-    arrays = [f"{tuple(a.shape)}:{a.dtype}" for a in args if hasattr(a, "shape")]
     ctx = {"kernel": _name(kernel), "source_sha": hashlib.sha256(src.encode()).hexdigest()[:16],
            "arrays": arrays, "arch": arch}
     ctx["cuda_tile"] = installed_version()
@@ -331,8 +342,10 @@ def _gpu_measure(*, mode: str, isolate: bool, check: Any, flops: Any, nbytes: An
         b = nbytes(config) if callable(nbytes) else nbytes
         # A short (race) measurement needs only one warm-up launch: the compile happened in
         # the first launch, and a clearly slow config should cost as few launches as possible.
+        # FLOPs are not derived per config (that emulates blocks each time): pass flops= to
+        # tune() for TFLOPS.
         return gpu.bench(kernel, grid, args, mode=mode, samples=n, isolate=isolate, check=check,
-                         flops=f, bytes=b, warmup=1 if n < 10 else 3)
+                         flops=f, bytes=b, warmup=1 if n < 10 else 3, derive_flops=False)
 
     def start_precompile(kernel, configs, args_fn, kinds, arch, workers):
         from .parallel_compile import Precompiler

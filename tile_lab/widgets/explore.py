@@ -254,7 +254,8 @@ def _default_measure(check: Any) -> Callable[..., Any]:
     from .. import gpu
 
     def measure(kernel, grid, args, n):
-        return gpu.bench(kernel, grid, args, mode="cold", samples=n, check=check)
+        return gpu.bench(kernel, grid, args, mode="cold", samples=n, check=check,
+                         derive_flops=False)
 
     return measure
 
