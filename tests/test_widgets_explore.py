@@ -31,6 +31,7 @@ def test_moving_a_slider_measures_and_redraws_the_new_config():
     assert ex.redraws == before + 1
     assert gpu.calls[-1][:2] == (256, 1)
     assert "TILE=256, LAT=1" in ex.status.value and "µs" in ex.status.value
+    assert "<svg" in ex.perf.value and "TILE" in ex.perf.value  # the knob plot was redrawn
     # going back to a measured config re-uses the cached measurement
     n = len(gpu.calls)
     ex.sliders["TILE"].value = 64

@@ -54,7 +54,9 @@ class Explorer:
             ctl.observe(self._on_change, names="value")
             self.sliders[knob] = ctl
         self.status = w.HTML()
-        self.perf = w.Output()
+        # An HTML pane holding the chart's SVG: no output capture, which depends on a live
+        # widget front end, and deterministic bytes.
+        self.perf = w.HTML()
         self.diagram = w.HTML()
         self.progress = w.IntProgress(min=0, max=max(len(space), 1), description="sweep")
         self.sweep_button = w.Button(description="sweep", icon="play")
@@ -134,14 +136,11 @@ class Explorer:
         from ..render.tune_plots import knob_plot
 
         result = self._known_result()
-        self.perf.clear_output(wait=True)
         if result is None or result.best is None:
+            self.perf.value = ""
             return
-        with self.perf:
-            changed = self._last_knob or next(iter(self.space.knobs))
-            from IPython.display import display
-
-            display(knob_plot(result, changed, self.metric))
+        changed = self._last_knob or next(iter(self.space.knobs))
+        self.perf.value = knob_plot(result, changed, self.metric).svg
 
     _last_knob: str | None = None
 
