@@ -198,3 +198,15 @@ def test_compile_failures_from_the_precompiler_are_recorded_and_not_measured():
     assert all(f.stage == "compile" and "shared memory" in f.error for f in r.failures)
     assert all(tile != 512 for tile, _, _ in gpu.calls)
     assert FakePrecompiler.closed
+
+
+def test_stored_results_of_another_space_are_not_mixed_in(tmp_path):
+    path = tmp_path / "t.jsonl"
+    tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=FakeGPU(),
+         store=str(path), progress=False)
+    narrow = Space(TILE=[128, 256], LAT=[3])
+    gpu = FakeGPU()
+    r = tune(scale_copy, narrow, _grid, _args, strategy="exhaustive", measure=gpu,
+             store=str(path), progress=False)
+    assert gpu.calls == []  # both configs were stored by the wider run
+    assert sorted(s.config["TILE"] for s in r.successes) == [128, 256]

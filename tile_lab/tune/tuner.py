@@ -83,6 +83,9 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
     context = tuning_context(kernel, first_args, arch)
     store = TuningStore(store) if isinstance(store, str) else store
     done = store.done(context) if store is not None else {}
+    # The store may hold other spaces' configs for the same kernel and shapes: keep this space's.
+    in_space = {config_key(c) for c in configs}
+    done = {k: r for k, r in done.items() if k in in_space}
 
     successes: dict[str, Success] = {}
     failures: dict[str, Failure] = {}
