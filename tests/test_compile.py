@@ -9,11 +9,15 @@ import kernels_inspect as K
 import pytest
 
 from tile_lab import _cutile_compat as compat
+from tile_lab.artifacts import LazyStages
 from tile_lab.compile import (
     _ptx_statement_lines,
     clear_caches,
     compile_kernel,
+    cubin_stage_names,
     cutile_stage,
+    disassemble_cubin,
+    disassemble_cubin_async,
     disassemble_tileir,
     elf_section,
     parse_remarks,
@@ -23,7 +27,7 @@ from tile_lab.compile import (
     sass_stage,
     tileir_stage,
 )
-from tile_lab.errors import CompileError
+from tile_lab.errors import CompileError, ToolchainError
 from tile_lab.signature import signature_from_spec
 from tile_lab.toolchain import find_tool
 
@@ -234,6 +238,28 @@ def test_tileiras_and_sass(vadd_front):
     assert run_tileiras(vadd_front.bytecode, "sm_100")[0] is cubin
 
 
+def test_one_nvdisasm_run_gives_the_eager_sass_and_ptx(vadd_front):
+    cubin, _ = run_tileiras(vadd_front.bytecode, "sm_90")
+    clear_caches()
+    both = disassemble_cubin_async(cubin, "sm_90", filename=K.__file__).result(timeout=300)
+    assert tuple(both) == cubin_stage_names(cubin) == ("ptx", "sass")
+    assert both["sass"] == sass_from_cubin(cubin, "sm_90", filename=K.__file__)
+    assert both["ptx"] == ptx_from_cubin(cubin, "sm_90", filename=K.__file__)
+    assert disassemble_cubin(cubin, "sm_90") == {"ptx": ptx_from_cubin(cubin, "sm_90"),
+                                                 "sass": sass_from_cubin(cubin, "sm_90")}
+    assert cubin_stage_names(b"not an ELF image") == ("sass",)
+
+
+def test_nvdisasm_failure_comes_out_of_the_future():
+    junk = b"\x7fELF" + bytes(60)
+    with pytest.raises(ToolchainError, match="disassembling the sm_90 cubin") as eager:
+        sass_from_cubin(junk, "sm_90")
+    with pytest.raises(ToolchainError) as lazy:
+        disassemble_cubin_async(junk, "sm_90").result(timeout=300)
+    assert lazy.value.message == eager.value.message  # no temporary path in either
+    assert "kernel.cubin is an invalid ELF file" in eager.value.message
+
+
 def test_tileiras_failure_is_a_compile_error():
     with pytest.raises(CompileError, match="tileiras failed for sm_90"):
         run_tileiras(b"\x7fTileIR\x00garbage", "sm_90")
@@ -243,7 +269,9 @@ def test_compile_kernel_end_to_end():
     sig = signature_from_spec(K.row_softmax, "f32[64,256], f32[64,256], 4, 256")
     res = compile_kernel(K.row_softmax, sig.kernel_signature, arch="sm_80",
                          options=compat.compiler_options(K.row_softmax), filename=K.__file__)
+    assert isinstance(res.stages, LazyStages)
     assert set(res.stages) == {"cutile", "tileir", "ptx", "sass"}
+    assert any("MUFU.EX2" in t for t in res.stages["sass"].lines())
     assert res.symbol.startswith("row_softmax_") and res.symbol in res.stages["tileir"].text
     assert res.bytecode[:8] == b"\x7fTileIR\x00" and res.cubin[:4] == b"\x7fELF"
     assert all(r.line is None or r.line > 0 for r in res.remarks)

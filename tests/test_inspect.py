@@ -5,14 +5,16 @@ from __future__ import annotations
 import inspect as pyinspect
 import json
 import re
+import threading
 
 import kernels_inspect as K
 import numpy as np
 import pytest
 
 import tile_lab
+from tile_lab import compile as pipeline
 from tile_lab.artifacts import Inspection
-from tile_lab.errors import CompileError, SignatureError
+from tile_lab.errors import CompileError, SignatureError, ToolchainError
 
 ARCHES = ("sm_80", "sm_90", "sm_100")
 
@@ -273,3 +275,56 @@ def test_static_shapes_and_int64_scalars_follow_the_annotations():
     # cuTile checks the scalar dtype against ct.ScalarInt64 itself: a SignatureError
     with pytest.raises(SignatureError, match=r"parameter 'n'.*int64"):
         tile_lab.inspect(K.static_shape, "f32[4096], i32, 128", arch="sm_100")
+
+
+# -- SASS/PTX are made in the background ---------------------------------------------------
+
+def test_inspect_returns_before_nvdisasm_finishes(monkeypatch):
+    real_nvdisasm = pipeline._nvdisasm
+    release = threading.Event()
+    runs = []
+
+    def held_nvdisasm(cubin, arch):
+        runs.append(arch)
+        if not release.wait(timeout=60):
+            raise AssertionError("nvdisasm was never released")
+        return real_nvdisasm(cubin, arch)
+
+    monkeypatch.setattr(pipeline, "_nvdisasm", held_nvdisasm)
+    try:
+        insp = tile_lab.inspect(K.gemm, CASES["gemm"][1], arch="sm_90")
+        # inspect came back while the (held) nvdisasm could not have finished
+        assert not insp.stages.is_ready()
+        assert "mmaf" in insp.tileir and insp.cutile_ir and insp.remarks
+        assert list(insp.stages) == ["cutile", "tileir", "ptx", "sass"]
+    finally:
+        release.set()
+    sass, ptx = insp.sass, insp.ptx  # these wait for it
+    assert runs == ["sm_90"]  # one nvdisasm run gives both SASS and PTX
+    monkeypatch.undo()
+    # the same text and line maps as the eager one-stage-at-a-time functions give
+    assert insp.stages["sass"] == pipeline.sass_from_cubin(insp.cubin, "sm_90",
+                                                            filename=insp.filename)
+    assert insp.stages["ptx"] == pipeline.ptx_from_cubin(insp.cubin, "sm_90",
+                                                          filename=insp.filename)
+    assert re.search(r"\bHGMMA\.", sass) and "wgmma.mma_async" in ptx
+    assert Inspection.from_json(insp.to_json()) == insp
+
+
+def test_nvdisasm_failure_surfaces_when_sass_is_read(monkeypatch):
+    def failing_nvdisasm(cubin, arch):
+        raise ToolchainError(f"disassembling the {arch} cubin: nvdisasm crashed")
+
+    monkeypatch.setattr(pipeline, "_nvdisasm", failing_nvdisasm)
+    insp = tile_lab.inspect(K.vector_add, CASES["vector_add"][1], arch="sm_80")
+    assert insp.tileir.count("load_view_tko") == 2  # everything else is there
+    with pytest.raises(ToolchainError) as lazy_error:
+        insp.sass  # noqa: B018
+    with pytest.raises(ToolchainError) as eager_error:
+        pipeline.sass_from_cubin(insp.cubin, "sm_80")
+    assert lazy_error.value.message == eager_error.value.message == \
+        "disassembling the sm_80 cubin: nvdisasm crashed"
+    for read in (lambda: insp.ptx, lambda: insp.line_map, insp.to_json,
+                 insp._repr_mimebundle_):
+        with pytest.raises(ToolchainError, match="nvdisasm crashed"):
+            read()

@@ -37,6 +37,12 @@ def inspect(kernel: Any, args_or_sig: str | Sequence[Any], *, arch: str | None =
         hints: kernel hints on top of the kernel's own, e.g. ``{"num_ctas": 2}`` or
             ``"num_ctas=2,occupancy=4"``.
         show: the panes the rich display shows, among ``STAGES``.
+
+    Returns as soon as the cuTile IR, Tile IR and remarks are ready. The SASS and PTX
+    (nvdisasm, about a second of CPU) are made in a background thread started the moment
+    the cubin exists; ``.sass``, ``.ptx``, ``.line_map``, ``stages[...]``, ``to_json`` and
+    the rich display wait for them when first read, and raise nvdisasm's ToolchainError
+    there if it failed.
     """
     compat.require_supported_cutile()
     if not compat.is_kernel(kernel):

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import asdict, dataclass, field
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 MIME_TYPE = "application/vnd.tile-lab.v1+json"
@@ -45,6 +48,73 @@ class StageText:
         return self.text.splitlines()
 
 
+class LazyStages(Mapping[str, StageText]):
+    """Stages of which some are still being made in the background.
+
+    ``ready`` stages are there now; the ``pending`` names (known up front, so iterating,
+    ``len`` and ``in`` never wait) come from ``future``, whose result is a mapping holding
+    at least those names. Reading a pending stage waits for the future once; an error it
+    raised (e.g. nvdisasm's ToolchainError) is raised on every such read. Copies and
+    pickles are plain dicts of the finished stages, so an Inspection round-trips
+    unchanged. Compares equal to any mapping with the same stages. Garbage-collected
+    before the future started, it cancels the future.
+    """
+
+    def __init__(self, ready: Mapping[str, StageText], pending: Sequence[str],
+                 future: Future[Mapping[str, StageText]]) -> None:
+        overlap = set(ready) & set(pending)
+        if overlap:
+            raise ValueError(f"stages both ready and pending: {sorted(overlap)}")
+        self._ready = dict(ready)
+        self._pending = tuple(pending)
+        self._future = future
+        self._done: dict[str, StageText] | None = None
+        # dropped before the work started (e.g. queued behind other disassemblies): the
+        # work is for nobody, so it never starts
+        weakref.finalize(self, future.cancel)
+
+    def is_ready(self) -> bool:
+        """True once every stage can be read without waiting."""
+        return self._done is not None or self._future.done()
+
+    def resolved(self) -> dict[str, StageText]:
+        """All stages as a plain dict, waiting for the pending ones."""
+        if self._done is None:
+            made = self._future.result()  # raises the background error, if any
+            missing = [n for n in self._pending if n not in made]
+            if missing:
+                raise KeyError(f"background stage work did not produce {missing}")
+            self._done = {**self._ready, **{n: made[n] for n in self._pending}}
+        return self._done
+
+    def __getitem__(self, name: str) -> StageText:
+        if name in self._ready:
+            return self._ready[name]
+        if name in self._pending:
+            return self.resolved()[name]
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:  # Mapping's default would wait
+        return name in self._ready or name in self._pending
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._ready
+        yield from self._pending
+
+    def __len__(self) -> int:
+        return len(self._ready) + len(self._pending)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, StageText]:
+        return dict(self.resolved())  # StageTexts are frozen: sharing them is a deep copy
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (self.resolved(),))
+
+    def __repr__(self) -> str:
+        state = "ready" if self.is_ready() else "pending"
+        return (f"LazyStages(ready={list(self._ready)}, {state}={list(self._pending)})")
+
+
 @dataclass(frozen=True)
 class Inspection:
     """Everything tile_lab knows about one compiled kernel.
@@ -61,7 +131,9 @@ class Inspection:
     arch: str
     signature: str  # human-readable, e.g. "f32[4096], f32[4096], f32[4096], TILE=128"
     hints: dict[str, Any]
-    stages: dict[str, StageText]  # keys among STAGES other than "source"/"remarks"
+    # keys among STAGES other than "source"/"remarks"; ``tile_lab.inspect`` gives a
+    # LazyStages whose SASS/PTX are still being disassembled when it returns
+    stages: Mapping[str, StageText]
     cubin: bytes = b""
     remarks: tuple[Remark, ...] = ()
     versions: dict[str, str] = field(default_factory=dict)  # cuda.tile, tileiras, ...
@@ -99,7 +171,9 @@ class Inspection:
 
     # -- serialisation -----------------------------------------------------------------
     def to_json_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        # asdict only recurses into real dicts: hand it the stages as one (this waits for
+        # lazy stages, which JSON must hold)
+        d = asdict(replace(self, stages=dict(self.stages)))
         d["cubin"] = base64.b64encode(self.cubin).decode("ascii")
         return d
 
@@ -117,7 +191,6 @@ class Inspection:
         return cls(**d)
 
     def with_show(self, show: tuple[str, ...]) -> Inspection:
-        from dataclasses import replace
         return replace(self, show=tuple(show))
 
     # -- display: hand off to the renderer ---------------------------------------------

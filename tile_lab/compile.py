@@ -8,6 +8,12 @@
       -> nvdisasm -g -gp ...... SASS (``//## File ..., line N``)         sass_from_cubin
       -> cubin section ........ PTX (lines mapped through the SASS)      ptx_from_cubin
 
+SASS and PTX are lazy in ``compile_kernel``: nvdisasm costs 0.5-1.5 s of CPU for any
+cubin (more than all of tile_lab's other work), and the API's users that never read them
+(the tuner's "why" view, ``cpp.compare``, panes without SASS/PTX) should not wait for it.
+It starts in a background thread the moment the cubin exists (a subprocess, so the GIL
+stays free) and the stages wait for it only when first read (``LazyStages``).
+
 PTX: tileiras has no PTX output option (not even under ``--help-hidden``), but with
 ``--lineinfo`` it embeds the PTX it compiled in the cubin (``.nv_debug_ptx_txt``) and
 maps each SASS instruction to a PTX line; ``ptx_from_cubin`` reads both.
@@ -24,15 +30,16 @@ import os
 import re
 import struct
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import _cutile_compat as compat
-from .artifacts import Remark, StageText
+from .artifacts import LazyStages, Remark, StageText
 from .errors import CompileError, SignatureError, SourceLocation, ToolchainError
 from .toolchain import run_tool, tool_failure
 
@@ -50,10 +57,13 @@ def clear_caches() -> None:
 
 @dataclass(frozen=True)
 class CompileResult:
-    """Everything one compile produced (``_inspect`` wraps it into an Inspection)."""
+    """Everything one compile produced (``_inspect`` wraps it into an Inspection).
+
+    ``stages`` is a LazyStages: "sass" and "ptx" (present when the cubin embeds PTX) may
+    still be in the making and wait for nvdisasm when read."""
 
     symbol: str
-    stages: dict[str, StageText]
+    stages: LazyStages
     cubin: bytes
     bytecode: bytes
     remarks: tuple[Remark, ...]
@@ -67,16 +77,14 @@ def compile_kernel(kernel: Any, signature: Any, *, arch: str, options: Any,
     cutile = cutile_stage(front.cutile_ir, filename)
     opt = compat.opt_level(options, arch)
     # The disassembler and the optimizing assembler are independent processes: overlap them.
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=1) as pool:
         tileir_future = pool.submit(disassemble_tileir, front.bytecode, filename=filename)
         cubin, remarks_yaml = run_tileiras(front.bytecode, arch, opt)
-        sass = sass_from_cubin(cubin, arch, filename=filename)
-        ptx = ptx_from_cubin(cubin, arch, filename=filename)
+        # nvdisasm may outlive this call: it runs on the long-lived background pool
+        machine_code = disassemble_cubin_async(cubin, arch, filename=filename)
         tileir = tileir_future.result()
-    stages = {"cutile": cutile, "tileir": tileir}
-    if ptx is not None:
-        stages["ptx"] = ptx
-    stages["sass"] = sass
+    stages = LazyStages({"cutile": cutile, "tileir": tileir},
+                        cubin_stage_names(cubin), machine_code)
     return CompileResult(symbol=front.symbol, stages=stages,
                          cubin=cubin, bytecode=front.bytecode,
                          remarks=parse_remarks(remarks_yaml, filename))
@@ -381,9 +389,10 @@ def _nvdisasm(cubin: bytes, arch: str) -> str:
         # -g: source lines, -gp: PTX lines (one run: nvdisasm's start-up costs ~0.5 s CPU).
         # Dataflow analysis stays on: without it BRX branch targets go unlabelled.
         proc = run_tool("nvdisasm", ["-c", "-g", "-gp", str(path)], timeout=_TOOL_TIMEOUT)
-    if proc.returncode != 0:
-        err = tool_failure("nvdisasm", proc)
-        raise ToolchainError(f"disassembling the {arch} cubin: {err.message}")
+        if proc.returncode != 0:
+            # without the temporary directory, the message is the same on every run
+            err = tool_failure("nvdisasm", proc).message.replace(tmp + os.sep, "")
+            raise ToolchainError(f"disassembling the {arch} cubin: {err}")
     return proc.stdout.decode("utf-8", "replace")
 
 
@@ -457,6 +466,56 @@ def _parse_sass(text: str, filename: str | None
     return StageText("sass", "\n".join(lines), tuple(line_map)), ptx_pairs
 
 
+def disassemble_cubin(cubin: bytes, arch: str, *, filename: str | None = None
+                      ) -> dict[str, StageText]:
+    """The "ptx" (where the cubin embeds PTX) and "sass" stages from one nvdisasm run:
+    the same stages as ``ptx_from_cubin`` and ``sass_from_cubin``, keys as
+    ``cubin_stage_names`` says."""
+    cubin = bytes(cubin)
+    sass, pairs = _parse_sass(_nvdisasm(cubin, arch), filename)
+    section = elf_section(cubin, PTX_SECTION)
+    out = {"ptx": _ptx_stage(section, pairs)} if section else {}
+    out["sass"] = sass
+    return out
+
+
+def cubin_stage_names(cubin: bytes) -> tuple[str, ...]:
+    """The stages ``disassemble_cubin`` makes for ``cubin``, known without disassembling."""
+    return ("ptx", "sass") if elf_section(bytes(cubin), PTX_SECTION) else ("sass",)
+
+
+def disassemble_cubin_async(cubin: bytes, arch: str, *, filename: str | None = None
+                            ) -> Future[dict[str, StageText]]:
+    """Start ``disassemble_cubin`` in a background thread; its errors come out of
+    ``result()``."""
+    return _background_pool().submit(disassemble_cubin, cubin, arch, filename=filename)
+
+
+# One small pool per process: a few disassemblies at once at most (each nvdisasm keeps a
+# core busy), and a forked child must not inherit the parent's pool, whose threads it
+# does not have (submitting to it would wait forever).
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _background_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1),
+                                       thread_name_prefix="tile_lab-nvdisasm")
+        return _pool
+
+
+def _forget_pool_in_child() -> None:
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def elf_section(image: bytes, name: str) -> bytes | None:
     """The contents of section ``name`` of a 64-bit little-endian ELF image (a cubin)."""
     if image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1:
@@ -485,6 +544,12 @@ def ptx_from_cubin(cubin: bytes, arch: str, *, filename: str | None = None
     if not section:
         return None
     _, pairs = _parse_sass(_nvdisasm(bytes(cubin), arch), filename)
+    return _ptx_stage(section, pairs)
+
+
+def _ptx_stage(section: bytes, pairs: list[tuple[int, int | None]]) -> StageText:
+    """The PTX stage from the cubin's PTX section and the SASS's (PTX line, source line)
+    pairs."""
     votes: dict[int, Counter] = {}
     for ptx_line, src_line in pairs:
         if src_line is not None:
