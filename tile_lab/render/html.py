@@ -139,13 +139,21 @@ if(f&&p!==own){p.scrollTop=Math.max(0,f.offsetTop-p.clientHeight/3);}
 
 # -- public API ------------------------------------------------------------------------
 
+def _shown(insp: Inspection) -> Inspection:
+    """The Inspection restricted to the stages in ``show``: the view never reads (so never
+    waits for) a stage it does not display, e.g. SASS still being disassembled."""
+    from dataclasses import replace
+
+    return replace(insp, stages={k: insp.stages[k] for k in insp.stages if k in insp.show})
+
+
 def view_class(insp: Inspection) -> str:
     """Deterministic class naming this view: ``tl-v-`` + 12 hex digits of a content hash.
 
     The filename is left out: under ipykernel a cell's filename is a temp path holding
     the kernel's process id, and the same cell must render the same in every session.
     """
-    data = insp.to_json_dict()
+    data = _shown(insp).to_json_dict()
     data.pop("filename", None)
     text = json.dumps(data, sort_keys=True, default=str)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -156,11 +164,10 @@ def inspection_json(insp: Inspection) -> dict[str, Any]:
     """The ``application/vnd.tile-lab.v1+json`` payload: the Inspection's data without
     the cubin bytes (its size instead), plus the schema version and the colour slot of
     each mapped source line (so a front-end extension colours lines as this view does)."""
-    data = insp.to_json_dict()
-    data.pop("cubin", None)
     # Only the panes the user asked for travel in the notebook: a GEMM's SASS and PTX are
     # hundreds of KB, and a notebook stores every output it shows.
-    data["stages"] = {k: v for k, v in data["stages"].items() if k in insp.show}
+    data = _shown(insp).to_json_dict()
+    data.pop("cubin", None)
     # A notebook cell's file is a temp path with a process id in it: not stable, not useful.
     data["filename"] = _display_filename(insp.filename)
     data["cubin_size"] = len(insp.cubin)
@@ -237,7 +244,8 @@ def _pane_names(insp: Inspection) -> list[str]:
 def _color_slots(insp: Inspection) -> dict[int, int]:
     """Palette slot per source line that some stage or remark maps to, assigned in
     source order (first appearance in the kernel), so neighbouring lines differ."""
-    mapped = {line for st in insp.stages.values() for line in st.line_map if line is not None}
+    mapped = {line for st in _shown(insp).stages.values() for line in st.line_map
+              if line is not None}
     mapped |= {r.line for r in insp.remarks if r.line is not None}
     return line_color_index(sorted(mapped))
 
