@@ -141,20 +141,29 @@ def _function(cupy: Any, cubin: bytes, symbol: str) -> Any:
     return module.get_function(symbol)
 
 
-def launch_cpp(inspection_or_cubin: Inspection | bytes, kernel_name: str | None, grid: Any,
-               args: Sequence[Any], *, stream: Any = None) -> None:
-    """Launch a C++ tile kernel over ``grid`` tile blocks (block size 1) on CuPy arrays.
+@dataclass(frozen=True)
+class PreparedLaunch:
+    """A C++ kernel ready to launch again and again (a benchmark's inner loop): the function,
+    the 3-d grid and the packed arguments are resolved once, so a launch is one driver call."""
 
-    ``inspection_or_cubin``: an Inspection from ``inspect_cpp`` (``kernel_name`` None means
-    its kernel) or raw cubin bytes (then ``kernel_name`` is the exact symbol and scalars
-    must be NumPy scalars). NumPy array arguments are copied to the GPU and back. The
-    launch is asynchronous on ``stream`` (default: CuPy's current stream). Without a GPU
-    raises NoGPUError: the CPU emulator runs Python kernels only.
-    """
-    from ..gpu.launcher import as_stream, check_grid, copy_back, device_args
+    symbol: str
+    function: Any
+    grid: tuple[int, int, int]
+    args: tuple
 
-    dims = check_grid(grid)
-    cupy = _require_gpu()
+    def __call__(self, stream: Any) -> None:
+        try:
+            self.function(self.grid, (1, 1, 1), self.args, stream=stream)
+        except Exception as exc:
+            raise LaunchError(f"launching C++ kernel {self.symbol} failed: "
+                              f"{type(exc).__name__}: {exc}",
+                              hint="check the grid against the sizes the kernel indexes") from exc
+
+
+def prepare_launch(cupy: Any, inspection_or_cubin: Inspection | bytes, kernel_name: str | None,
+                   dims: tuple[int, ...], dev_args: Sequence[Any]) -> PreparedLaunch:
+    """Resolve the kernel symbol, check the arch and pack ``dev_args`` (device arrays and
+    scalars) for repeated launches over ``dims``."""
     if isinstance(inspection_or_cubin, Inspection):
         insp = inspection_or_cubin
         name = kernel_name or insp.kernel_name
@@ -173,17 +182,33 @@ def launch_cpp(inspection_or_cubin: Inspection | bytes, kernel_name: str | None,
     else:
         raise LaunchError("launch_cpp expects an Inspection from inspect_cpp or cubin bytes, "
                           f"not {type(inspection_or_cubin).__name__}")
-    dev_args, back = device_args(cupy, list(args))
     packed = kernel_args(cupy, params, dev_args)
-    _, s = as_stream(cupy, stream)  # the CuPy stream: the launch and its synchronisation
     try:
         fn = _function(cupy, cubin, symbol)
-        fn(dims + (1,) * (3 - len(dims)), (1, 1, 1), packed, stream=s)
     except Exception as exc:
-        if isinstance(exc, (SignatureError, LaunchError)):
-            raise
-        raise LaunchError(f"launching C++ kernel {symbol} failed: {type(exc).__name__}: {exc}",
-                          hint="check the grid against the sizes the kernel indexes") from exc
+        raise LaunchError(f"loading C++ kernel {symbol} failed: {type(exc).__name__}: {exc}") \
+            from exc
+    return PreparedLaunch(symbol, fn, tuple(dims) + (1,) * (3 - len(dims)), packed)
+
+
+def launch_cpp(inspection_or_cubin: Inspection | bytes, kernel_name: str | None, grid: Any,
+               args: Sequence[Any], *, stream: Any = None) -> None:
+    """Launch a C++ tile kernel over ``grid`` tile blocks (block size 1) on CuPy arrays.
+
+    ``inspection_or_cubin``: an Inspection from ``inspect_cpp`` (``kernel_name`` None means
+    its kernel) or raw cubin bytes (then ``kernel_name`` is the exact symbol and scalars
+    must be NumPy scalars). NumPy array arguments are copied to the GPU and back. The
+    launch is asynchronous on ``stream`` (default: CuPy's current stream). Without a GPU
+    raises NoGPUError: the CPU emulator runs Python kernels only.
+    """
+    from ..gpu.launcher import as_stream, check_grid, copy_back, device_args
+
+    dims = check_grid(grid)
+    cupy = _require_gpu()
+    dev_args, back = device_args(cupy, list(args))
+    prepared = prepare_launch(cupy, inspection_or_cubin, kernel_name, dims, dev_args)
+    _, s = as_stream(cupy, stream)  # the CuPy stream: the launch and its synchronisation
+    prepared(s)
     if back:
         s.synchronize()
         copy_back(cupy, args, back)
