@@ -47,6 +47,8 @@ _EXPORTS: dict[str, str] = {
     "inspect_cpp": ".cpp",
     "compare": ".cpp",
     "launch_cpp": ".cpp",
+    "bench_cpp": ".cpp",
+    "tune_cpp": ".cpp",
     # errors
     "TileLabError": ".errors",
     "NoGPUError": ".errors",
