@@ -336,7 +336,7 @@ def test_compressed_coverage_equals_per_element_coverage(seed):
     """Coordinate-compressed heatmaps (and the merged rectangles drawn from them) agree
     with Trace.coverage element by element, for ragged tiles, boxes partly outside the
     array, mixed tile shapes, and blocks touching the same elements twice."""
-    from tile_lab.render.diagram import _merged_cells
+    from tile_lab.render.diagram_layout import _merged_cells
 
     rng = np.random.default_rng(seed)
     shape = (int(rng.integers(5, 20)), int(rng.integers(5, 20)))
@@ -365,6 +365,61 @@ def test_compressed_coverage_equals_per_element_coverage(seed):
             assert (region == -1).all()  # merged rectangles never overlap
             region[...] = lo
         np.testing.assert_array_equal(drawn, want)  # ... and tile the array exactly
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_index_is_exact_for_interleaved_blocks_and_mixed_kinds(seed):
+    """The index records each array's accesses per run of one block and dedups (kind, box)
+    keys; a trace whose blocks interleave and that mixes loads, stores, atomics and
+    scatters must give the coverage, visit order, kinds and groupings computed access by
+    access."""
+    rng = np.random.default_rng(seed)
+    shape = (9, 11)
+
+    def body(b):
+        for i in range(int(rng.integers(1, 5))):
+            tile = ((2, 3), (3, 2))[int(rng.integers(0, 2))]
+            idx = tuple(int(rng.integers(0, -(-n // t) + 1)) for n, t in zip(shape, tile))
+            kind = ("store", "load", "store")[i % 3]
+            yield (kind, "x", 3 + i % 3, i // 2, idx, tile)
+        if b[0] == 1 and seed % 2:  # element-wise accesses: the per-element path
+            yield ("atomic", "x", 7, 0, rng.choice(99, 4, replace=False))
+        if b[1] == 1:  # an array only some blocks touch, tiles only: the box path
+            yield ("store", "y", 8, 0, (b[0] % 2, 1), (2, 2))
+
+    base = make_trace("mix", (3, 2), [("x", shape), ("y", (3, 4))], body)
+    order = rng.permutation(len(base.accesses))  # blocks interleave; seq keeps the old order
+    t = Trace(kernel="mix", grid=base.grid, arrays=base.arrays,
+              accesses=tuple(base.accesses[i] for i in order))
+    index = IndexedTrace(t)
+    for blk in t.blocks:
+        assert index.by_block.get(blk, []) == [a for a in t.accesses if a.block == blk]
+    for name, arr_shape in (("x", shape), ("y", (3, 4))):
+        assert index.by_arg[name] == [a for a in t.accesses if a.arg == name]
+        for kind in ("read", "write", "load", "store", "atomic", "scatter", "gather"):
+            want_any = any(a.kind in ({"load", "gather", "atomic"} if kind == "read" else
+                                      {"store", "scatter", "atomic"} if kind == "write" else
+                                      {kind}) for a in t.accesses if a.arg == name)
+            assert index.has_kind(name, kind) == want_any
+        for kind in ("read", "write"):
+            want = t.coverage(name, kind)
+            hm = index.heatmap(name, kind)
+            if not want.any():
+                assert hm is None
+                continue
+            got = np.array([[hm.count((r, c)) for c in range(arr_shape[1])]
+                            for r in range(arr_shape[0])])
+            np.testing.assert_array_equal(got, want)
+    tile = index.tile_grids("x")[0].tile
+    whole = [a for a in t.accesses if a.arg == "x" and a.is_box and a.is_write
+             and tuple(e - s for s, e in zip(a.box_start, a.box_stop)) == tile]
+    want_visits = sorted((a.iteration, a.block[0] + 3 * a.block[1], a.seq,
+                          tuple(s // n for s, n in zip(a.box_start, tile)), a.block)
+                         for a in whole)
+    got_visits = [(v.iteration, v.linear_block, v.seq, v.tile_index, v.block)
+                  for v in index.visits("x")]
+    assert got_visits == want_visits
+    assert [v.rank for v in index.visits("x")] == list(range(len(want_visits)))
 
 
 def test_one_d_array():
@@ -481,6 +536,13 @@ def test_same_trace_renders_byte_identical_svg_even_after_json_round_trip():
     assert diagram(Trace.from_json(t.to_json()), block=(1, 1)).svg == first
     assert diagram(IndexedTrace(t), block=(1, 1)).svg == first
     assert diagram(t, block=(0, 1)).svg != first
+
+
+def test_svg_numbers_are_short_and_never_negative_zero():
+    from tile_lab.render.svg import num
+
+    assert [num(v) for v in (7, 3.0, -0.0, -0.001, 2.499, 1.005, 0.1, -2.5, 1e16)] == \
+        ["7", "3", "0", "0", "2.5", "1", "0.1", "-2.5", "10000000000000000"]
 
 
 def test_svg_is_theme_neutral_and_well_formed():

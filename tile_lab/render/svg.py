@@ -12,6 +12,7 @@ or dark theme of the page it is embedded in.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import pathlib
@@ -92,6 +93,12 @@ class Scene:
 
 def num(x: float) -> str:
     """A number as SVG text: two decimals at most, no trailing zeros, never "-0"."""
+    # whole numbers (most coordinates) skip the formatting: same text, a diagram of
+    # thousands of cells writes tens of thousands of numbers per redraw
+    if type(x) is int:
+        return str(x)
+    if type(x) is float and x.is_integer():
+        return str(int(x))  # int(-0.0) == 0: never "-0"
     s = f"{x:.2f}".rstrip("0").rstrip(".")
     return "0" if s in ("-0", "") else s
 
@@ -100,6 +107,7 @@ def _esc(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+@functools.lru_cache(maxsize=4096)  # styles repeat across cells and redraws
 def _style_attrs(style: Style) -> str:
     # A style attribute (not presentation attributes) so colours may be CSS var() expressions
     # that switch with the page theme.

@@ -2,8 +2,10 @@
 lines, an array and a view; the diagram redraws below.
 
 The trace is indexed once (by block, by array) when the browser is built, so a redraw
-only touches the selected block's accesses — well under the 0.3 s budget for traces of
-10^5 memory operations (``bench/diagram_redraw.py`` measures it).
+only touches the selected block's accesses. The all-blocks views (coverage, order) compute
+their heatmaps / tile visits, vectorised, on the first switch to them and reuse them after;
+every redraw, first switches included, stays under the 0.3 s budget for traces of 10^5
+memory operations (``bench/diagram_redraw.py`` measures it).
 """
 
 from __future__ import annotations
