@@ -43,7 +43,7 @@ def child(convention: str) -> None:
     sig = KernelSignature.from_kernel_args(gemm_naive, args,
                                            getattr(CallingConvention, convention)())
     t0 = time.perf_counter()
-    key, err = _compile_job(("k", kernel_reference(gemm_naive), portable_signature(sig), {},
+    _key, err = _compile_job(("k", kernel_reference(gemm_naive), portable_signature(sig), {},
                              "sm_90"))
     t1 = time.perf_counter()
     before = rows(os.environ["CUDA_TILE_CACHE_DIR"])
