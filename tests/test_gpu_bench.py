@@ -202,7 +202,7 @@ def test_when_the_emulator_cannot_run_the_kernel_the_measurement_goes_on_without
 
 # ---- on the GPU: derived FLOPs agree with the analytic 2·M·N·K -------------------------------
 @pytest.mark.gpu
-def test_corpus_gemm_without_flops_reports_tflops_within_1_percent_of_analytic():
+def test_corpus_gemm_without_flops_derives_the_analytic_flops():
     import cupy
 
     from tests.corpus.correct import gemm
@@ -214,15 +214,15 @@ def test_corpus_gemm_without_flops_reports_tflops_within_1_percent_of_analytic()
     b = rng.standard_normal((k, n), dtype=cupy.float32).astype(cupy.float16)
     c = cupy.zeros((m, n), cupy.float32)
     grid = (m // tiles[0], n // tiles[1])
-    # graph mode: per-launch means steady enough that two runs agree well within 1%
     derived = tile_lab.bench(gemm, grid, (a, b, c, *tiles), mode="graph", samples=20)
     analytic = tile_lab.bench(gemm, grid, (a, b, c, *tiles), mode="graph", samples=20,
                               flops=2 * m * n * k)
     assert derived.flops == 2 * m * n * k, derived.flops_source
     assert derived.flops_source == "mma shapes, 3 of 1024 blocks emulated, uniform"
     assert analytic.flops_source == "user"
-    assert derived.tflops == pytest.approx(analytic.tflops, rel=0.01), (derived.summary(),
-                                                                          analytic.summary())
+    # TFLOPS come from the derived count and this measurement's own mean time. (Comparing two
+    # separate timings is not a test of the derivation: on the H200 two runs differed by 9%.)
+    assert derived.tflops == pytest.approx(2 * m * n * k / derived.mean_s / 1e12, rel=1e-9)
 
 
 @pytest.mark.gpu
