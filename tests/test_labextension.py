@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
+import browser_env
 import pytest
+from browser_env import free_port, node_module
 
 from tile_lab.artifacts import MIME_TYPE, Inspection, Remark, StageText
 
@@ -28,7 +28,6 @@ EXT = ROOT / "labextension"
 BUILT = ROOT / "tile_lab" / "labextension"
 FIXTURE = EXT / "test" / "fixtures" / "inspection.json"
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 KERNEL_CELL = '''%%tile
 @ct.kernel
@@ -97,29 +96,8 @@ def fixture_payload() -> dict:
 
 # -- environment probes ----------------------------------------------------------------
 
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("Node.js is not installed; the extension's tests need node >= 20")
-    return node
 
 
-def _node_modules() -> None:
-    if not (EXT / "node_modules" / "typescript").is_dir():
-        pytest.skip("labextension/node_modules is missing: run `npm ci` in labextension/ "
-                    "(pip install builds the extension and installs it)")
-
-
-def _chromium() -> str:
-    env = os.environ.get("TILE_LAB_CHROMIUM")
-    if env:
-        return env
-    for name in CHROMIUM_CANDIDATES:
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no Chromium found (install Debian's `chromium` or set TILE_LAB_CHROMIUM)")
-    raise AssertionError  # unreachable
 
 
 def _run(cmd: list[str], timeout: float, env: dict | None = None
@@ -151,8 +129,8 @@ def test_fixture_is_what_python_makes() -> None:
 def compiled_tests() -> str:
     """Compile the extension's tests (TypeScript -> labextension/lib-test) once; returns
     the node executable."""
-    node = _node()
-    _node_modules()
+    node = browser_env.node()
+    node_module("typescript")
     _run(["npm", "run", "--silent", "build:test"], timeout=300)
     return node
 
@@ -187,10 +165,6 @@ def test_extension_unit_tests(compiled_tests: str) -> None:
 
 # -- the UI test in a real browser ------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _notebook(cells: list[dict]) -> dict:
@@ -216,7 +190,7 @@ def lab_server(tmp_path: Path):
     (data_dir / "labextensions" / "tile-lab").symlink_to(BUILT)
     root = tmp_path / "root"
     root.mkdir()
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ)
     env["JUPYTER_PATH"] = os.pathsep.join([str(data_dir), env.get("JUPYTER_PATH", "")])
     env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "config")
@@ -265,9 +239,9 @@ def lab_server(tmp_path: Path):
 
 
 def _ui(url: str, notebook: str, mode: str, screenshot: Path, timeout: float = 240) -> dict:
-    node = _node()
-    _node_modules()
-    chromium = _chromium()
+    node = browser_env.node()
+    node_module("typescript")
+    chromium = browser_env.chromium()
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK=notebook, TILE_LAB_MODE=mode,
                TILE_LAB_SCREENSHOT=str(screenshot), TILE_LAB_CHROMIUM=chromium)
     proc = _run([node, "ui-test/hover.mjs"], timeout=timeout, env=env)

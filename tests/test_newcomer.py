@@ -20,14 +20,15 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
+import browser_env
 import pytest
+from browser_env import free_port, node_module
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -36,7 +37,6 @@ BUILT = ROOT / "tile_lab" / "labextension"
 DRIVER = EXT / "ui-test" / "newcomer.mjs"
 SCREENSHOT = ROOT / "test-artifacts" / "newcomer-notebook1.png"
 NOTEBOOK_1 = "01_first_tile_kernel.ipynb"
-CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
 def readme_main_command() -> list[str]:
@@ -58,35 +58,8 @@ def test_readme_main_command_opens_jupyterlab_on_the_notebooks() -> None:
 
 # -- environment probes ----------------------------------------------------------------
 
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("Node.js is not installed; the browser check needs node >= 20")
-    return node
 
 
-def _playwright() -> None:
-    if not (EXT / "node_modules" / "playwright-core").is_dir():
-        pytest.skip("labextension/node_modules/playwright-core is missing: run `npm ci` in "
-                    "labextension/ (pip install with Node present does it)")
-
-
-def _chromium() -> str:
-    env = os.environ.get("TILE_LAB_CHROMIUM")
-    if env:
-        return env
-    for name in CHROMIUM_CANDIDATES:
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no Chromium found (install Debian's `chromium` or set TILE_LAB_CHROMIUM)")
-    raise AssertionError  # unreachable
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _venv_jupyter() -> str:
@@ -135,7 +108,7 @@ def newcomer_lab(tmp_path_factory: pytest.TempPathFactory):
     clone = base / "clone"
     names = _copy_without_outputs(NOTEBOOKS, clone / "notebooks")
     home = base / "home"
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items()
            if k not in ("MPLBACKEND", "PYTEST_CURRENT_TEST")}  # set by the test session
     env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
@@ -207,9 +180,9 @@ def test_newcomer_gets_the_extension(newcomer_lab: dict) -> None:
 def test_notebook_1_run_all_in_a_browser(newcomer_lab: dict) -> None:
     """Open notebook 1 from the file browser, Run All, and see the inspect view with
     Tile IR and a partition diagram on screen, with no cell errors."""
-    node = _node()
-    _playwright()
-    chromium = _chromium()
+    node = browser_env.node()
+    node_module("playwright-core")
+    chromium = browser_env.chromium()
     if SCREENSHOT.exists():
         SCREENSHOT.unlink()  # the file checked below must be this run's
     env = dict(os.environ, TILE_LAB_URL=newcomer_lab["url"], TILE_LAB_NOTEBOOK=NOTEBOOK_1,
