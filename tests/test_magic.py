@@ -408,3 +408,16 @@ def test_under_ipykernel_compiler(shell, shown, monkeypatch, capsys):
         "shape=(TILE,))\n    tb", "shape=(96,))\n    tb"))
     assert err.location.line == 7 and err.location.filename.startswith("Cell In[")
     assert caret_line(out, 7)[0].endswith("ta = ct.load(a, index=(bid,), shape=(96,))")
+
+
+def test_errors_in_kernels_defined_in_plain_cells_name_the_cell_not_a_temp_file():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from tile_lab.errors import EmulationError, SourceLocation
+
+    shell = InteractiveShell.instance()
+    name = shell.compile.cache("def k():\n    pass\n", 7)
+    err = EmulationError("boom", SourceLocation(name, 2, 4, "    pass"))
+    text = err.render()
+    assert "Cell In[7], line 2" in text and name not in text
+    assert EmulationError("x", SourceLocation("/src/k.py", 3)).render().count("/src/k.py") == 1

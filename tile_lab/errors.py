@@ -42,7 +42,7 @@ class TileLabError(Exception):
         out = [f"{type(self).__name__}: {self.message}"]
         loc = self.location
         if loc is not None:
-            out.append(f"  at {loc.filename}, line {loc.line}")
+            out.append(f"  at {_where(loc.filename)}, line {loc.line}")
             if loc.text is not None:
                 out.append(f"  {loc.line:>4} | {loc.text.rstrip()}")
                 if loc.col is not None:
@@ -54,6 +54,18 @@ class TileLabError(Exception):
     def _render_traceback_(self) -> list[str]:
         # IPython calls this instead of printing a Python traceback.
         return self.render().splitlines()
+
+
+def _where(filename: str) -> str:
+    """A notebook cell's code file as IPython names it ("Cell In[3]"), else the filename."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        named = shell.compile.format_code_name(filename) if shell is not None else None
+    except Exception:  # no IPython, or an IPython without format_code_name
+        named = None
+    return " ".join(named) if named else filename
 
 
 class CompileError(TileLabError):
