@@ -11,32 +11,16 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { chromium } from 'playwright-core';
-
-const env = name => {
-  const v = process.env[name];
-  if (!v) {
-    throw new Error(`${name} is not set`);
-  }
-  return v;
-};
+import { env, launchChromium, stepLogger } from './browser.mjs';
 
 const url = env('TILE_LAB_URL');
 const notebook = env('TILE_LAB_NOTEBOOK');
 const mode = env('TILE_LAB_MODE');
 const screenshot = env('TILE_LAB_SCREENSHOT');
 
-const browser = await chromium.launch({
-  executablePath: env('TILE_LAB_CHROMIUM'),
-  headless: true,
-  args: [
-    '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'
-  ] // playwright gives the browser a fresh temporary profile
-});
+const browser = await launchChromium();
 const pageErrors = [];
-const started = Date.now();
-const step = what => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${what}\n`);
+const step = stepLogger();
 let page;
 try {
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
