@@ -27,25 +27,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "tests" / "cpp_examples"
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from precompile_cpp import cpp_inspection  # noqa: E402
 
-
-@ct.kernel
-def vector_add(a, b, c):
-    bid = ct.bid(0)
-    ta = ct.load(a, index=(bid,), shape=(1024,))
-    tb = ct.load(b, index=(bid,), shape=(1024,))
-    ct.store(c, index=(bid,), tile=ta + tb)
-
-
-@ct.kernel
-def gemm(A, B, C):
-    bm = ct.bid(0)
-    bn = ct.bid(1)
-    acc = ct.zeros((64, 64), dtype=ct.float32)
-    for k in range(ct.num_tiles(A, axis=1, shape=(64, 32))):
-        a = ct.load(A, index=(bm, k), shape=(64, 32))
-        b = ct.load(B, index=(k, bn), shape=(32, 64))
-        acc = ct.mma(a, b, acc)
-    ct.store(C, index=(bm, bn), tile=acc)
+# The Python twins of the C++ examples (the same tiles), shared with the tests.
+sys.path.insert(0, str(EXAMPLES))
+from py_twins import gemm, vector_add  # noqa: E402
 
 
 def cases(cp):
