@@ -149,27 +149,38 @@ def clock_state(index: int | None = None) -> ClockState:
     return state or ClockState(None, None, "unknown", None, "none")
 
 
-def _clock_state_nvml(index: int) -> ClockState | None:
+@functools.cache
+def _nvml() -> Any:
+    """pynvml, initialised once per process (nvmlInit costs tens of ms and every measurement
+    reads clocks), or None without NVML."""
     try:
         import pynvml
-    except ImportError:
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    import atexit
+
+    atexit.register(pynvml.nvmlShutdown)
+    return pynvml
+
+
+def _clock_state_nvml(index: int) -> ClockState | None:
+    pynvml = _nvml()
+    if pynvml is None:
         return None
     try:
-        pynvml.nvmlInit()
+        handle = _nvml_handle(pynvml, index)
+        sm = pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+        mem = pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        driver = driver.decode() if isinstance(driver, bytes) else str(driver)
         try:
-            handle = _nvml_handle(pynvml, index)
-            sm = pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
-            mem = pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)
-            driver = pynvml.nvmlSystemGetDriverVersion()
-            driver = driver.decode() if isinstance(driver, bytes) else str(driver)
-            try:
-                reasons = pynvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
-            except AttributeError:  # older nvidia-ml-py
-                reasons = pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
-            locked = "yes" if reasons & _NVML_REASON_APP_CLOCKS else "no"
-            return ClockState(float(sm), float(mem), locked, driver, "nvml")
-        finally:
-            pynvml.nvmlShutdown()
+            reasons = pynvml.nvmlDeviceGetCurrentClocksEventReasons(handle)
+        except AttributeError:  # older nvidia-ml-py
+            reasons = pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)
+        locked = "yes" if reasons & _NVML_REASON_APP_CLOCKS else "no"
+        return ClockState(float(sm), float(mem), locked, driver, "nvml")
     except Exception:
         return None
 
