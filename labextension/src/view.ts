@@ -332,7 +332,7 @@ export class InspectionView {
     // lines share so narrow panes show instructions. Copy still gives the exact text.
     const indent = isSource ? 0 : commonIndent(lines);
     lines.forEach((full, i) => {
-      const text = full.slice(indent);
+      const text = isSource ? full : compactAddressGap(full.slice(indent));
       const row = el(this.doc, 'div', CLASSES.row);
       row.setAttribute('data-row', String(i));
       const line = lineOf(i);
@@ -417,6 +417,12 @@ export class InspectionView {
     body.appendChild(box);
     this.rows.set('diagram', rows);
   }
+}
+
+// nvdisasm pads each instruction address comment with ~19 spaces before the instruction:
+// one is enough in a narrow pane (Copy still gives the exact text). Other lines unchanged.
+export function compactAddressGap(line: string): string {
+  return line.replace(/^(\s*\/\*[0-9a-f]{4,}\*\/) {2,}/, '$1 ');
 }
 
 /** Number of leading spaces/tabs shared by all non-blank lines. */

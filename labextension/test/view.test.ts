@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 
 import { parseInspection } from '../src/model';
-import { CLASSES, InspectionView, commonIndent, renderError } from '../src/view';
+import { CLASSES, InspectionView, commonIndent, compactAddressGap, renderError } from '../src/view';
 import { fixture, fixtureJson, newDocument } from './helpers';
 
 function mount(data = fixture(), copied: string[] = []) {
@@ -171,4 +171,11 @@ test('stage panes drop the indentation all their lines share; copy keeps it', as
   fire(view.node.querySelector(`section[data-pane="sass"] .${CLASSES.copy}`)!, 'click');
   await new Promise(r => setTimeout(r, 0));
   assert.ok(copied[0].startsWith('        /*0000*/'));
+});
+
+test('SASS rows lose the padding between address and instruction, nothing else', () => {
+  assert.equal(compactAddressGap('/*0040*/                   LDC R1, c[0x0][0x28] ;'),
+    '/*0040*/ LDC R1, c[0x0][0x28] ;');
+  assert.equal(compactAddressGap('  %0 = make_token : token'), '  %0 = make_token : token');
+  assert.equal(compactAddressGap('/* comment */   x'), '/* comment */   x');
 });
