@@ -35,3 +35,24 @@ def gemm_grouped(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Con
         b = ct.load(B, index=(k, bn), shape=(TK, TN), latency=LAT)
         acc = ct.mma(a, b, acc)
     ct.store(C, index=(bm, bn), tile=acc.astype(C.dtype))
+
+
+@ct.kernel
+def gemm_persistent(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
+                    GROUP: ct.Constant[int], LAT: ct.Constant[int]):
+    # One block per SM (times occupancy) walks the output tiles in the grouped order, so the
+    # grid never has a partial last wave of launches and each block's setup is paid once.
+    num_m = ct.cdiv(A.shape[0], TM)
+    num_n = ct.cdiv(B.shape[1], TN)
+    per_group = GROUP * num_n
+    for tile in range(ct.bid(0), num_m * num_n, ct.num_blocks(0)):
+        first_m = (tile // per_group) * GROUP
+        rows = ct.minimum(num_m - first_m, GROUP)
+        bm = first_m + (tile % per_group) % rows
+        bn = (tile % per_group) // rows
+        acc = ct.full((TM, TN), 0, dtype=ct.float32)
+        for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+            a = ct.load(A, index=(bm, k), shape=(TM, TK), latency=LAT)
+            b = ct.load(B, index=(k, bn), shape=(TK, TN), latency=LAT)
+            acc = ct.mma(a, b, acc)
+        ct.store(C, index=(bm, bn), tile=acc.astype(C.dtype))

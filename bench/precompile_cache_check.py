@@ -34,7 +34,7 @@ def child(convention: str) -> None:
     from cuda.tile.compilation import CallingConvention, KernelSignature
     from gemm_kernels import gemm_naive
 
-    from tile_lab.tune.parallel_compile import _compile_job, kernel_reference, portable_signature
+    from tile_lab.tuning.parallel_compile import _compile_job, kernel_reference, portable_signature
 
     n = 4096
     a = cp.ones((n, n), cp.float16)

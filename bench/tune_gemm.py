@@ -3,11 +3,19 @@
 * tile_lab.tune vs ct.tune.exhaustive_search over the same space: wall time and best config
   (each in its own process with an empty cuTile cubin cache, so neither reuses the other's
   compiles);
-* the best tuned kernel (naive K-loop, and the grouped-order variant with latency hints) vs
-  ``cupy.matmul`` (cuBLAS), measured side by side with the same cold-L2 protocol;
+* the best tuned kernel of each variant (naive K-loop; grouped tile order with latency hints;
+  persistent grouped with occupancy) vs ``cupy.matmul`` (cuBLAS): ROUNDS rounds, each timing
+  both with the same cold-L2 protocol in alternating order; the ratio is the median of the
+  rounds' ratios (clock and power drift hit both alike within a round);
 * every successful config re-launched once and checked against cuBLAS.
 
-    python bench/tune_gemm.py [--size 8192] [--out DIR]
+    python bench/tune_gemm.py [--size 8192] [--out DIR] [--phases naive,cutile,grouped,persistent]
+                              [--profile]
+
+Before the phases, the installed packages are byte-compiled (``compileall``), as ``pip install``
+leaves them: the lent GPU's bundle installs with ``--no-compile``, and whichever phase ran
+first would otherwise pay for compiling cuda.tile's modules in every worker. ``--profile``
+writes a cProfile summary of each tile_lab phase to --out.
 
 Needs a CUDA GPU with CuPy. Prints a table; writes the tuning store (JSON lines) and a summary JSON
 to --out (default: notebooks/data) for the tutorial notebook's recorded results.
@@ -16,9 +24,11 @@ to --out (default: notebooks/data) for the tutorial notebook's recorded results.
 from __future__ import annotations
 
 import argparse
+import compileall
 import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +42,9 @@ sys.path.insert(0, str(HERE.parent))
 NAIVE_SPACE = dict(TM=[128, 256], TN=[128, 256], TK=[32, 64], num_ctas=[1, 2])
 GROUPED_SPACE = dict(TM=[128, 256], TN=[128, 256], TK=[64], GROUP=[8], LAT=[2, 4],
                      num_ctas=[1, 2])
+PERSISTENT_SPACE = dict(TM=[128], TN=[128, 256], TK=[64], GROUP=[8], LAT=[3, 4],
+                        occupancy=[1, 2], num_ctas=[1, 2])
+ROUNDS = 5
 # A wider space for the grouped kernel (96 configs), searched with the same racing tuner.
 WIDE_SPACE = dict(TM=[128], TN=[128, 256], TK=[64, 128], GROUP=[8, 16], LAT=[3, 4, 6],
                   num_ctas=[1, 2], occupancy=[1, 2])
@@ -65,22 +78,98 @@ def _grid_grouped(size):
     return lambda c: (((size + c["TM"] - 1) // c["TM"]) * ((size + c["TN"] - 1) // c["TN"]),)
 
 
+def _grid_persistent(size):
+    from tile_lab.gpu.device import device_info
+
+    sms = device_info().sm_count
+
+    def grid(c):
+        tiles = ((size + c["TM"] - 1) // c["TM"]) * ((size + c["TN"] - 1) // c["TN"])
+        # a block of num_ctas CTAs takes num_ctas SMs; occupancy blocks fit on each
+        return (min(tiles, sms * c["occupancy"] // c["num_ctas"]),)
+    return grid
+
+
 def _args(a, b, c, names):
     return lambda cfg: (a, b, c, *[cfg[n] for n in names])
 
 
-def phase_tile_lab(size, variant, store):
+class _StackSampler:
+    """Where the main thread is, every 20 ms (cProfile's attributions break inside torch's
+    import machinery, and it cannot see time a thread spends blocked). Each sample is keyed by
+    the chain of tile_lab / cuda.tile / cupy / torch frames on the stack."""
+
+    def __init__(self, interval=0.02):
+        import collections
+        import threading
+
+        self.counts = collections.Counter()
+        self.interval, self.main = interval, threading.main_thread().ident
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.done.wait(self.interval):
+            frame = sys._current_frames().get(self.main)
+            chain = []
+            while frame is not None:
+                path = frame.f_code.co_filename
+                for mark in ("tile_lab/", "cuda/tile/", "cupy/", "torch/", "concurrent/"):
+                    if mark in path:
+                        chain.append(f"{path.split(mark)[-1]}:{frame.f_code.co_name}")
+                        break
+                frame = frame.f_back
+            self.counts[" < ".join(chain[:6]) or "(other)"] += 1
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        lines = [f"{n * self.interval:7.2f} s  {key}" for key, n in self.counts.most_common(40)]
+        return "\n".join(lines) + "\n"
+
+
+def _versus_cublas(kernel, grid, args, a, b, c, flops, label):
+    """ROUNDS rounds of (ours, cuBLAS) in alternating order; per-round TFLOPS and ratios."""
     import cupy as cp
-    from gemm_kernels import gemm_grouped, gemm_naive
+
+    from tile_lab.gpu import bench, bench_function
+
+    rows = []
+    for i in range(ROUNDS):
+        def mine():
+            return bench(kernel, grid, args, flops=flops, samples=30, label=label).tflops
+
+        def blas():
+            return bench_function(lambda: cp.matmul(a, b, out=c), flops=flops, samples=30,
+                                  label="cupy.matmul").tflops
+        if i % 2 == 0:
+            m = mine()
+            rows.append((m, blas()))
+        else:
+            bl = blas()
+            rows.append((mine(), bl))
+    ratios = [m / bl for m, bl in rows]
+    return dict(best_tflops=statistics.median(r[0] for r in rows),
+                cublas_tflops=statistics.median(r[1] for r in rows),
+                ratio_vs_cublas=statistics.median(ratios),
+                ratio_min=min(ratios), ratio_max=max(ratios), rounds=rows)
+
+
+def phase_tile_lab(size, variant, store, profile_to=None):
+    import cupy as cp
+    from gemm_kernels import gemm_grouped, gemm_naive, gemm_persistent
 
     import tile_lab
-    from tile_lab.gpu import bench, bench_function
     from tile_lab.gpu.metrics import matmul_flops
 
     a, b, c = _data(size)
     if variant == "naive":
         kernel, space, grid_fn = gemm_naive, NAIVE_SPACE, _grid_naive(size)
         names = ["TM", "TN", "TK"]
+    elif variant == "persistent":
+        kernel, space, grid_fn = gemm_persistent, PERSISTENT_SPACE, _grid_persistent(size)
+        names = ["TM", "TN", "TK", "GROUP", "LAT"]
     else:
         space = WIDE_SPACE if variant == "wide" else GROUPED_SPACE
         kernel, grid_fn = gemm_grouped, _grid_grouped(size)
@@ -88,10 +177,13 @@ def phase_tile_lab(size, variant, store):
     args_fn = _args(a, b, c, names)
     flops = matmul_flops(size, size, size)
     _warm_gpu(a, b)
+    sampler = _StackSampler() if profile_to else None
     t0 = time.perf_counter()
     result = tile_lab.tune(kernel, tile_lab.Space(**space), grid_fn, args_fn, store=store,
                            progress=False, samples=20, race_samples=5, flops=flops)
     wall = time.perf_counter() - t0
+    if sampler is not None:
+        Path(profile_to).write_text(sampler.stop())
     if result.best is None:
         raise SystemExit("every config failed:\n" + result.summary())
     ref = cp.matmul(a, b)
@@ -105,21 +197,17 @@ def phase_tile_lab(size, variant, store):
         verified += err < 0.5  # fp16 output of K=8192 fp32-accumulated sums of N(0,1)·N(0,1)
     best = result.best.config
     k = kernel.replace_hints(**best.hints()) if best.hints() else kernel
-    rows = []
-    for _ in range(3):  # interleave so drift hits both alike
-        mine = bench(k, grid_fn(best), args_fn(best), flops=flops, samples=30,
-                     label=f"gemm_{variant} best")
-        blas = bench_function(lambda: cp.matmul(a, b, out=c), flops=flops, samples=30,
-                              label="cupy.matmul")
-        rows.append((mine.tflops, blas.tflops))
-    mine_t = sorted(r[0] for r in rows)[1]
-    blas_t = sorted(r[1] for r in rows)[1]
+    versus = _versus_cublas(k, grid_fn(best), args_fn(best), a, b, c, flops,
+                            f"gemm_{variant} best")
+    pruned = sum(1 for s in result.successes if s.measurement.n == 1)
     return dict(phase=f"tile_lab.tune/{variant}", wall_s=wall, timings=result.timings,
                 configs=len(result.successes) + len(result.failures),
-                best=best.as_dict(),
-                best_tflops=mine_t, cublas_tflops=blas_t, ratio_vs_cublas=mine_t / blas_t,
+                best=best.as_dict(), **versus,
                 successes=len(result.successes), failures=len(result.failures),
-                verified=verified, gpu=mine.provenance.gpu if mine.provenance else None,
+                stopped_after_one_sample=pruned, verified=verified,
+                compile_max_s=max(result.compile_s.values(), default=None),
+                compile_sum_s=sum(result.compile_s.values()),
+                gpu=result.successes[0].measurement.provenance.gpu,
                 worst=result.worst.config.as_dict(),
                 worst_tflops=result.worst.tflops)
 
@@ -150,8 +238,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--out", default=str(HERE.parent / "notebooks" / "data"))
-    ap.add_argument("--phases", default="naive,cutile,grouped",
-                    help="comma-separated: naive, cutile, grouped, wide")
+    ap.add_argument("--phases", default="naive,cutile,grouped,persistent",
+                    help="comma-separated: naive, cutile, grouped, persistent, wide")
+    ap.add_argument("--profile", action="store_true",
+                    help="write a cProfile summary of each tile_lab phase to --out")
+    ap.add_argument("--profile-to", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--store", default=None, help=argparse.SUPPRESS)
     ns = ap.parse_args()
@@ -159,7 +250,7 @@ def main():
         if ns.phase == "cutile":
             out = phase_cutile(ns.size)
         else:
-            out = phase_tile_lab(ns.size, ns.phase, ns.store)
+            out = phase_tile_lab(ns.size, ns.phase, ns.store, ns.profile_to)
         print("RESULT " + json.dumps(out))
         return
     out_dir = Path(ns.out)
@@ -167,12 +258,21 @@ def main():
     store = out_dir / f"tuning_gemm_{ns.size}.jsonl"
     if store.exists():
         store.unlink()
+    _byte_compile()
     results = []
-    for phase in ns.phases.split(","):
+    seen = set()
+    for i, phase in enumerate(ns.phases.split(",")):
+        # a repeated phase (to see a second run on a warm machine) must not find the first
+        # run's results in the store
+        phase_store = store if phase not in seen else out_dir / f"repeat_{i}_{phase}.jsonl"
+        seen.add(phase)
+        extra = []
+        if ns.profile and phase != "cutile":
+            extra = ["--profile-to", str(out_dir / f"profile_{i}_{phase}.txt")]
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, CUDA_TILE_CACHE_DIR=cache)
             proc = subprocess.run([sys.executable, __file__, "--size", str(ns.size),
-                                   "--phase", phase, "--store", str(store)],
+                                   "--phase", phase, "--store", str(phase_store), *extra],
                                   env=env, capture_output=True, text=True)
         line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
         if proc.returncode or not line:
@@ -187,16 +287,37 @@ def main():
         print(f"{r['phase']:36} {r['wall_s']:8.1f} {r['best_tflops']:12.1f} {ratio:>10}  "
               f"{r['best']}")
     by = {r["phase"]: r for r in results}
-    a, b = by.get("tile_lab.tune/naive"), by.get("ct.tune.exhaustive_search/naive")
-    if a and b:
-        print(f"tuner wall time ratio tile_lab/cuTile: {a['wall_s'] / b['wall_s']:.2f} "
-              f"(goal ≤ 0.5); best TFLOPS ratio {a['best_tflops'] / b['best_tflops']:.3f}")
+    theirs = by.get("ct.tune.exhaustive_search/naive")
+    for a in (r for r in results if r["phase"] == "tile_lab.tune/naive"):
+        if theirs:
+            print(f"tuner wall time ratio tile_lab/cuTile: {a['wall_s'] / theirs['wall_s']:.2f} "
+                  f"(goal ≤ 0.5); best configs {a['best']} vs {theirs['best']}; best TFLOPS "
+                  f"ratio {a['best_tflops'] / theirs['best_tflops']:.3f}")
     for r in results:
         if "cublas_tflops" in r:
-            print(f"{r['phase']}: cuBLAS {r['cublas_tflops']:.1f} TFLOPS in the same run; "
-                  f"verified {r['verified']}/{r['successes']} configs; time split "
+            print(f"{r['phase']}: cuBLAS {r['cublas_tflops']:.1f} TFLOPS (median of {ROUNDS} "
+                  f"rounds); ratio per round {r['ratio_min']:.3f}..{r['ratio_max']:.3f}; "
+                  f"verified {r['verified']}/{r['successes']} configs; "
+                  f"{r['stopped_after_one_sample']} stopped after one sample; compiles in "
+                  f"workers: slowest {r['compile_max_s']:.1f} s, sum {r['compile_sum_s']:.1f} s; "
+                  f"time split "
                   f"{ {k: round(v, 1) for k, v in r['timings'].items()} }; worst config "
                   f"{r['worst']} at {r['worst_tflops']:.1f} TFLOPS")
+    best = max((r for r in results if "ratio_vs_cublas" in r),
+               key=lambda r: r["ratio_vs_cublas"], default=None)
+    if best:
+        print(f"best tuned kernel: {best['phase']} {best['best']} at "
+              f"{best['ratio_vs_cublas']:.3f}x cuBLAS (goal >= 0.95)")
+
+
+def _byte_compile():
+    """Byte-compile cuda.tile and tile_lab, as pip install leaves an installed package."""
+    import cuda.tile
+
+    import tile_lab
+
+    for pkg in (cuda.tile, tile_lab):
+        compileall.compile_dir(os.path.dirname(pkg.__file__), quiet=1, workers=0)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from tune_fakes import FakeMeasurement
 from tile_lab.artifacts import Inspection
 from tile_lab.cpp import CppKernel, bench_cpp, compile_configs, inspect_cpp, tune_cpp
 from tile_lab.errors import NoGPUError, TileLabError
-from tile_lab.tune import Space, SpaceError, TuningStore
+from tile_lab.tuning import Space, SpaceError, TuningStore
 
 EXAMPLES = Path(__file__).parent / "cpp_examples"
 
@@ -229,6 +229,7 @@ class _FakeCupy:
     uint8 = np.uint8
     array_equal = staticmethod(np.array_equal)
     ascontiguousarray = staticmethod(np.ascontiguousarray)
+    empty_like = staticmethod(np.empty_like)
 
     class cuda:  # mirrors cupy.cuda
         stream = _FakeStream()

@@ -102,3 +102,15 @@ def test_gpu_queries_never_raise():
 
 def test_empty_module_bytecode():
     assert compat.empty_module_bytecode()[:8] == b"\x7fTileIR\x00"
+
+
+def test_warm_compiler_queries_fills_cutiles_per_process_caches():
+    from cuda.tile._compile import (
+        _get_compiler_version_string,
+        _get_max_supported_bytecode_version,
+    )
+
+    compat.warm_compiler_queries()
+    # both are functools caches: after the warm-up, the first compile finds them filled
+    assert _get_compiler_version_string.cache_info().currsize == 1
+    assert _get_max_supported_bytecode_version.cache_info().currsize >= 1

@@ -83,6 +83,46 @@ def test_in_place_kernel_gets_fresh_outputs_and_ends_with_one_application():
 
 
 @pytest.mark.gpu
+def test_detect_writes_finds_outputs_and_in_place_kernels_and_restores_them(vectors):
+    import cupy
+
+    from tile_lab.gpu.benchmark import Writes, detect_writes
+
+    a, b, c = vectors
+    c.fill(7)
+    assert detect_writes(vadd, (N // TILE,), (a, b, c, TILE)) == Writes((2,), False)
+    assert bool((c == 7).all())  # restored
+    x = cupy.arange(1 << 20, dtype=cupy.float32)
+    assert detect_writes(add_one, ((1 << 20) // TILE,), (x, TILE)) == Writes((0,), True)
+    cupy.testing.assert_array_equal(x, cupy.arange(1 << 20, dtype=cupy.float32))
+
+
+@pytest.mark.gpu
+def test_known_writes_skip_the_probes_and_keep_fresh_outputs():
+    import cupy
+
+    from tile_lab.gpu.benchmark import Writes
+
+    x = cupy.arange(1 << 20, dtype=cupy.float32)
+    m = tile_lab.bench(add_one, ((1 << 20) // TILE,), (x, TILE), samples=5,
+                       writes=Writes((0,), True))
+    assert m.fresh_outputs and m.n == 5
+    cupy.testing.assert_array_equal(x, cupy.arange(1 << 20, dtype=cupy.float32) + 1)
+
+
+@pytest.mark.gpu
+def test_stop_above_stops_a_slow_kernel_after_one_sample(vectors):
+    a, b, c = vectors
+    args = (a, b, c, TILE)
+    slow = tile_lab.bench(vadd, (N // TILE,), args, samples=8, stop_above_s=1e-9)
+    assert slow.n == 1 and "stopped after 1 sample" in slow.notes[0]
+    fast = tile_lab.bench(vadd, (N // TILE,), args, samples=8, stop_above_s=10.0)
+    assert fast.n == 8 and not any("stopped" in note for note in fast.notes)
+    cupy = pytest.importorskip("cupy")
+    cupy.testing.assert_array_equal(c, a + b)
+
+
+@pytest.mark.gpu
 def test_check_records_errors_and_a_wrong_reference_raises():
     a = np.random.default_rng(1).standard_normal(1 << 16).astype(np.float32)
     b = np.random.default_rng(2).standard_normal(1 << 16).astype(np.float32)
@@ -238,3 +278,31 @@ def test_isolated_bench_carries_the_derived_flops_source():
                        timeout=180)
     assert m.provenance.isolated and m.flops == 2 * 256 * 256 * 128
     assert m.flops_source.startswith("mma shapes") and m.tflops > 0
+
+
+def test_same_bytes_compares_every_byte_including_nans_and_the_tail():
+    from tile_lab.gpu.benchmark import same_bytes
+
+    a = np.arange(1003, dtype=np.uint8)  # not a multiple of 8: the tail is compared bytewise
+    assert same_bytes(np, a, a.copy())
+    for i in (0, 500, 1002):
+        b = a.copy()
+        b[i] ^= 1
+        assert not same_bytes(np, a, b)
+    nan = np.array([np.nan, 1.0], np.float32)
+    assert same_bytes(np, nan, nan.copy())  # bitwise, so NaN equals itself
+    assert not same_bytes(np, nan, nan[:1])
+
+
+@pytest.mark.gpu
+def test_same_bytes_on_device_arrays_spanning_several_host_chunks():
+    import cupy
+
+    from tile_lab.gpu.benchmark import same_bytes
+
+    a = cupy.arange(20 << 20, dtype=cupy.float32)  # 80 MiB: three 32 MiB chunks
+    b = a.copy()
+    assert same_bytes(cupy, a, b)
+    b[-1] = -1  # in the last chunk only
+    assert not same_bytes(cupy, a, b)
+    assert same_bytes(cupy, a[:-1], b[:-1])  # everything before the changed element

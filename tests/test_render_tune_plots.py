@@ -7,7 +7,7 @@ from tune_fakes import FakeGPU
 from tune_kernels import scale_copy
 
 from tile_lab.render.tune_plots import heatmap, knob_plot, result_table_html
-from tile_lab.tune import Space, tune
+from tile_lab.tuning import Space, tune
 
 N = 1 << 12
 SPACE = Space(TILE=[64, 128, 256, 512], LAT=[1, 3, 6])

@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from tune_fakes import FakeGPU
+from tune_fakes import FakeGPU, FakeMeasurement
 from tune_kernels import scale_copy
 
-from tile_lab.tune import Config, Space, SpaceError, TuneError, TuningStore, tune
-from tile_lab.tune.store import StoredRecord, config_key
+from tile_lab.tuning import Config, Space, SpaceError, TuneError, TuningStore, tune
+from tile_lab.tuning.store import StoredRecord, config_key
 
 N = 1 << 12
 
@@ -210,3 +210,120 @@ def test_stored_results_of_another_space_are_not_mixed_in(tmp_path):
              store=str(path), progress=False)
     assert gpu.calls == []  # both configs were stored by the wider run
     assert sorted(s.config["TILE"] for s in r.successes) == [128, 256]
+
+
+# ---- the race's early stop, compile order, and the measuring process's warm-up ----------------
+class StoppableGPU(FakeGPU):
+    """A fake that, like the GPU measure, stops after one sample above ``stop_above_s``."""
+
+    wants_config = True
+    can_stop_early = True
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.limits = []
+
+    def __call__(self, kernel, grid, args, n, config=None, stop_above_s=None):
+        m = super().__call__(kernel, grid, args, n)
+        self.limits.append((config["TILE"], config["LAT"], stop_above_s))
+        if stop_above_s is not None and m.mean_s > stop_above_s:
+            return FakeMeasurement(mean_s=m.mean_s, ci95_s=0.0, gbps=m.gbps, samples=1)
+        return m
+
+
+def test_race_stops_clear_losers_after_one_sample_and_keeps_the_best():
+    gpu = StoppableGPU()
+    r = tune(scale_copy, SPACE, _grid, _args, strategy="race", measure=gpu, progress=False,
+             samples=20, race_samples=5, race_keep=1.2, race_prune=2.0)
+    assert r.best.config.as_dict() == {"TILE": 256, "LAT": 3}
+    first, *later = gpu.limits
+    assert first[2] is None and all(lim[2] is not None for lim in later[:11])  # quick round
+    stopped = {(s.config["TILE"], s.config["LAT"]) for s in r.successes
+               if s.measurement.samples == 1}
+    # the space is measured in order, TILE=64 first: a config stops only once something twice
+    # as fast was seen before it; TILE=512 (5x slower than TILE=256) always comes after it
+    assert {(512, 1), (512, 3), (512, 6)} <= stopped
+    assert not any(tile in (64, 256) for tile, _ in stopped)
+
+
+def test_race_prune_must_not_undercut_race_keep():
+    with pytest.raises(TuneError, match="race_keep <= race_prune"):
+        tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), race_keep=2.0, race_prune=1.5)
+
+
+def test_measures_follow_compile_completion_and_prepare_runs_before_the_first():
+    from concurrent.futures import Future
+
+    order = [("TILE", 512), ("TILE", 64), ("TILE", 256), ("TILE", 128)]
+    events = []
+
+    class FinishingPrecompiler:
+        """Compiles 'finish' one at a time, in an order that differs from the space's: the
+        next one finishes when the tuner has taken the previous one's result."""
+
+        def __init__(self, configs):
+            self.futures = {config_key(c): Future() for c in configs}
+            self.queue = [next(c for c in configs if c["TILE"] == tile) for _, tile in order]
+            self._finish_next()
+
+        def _finish_next(self):
+            if self.queue:
+                key = config_key(self.queue.pop(0))
+                self.futures[key].set_result((key, None))
+
+        def error(self, cfg):
+            result = self.futures[config_key(cfg)].result()[1]
+            self._finish_next()
+            return result
+
+        def close(self):
+            pass
+
+    gpu = FakeGPU()
+    gpu.start_precompile = lambda kernel, todo, *a: FinishingPrecompiler(todo)
+    gpu.prepare = lambda: events.append("prepare")
+    real_call = gpu.__call__
+
+    def call(kernel, grid, args, n):
+        events.append(args[2])
+        return real_call(kernel, grid, args, n)
+
+    measure = call
+    measure.start_precompile, measure.prepare = gpu.start_precompile, gpu.prepare
+    tune(scale_copy, Space(TILE=[64, 128, 256, 512], LAT=[3]), _grid, _args,
+         strategy="exhaustive", measure=measure, progress=False)
+    assert events == ["prepare", 512, 64, 256, 128]
+
+
+def test_random_compiles_only_the_drawn_configs():
+    sent = []
+    gpu = FakeGPU()
+    gpu.start_precompile = lambda kernel, todo, *a: sent.extend(todo) or None
+    r = tune(scale_copy, SPACE, _grid, _args, strategy="random", budget=3, seed=2,
+             measure=gpu, progress=False)
+    assert len(sent) == 3
+    assert {config_key(c) for c in sent} == {config_key(s.config) for s in r.successes}
+
+
+def test_compile_size_orders_big_tiles_first_and_counts_ctas():
+    from tile_lab.tuning.parallel_compile import compile_size
+
+    kinds = {"TM": "constant", "TN": "constant", "num_ctas": "hint", "GROUP": "constant"}
+    big = Space(TM=[256], TN=[256], num_ctas=[1]).configs()[0]
+    split = Space(TM=[256], TN=[256], num_ctas=[2]).configs()[0]
+    small = Space(TM=[128], TN=[128], num_ctas=[1]).configs()[0]
+    assert compile_size(big, kinds) > compile_size(split, kinds) > compile_size(small, kinds)
+
+
+def test_in_completion_order_yields_configs_as_their_futures_finish():
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tile_lab.tuning.parallel_compile import in_completion_order
+
+    cfgs = Space(TILE=[1, 2, 3], LAT=[3]).configs()
+    delay = {2: 0.3, 3: 0.0}
+    with ThreadPoolExecutor(3) as pool:
+        futures = {config_key(c): pool.submit(time.sleep, delay[c["TILE"]]) for c in cfgs[1:]}
+        got = [c["TILE"] for c in in_completion_order(futures, cfgs)]
+    assert got == [1, 3, 2]  # TILE=1 has no future: first; then 3 (0 s), then 2 (0.3 s)

@@ -14,7 +14,7 @@ import pytest
 from tune_kernels import scale_copy
 
 from tile_lab.signature import signature_from_args
-from tile_lab.tune.parallel_compile import (
+from tile_lab.tuning.parallel_compile import (
     _compile_job,
     kernel_reference,
     portable_signature,
@@ -55,25 +55,27 @@ def test_worker_job_fills_cutiles_cubin_cache(tmp_path):
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from tune_kernels import scale_copy\n"
         "from tile_lab.signature import signature_from_args\n"
-        "from tile_lab.tune.parallel_compile import _compile_job, kernel_reference, "
+        "from tile_lab.tuning.parallel_compile import _compile_job, kernel_reference, "
         "portable_signature\n"
         "x = np.zeros(4096, np.float32)\n"
         "sig = signature_from_args(scale_copy, (x, x, 256, 2)).kernel_signature\n"
-        "print(_compile_job(('cfg', kernel_reference(scale_copy), portable_signature(sig), "
-        "{'num_ctas': 1}, 'sm_90')))\n")
+        "key, err, seconds = _compile_job(('cfg', kernel_reference(scale_copy), "
+        "portable_signature(sig), {'num_ctas': 1}, 'sm_90'))\n"
+        "print(repr((key, err)), seconds > 0)\n")
     env = dict(os.environ, CUDA_TILE_CACHE_DIR=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=300)
-    assert "('cfg', None)" in out.stdout, out.stderr[-2000:]
+    assert "('cfg', None) True" in out.stdout, out.stderr[-2000:]
     dbs = list(tmp_path.glob("**/*.db"))
     assert dbs, "no cuTile cache database was written"
     assert sum(_count_rows(db) for db in dbs) >= 1
 
 
 def test_worker_job_reports_compile_errors_as_data():
-    key, err = _compile_job(("bad", kernel_reference(scale_copy),
-                             portable_signature(_signature()), {"num_ctas": 1}, "sm_75"))
-    assert key == "bad" and err and "sm_75" in err
+    key, err, seconds = _compile_job(("bad", kernel_reference(scale_copy),
+                                      portable_signature(_signature()), {"num_ctas": 1},
+                                      "sm_75"))
+    assert key == "bad" and err and "sm_75" in err and seconds >= 0
 
 
 def _count_rows(db):

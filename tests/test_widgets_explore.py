@@ -7,7 +7,7 @@ import pytest
 from tune_fakes import FakeGPU
 from tune_kernels import scale_copy
 
-from tile_lab.tune import Space, TuningStore, tune
+from tile_lab.tuning import Space, TuningStore, tune
 from tile_lab.widgets.explore import explore
 
 N = 1 << 10

@@ -37,9 +37,9 @@ _EXPORTS: dict[str, str] = {
     "load_measurements": ".gpu.measurement",
     "roofline": ".render.plots",
     # tuning
-    "Space": ".tune",
-    "tune": ".tune",
-    "TuningStore": ".tune",
+    "Space": ".tuning",
+    "tune": ".tuning",
+    "TuningStore": ".tuning",
     "explore": ".widgets.explore",
     # exercises
     "check": ".checker",

@@ -177,6 +177,25 @@ def compile_cubin_like_cutile(kernel: Any, signature: Any, arch: str, options: A
     return bytes(result.cubin)
 
 
+def warm_compiler_queries() -> None:
+    """Make cuTile run, now, the two tileiras queries its first compile in a process makes (the
+    highest bytecode version tileiras reads, and its version string; both cached for the
+    process). A tuner calls this while its workers compile, so its first measurement does not
+    wait for them. A missing tileiras is not an error here: the compile reports it."""
+    from cuda.tile._compile import (
+        _get_compiler_version_string,
+        _get_max_supported_bytecode_version,
+        default_tile_context,
+    )
+    from cuda.tile._exception import TileCompilerError
+
+    try:
+        _get_max_supported_bytecode_version(default_tile_context.config.temp_dir)
+        _get_compiler_version_string()
+    except (TileCompilerError, FileNotFoundError, OSError):
+        pass
+
+
 def empty_module_bytecode() -> bytes:
     """Tile IR bytecode of a module with no functions (oldest bytecode version, which
     every tileiras 13.x reads): the doctor's smoke test for tileiras, the same probe

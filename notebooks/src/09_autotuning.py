@@ -15,7 +15,7 @@ import cuda.tile as ct
 import tile_lab
 from tile_lab.gpu import gpu_available, load_measurements
 from tile_lab.render.tune_plots import heatmap, knob_plot
-from tile_lab.tune import TuningStore
+from tile_lab.tuning import TuningStore
 
 HAVE_GPU = gpu_available()
 
@@ -69,7 +69,7 @@ print(f"{len(records)} configs recorded on {ctx['gpu']} (driver {ctx['driver']},
       f"cuda.tile {ctx['cuda_tile']}, arrays {ctx['arrays']})")
 
 # %%
-from tile_lab.tune.result import Success, TuningResult
+from tile_lab.tuning.result import Success, TuningResult
 from tile_lab.gpu.measurement import Measurement
 
 recorded = TuningResult("gemm_naive", tuple(

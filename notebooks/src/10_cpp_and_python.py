@@ -394,7 +394,7 @@ for hint in ("num_cta_per_cga", "num_cta_in_cga"):
 
 # %%
 from tile_lab.cpp import bench_cpp, tune_cpp
-from tile_lab.tune import Space
+from tile_lab.tuning import Space
 
 if not GPU:
     print("no GPU here: the C++ kernels were compiled and compared above; launching, timing "

@@ -16,7 +16,14 @@ from typing import Any
 from ..artifacts import Inspection
 from ..errors import TileLabError
 from ..gpu import metrics
-from ..gpu.benchmark import _apply_check, _reference, _same_bytes, bench_function, validate
+from ..gpu.benchmark import (
+    _apply_check,
+    _reference,
+    bench_function,
+    copy_into,
+    detect_writes_of,
+    validate,
+)
 from ..gpu.measurement import Measurement
 from .launch import _require_gpu, prepare_launch
 
@@ -49,17 +56,14 @@ def bench_cpp(inspection: Inspection, grid: Any, args: Sequence[Any], *,
         s = cupy.cuda.Stream(non_blocking=True)
     dev, back = device_args(cupy, list(args))
     launch = prepare_launch(cupy, inspection, None, dims, dev)
-    views = {i: cupy.asarray(a) for i, a in enumerate(dev) if metrics.is_array(a)}
-    pristine = {i: v.copy() for i, v in views.items()}
+
+    def launch_and_wait() -> None:
+        launch(s)
+        s.synchronize()
 
     # two launches from the original values: which arrays are outputs, and is it in place?
-    launch(s)
-    s.synchronize()
-    written = [i for i, v in views.items() if not _same_bytes(cupy, v, pristine[i])]
-    first = {i: views[i].copy() for i in written}
-    launch(s)
-    s.synchronize()
-    in_place = any(not _same_bytes(cupy, views[i], first[i]) for i in written)
+    writes, pristine = detect_writes_of(cupy, dev, launch_and_wait)
+    written, in_place = writes.indices, writes.in_place
 
     m = bench_function(lambda: launch(s), bytes=metrics.bytes_from_arrays(dev)
                        if bytes is None else bytes, flops=flops, mode=mode, samples=samples,
@@ -70,7 +74,7 @@ def bench_cpp(inspection: Inspection, grid: Any, args: Sequence[Any], *,
     if in_place:
         with s:
             for i in written:
-                views[i][...] = pristine[i]
+                copy_into(cupy, cupy.asarray(dev[i]), pristine[i])
         launch(s)
     s.synchronize()
     copy_back(cupy, args, back)

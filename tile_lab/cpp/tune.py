@@ -3,7 +3,7 @@
 A C++ kernel's knobs are preprocessor defines: tile sizes (``ct::integral_constant<TILE>``,
 ``TILE`` in a ``ct::shape``) and optimization hints (``[[ cutile::hint(0, occupancy=OCC) ]]``
 on the kernel, ``[[ cutile::hint(0, latency=LAT) ]]`` on a load) read macros, and each config
-compiles with ``inspect_cpp(..., defines=...)``. ``tile_lab.tune.tune`` does the searching;
+compiles with ``inspect_cpp(..., defines=...)``. ``tile_lab.tuning.tune`` does the searching;
 this module gives it a kernel object that describes its knobs as defines, a measure that
 compiles the config and times it with ``bench_cpp``, and a precompiler that runs nvcc for
 the configs in parallel while earlier configs are measured.
@@ -21,10 +21,10 @@ from typing import Any
 
 from ..artifacts import Inspection
 from ..errors import TileLabError
-from ..tune.result import TuningResult
-from ..tune.space import Config, Space, SpaceError
-from ..tune.store import TuningStore, config_key
-from ..tune.tuner import tune
+from ..tuning.result import TuningResult
+from ..tuning.space import Config, Space, SpaceError
+from ..tuning.store import TuningStore, config_key
+from ..tuning.tuner import tune
 from . import source as src
 from .build import inspect_cpp
 
@@ -36,7 +36,7 @@ class CppKernel:
     """The tuner's view of one ``__tile_global__`` kernel: every knob is a ``-D`` define.
 
     ``compile(config)`` is ``inspect_cpp`` with the config's defines (cached by
-    ``inspect_cpp``); ``knob_kinds`` and ``tuning_identity`` are what ``tile_lab.tune.tune``
+    ``inspect_cpp``); ``knob_kinds`` and ``tuning_identity`` are what ``tile_lab.tuning.tune``
     asks of a kernel that is not a cuTile Python kernel.
     """
 
@@ -82,7 +82,7 @@ class CppKernel:
                            defines=self.defines(config), filename=self.filename,
                            include_dirs=self.include_dirs)
 
-    # ---- what tile_lab.tune.tune asks of a kernel ---------------------------------------
+    # ---- what tile_lab.tuning.tune asks of a kernel ---------------------------------------
     def knob_kinds(self, space: Space) -> dict[str, str]:
         """Every knob is a define; a macro the source never mentions is an error, so a typo
         never tunes nothing."""
@@ -200,7 +200,7 @@ def tune_cpp(source: str | os.PathLike[str], kernel_name: str | None, space: Spa
     Each config compiles with ``inspect_cpp(source, kernel_name, defines=defines_fn(config))``
     (default: the config itself, knob name = macro name) and is timed with ``bench_cpp``;
     ``args_fn(config)`` gives the kernel's arguments (CuPy arrays and scalars, no constants:
-    those are the defines), ``grid_fn(config)`` the grid. The rest is ``tile_lab.tune.tune``:
+    those are the defines), ``grid_fn(config)`` the grid. The rest is ``tile_lab.tuning.tune``:
     strategies, ``check``, ``flops``/``bytes``, the resumable ``store`` (keyed by the C++
     source, nvcc/tileiras versions, arrays, arch and GPU). ``arch`` defaults to the local
     GPU's. ``measure(inspection, grid, args, samples)`` replaces the GPU timing (tests,

@@ -11,10 +11,10 @@ process).
 
 from __future__ import annotations
 
-from .benchmark import bench, bench_function
+from .benchmark import Writes, bench, bench_function, detect_writes
 from .device import gpu_available, require_gpu
 from .launcher import launch
 from .measurement import Measurement, load_measurements, save_measurements
 
-__all__ = ["Measurement", "bench", "bench_function", "gpu_available", "launch", "load_measurements",
-           "require_gpu", "save_measurements"]
+__all__ = ["Measurement", "Writes", "bench", "bench_function", "detect_writes", "gpu_available",
+           "launch", "load_measurements", "require_gpu", "save_measurements"]

@@ -11,12 +11,19 @@ Order of work for one call (in this process, or in the isolation worker):
    the original argument values;
 4. time ``samples`` samples with the protocol of ``mode`` (:mod:`tile_lab.gpu.timing`);
 5. leave the arguments holding the result of one launch from their original values.
+
+A caller that measures many variants of one kernel (the tuner) learns steps 1–2 once with
+:func:`detect_writes` and passes the answer as ``writes=``: the variants write the same
+arguments, so each later measurement needs one warm-up launch instead of two probes. With
+``stop_above_s=``, a variant whose first timed sample is slower than that stops there (a
+tuning race need not time a 30× slower config five times to know it lost).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,6 +47,15 @@ GRAPH_REPLAY_TARGET_S = 2e-3  # aim for replays of ~2 ms so event resolution is 
 MAX_GRAPH_LAUNCHES = 500
 
 
+@dataclass(frozen=True)
+class Writes:
+    """Which array arguments (by position) a launch writes, and whether it is in place (its
+    result depends on what those arrays held: every sample must start from fresh copies)."""
+
+    indices: tuple[int, ...]
+    in_place: bool
+
+
 def validate(grid: Any, args: Any, mode: str, samples: int | None) -> tuple[int, ...]:
     grid = check_grid(grid)
     if mode not in MODES:
@@ -60,7 +76,8 @@ def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = No
           label: str | None = None, params: dict[str, Any] | None = None,
           hints: dict[str, Any] | None = None, stream: Any = None,
           launches_per_sample: int | None = None, trace: Any = None,
-          derive_flops: bool = True, timeout: float | None = 300.0) -> Measurement:
+          derive_flops: bool = True, timeout: float | None = 300.0,
+          writes: Writes | None = None, stop_above_s: float | None = None) -> Measurement:
     """Benchmark ``kernel`` over ``grid`` with ``args``; return a :class:`Measurement`.
 
     ``mode``: "cold" (L2 flushed before each sample, default), "warm", or "graph" (many
@@ -80,8 +97,16 @@ def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = No
     default from the dtype); a mismatch raises CheckMismatch, else the errors are recorded.
 
     ``isolate=True`` runs everything in a worker process (``timeout`` seconds in all).
+
+    ``writes``: what :func:`detect_writes` found for this kernel (skips the two probe
+    launches). ``stop_above_s``: stop after the first timed sample when it is slower than
+    this; the measurement then has one sample and a note saying so.
     """
     grid = validate(grid, args, mode, samples)
+    if stop_above_s is not None and not (isinstance(stop_above_s, (int, float))
+                                         and stop_above_s > 0):
+        raise TileLabError(f"stop_above_s={stop_above_s!r} must be a positive number of "
+                           "seconds")
     from .device import require_gpu
 
     cupy = require_gpu("tile_lab.bench")
@@ -93,7 +118,8 @@ def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = No
 
         kwargs = dict(bytes=bytes, flops=flops, flops_source=flops_source, mode=mode,
                       samples=samples, warmup=warmup, label=label, params=params, hints=hints,
-                      launches_per_sample=launches_per_sample)
+                      launches_per_sample=launches_per_sample, writes=writes,
+                      stop_above_s=stop_above_s)
         if bytes is None and trace is not None:
             kwargs["bytes"] = metrics.bytes_from_trace(trace)
         result = run_isolated("bench", kernel, grid, args, kwargs, timeout=timeout)
@@ -104,7 +130,7 @@ def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = No
                              flops_source=flops_source, mode=mode, samples=samples,
                              warmup=warmup, label=label, params=params, hints=hints,
                              stream=stream, launches_per_sample=launches_per_sample,
-                             trace=trace)
+                             trace=trace, writes=writes, stop_above_s=stop_above_s)
     if flops_notes:
         from dataclasses import replace
 
@@ -119,7 +145,8 @@ def _bench_here(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[An
                 warmup: int, label: str | None, params: dict[str, Any] | None,
                 hints: dict[str, Any] | None, stream: Any, launches_per_sample: int | None,
                 trace: Any, isolated: bool = False,
-                flops_source: str | None = None) -> Measurement:
+                flops_source: str | None = None, writes: Writes | None = None,
+                stop_above_s: float | None = None) -> Measurement:
     import cuda.tile as ct
 
     from .device import device_info, provenance
@@ -130,30 +157,36 @@ def _bench_here(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[An
     if mode == "graph" and s.ptr == 0:  # the legacy default stream cannot be captured
         launch_stream = s = cupy.cuda.Stream(non_blocking=True)
     dev, back = device_args(cupy, args)
-    # cupy views of every device array (torch / DLPack too) so restores and compares are uniform
-    views = {i: cupy.asarray(a) for i, a in enumerate(dev) if metrics.is_array(a)}
-    pristine = {i: v.copy() for i, v in views.items()}
     launch_args = tuple(dev)
 
     def launch_once() -> None:
         ct.launch(launch_stream, grid, k, launch_args)
 
-    launch_in_process(cupy, k, grid, dev, stream=launch_stream, sync=True)
-    written = [i for i, v in views.items() if not _same_bytes(cupy, v, pristine[i])]
-    first = {i: views[i].copy() for i in written}
-    launch_in_process(cupy, k, grid, dev, stream=launch_stream, sync=True)
-    in_place = any(not _same_bytes(cupy, views[i], first[i]) for i in written)
+    pristine: dict[int, Any] = {}
+    if writes is None:  # two launches: compile, surface faults, learn what the kernel writes
+        writes, before = _detect_writes_here(cupy, k, grid, dev, launch_stream)
+        launched = 2
+        if writes.in_place:
+            pristine = {i: before[i] for i in writes.indices}
+        del before
+    else:
+        if writes.in_place:  # the samples restart from what the arguments hold now
+            pristine = {i: device_copy(cupy, cupy.asarray(dev[i])) for i in writes.indices}
+        # one launch: compile (or load the cubin) and surface faults before timing
+        launch_in_process(cupy, k, grid, dev, stream=launch_stream, sync=True)
+        launched = 1
+    views = {i: cupy.asarray(dev[i]) for i in writes.indices}
 
     def restore() -> None:
-        for i in written:
-            views[i][...] = pristine[i]
+        for i in writes.indices:
+            copy_into(cupy, views[i], pristine[i])
 
-    prepare = restore if in_place else None
+    prepare = restore if writes.in_place else None
     notes: list[str] = []
-    if in_place and mode == "graph":
+    if writes.in_place and mode == "graph":
         notes.append("in-place kernel: graph replays apply it repeatedly (outputs restored "
                      "only before each replay)")
-    for _ in range(max(0, warmup - 2)):
+    for _ in range(max(0, warmup - launched)):
         if prepare:
             with s:
                 prepare()
@@ -166,13 +199,23 @@ def _bench_here(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[An
         per_sample = launches_per_sample or _graph_launches(cupy, s, launch_once, prepare)
     info = device_info()
     flush = l2_flush_buffer(cupy, info.l2_bytes) if mode == "cold" else None
-    times = time_samples(cupy, s, launch_once, mode=mode, samples=n, prepare=prepare,
-                         flush_buffer=flush, launches_per_sample=per_sample)
+    timing = dict(mode=mode, prepare=prepare, flush_buffer=flush,
+                  launches_per_sample=per_sample)
+    if stop_above_s is not None and n > 1:
+        times = time_samples(cupy, s, launch_once, samples=1, **timing)
+        if times[0] > stop_above_s:
+            notes.append(f"stopped after 1 sample: {times[0] * 1e3:.3g} ms > the limit of "
+                         f"{stop_above_s * 1e3:.3g} ms")
+        else:
+            times += time_samples(cupy, s, launch_once, samples=n - 1, discard_first=False,
+                                  **timing)
+    else:
+        times = time_samples(cupy, s, launch_once, samples=n, **timing)
     prov = provenance(isolated=isolated)  # clocks right after the timed work
     del flush
 
     # leave the arguments holding one launch's result from their original values
-    if in_place:
+    if writes.in_place:
         with s:
             restore()
         launch_once()
@@ -180,8 +223,48 @@ def _bench_here(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[An
     copy_back(cupy, args, back)
     return _measurement(kernel_name(kernel), mode, grid, times, per_sample, args,
                         bytes=bytes, flops=flops, trace=trace, label=label, params=params,
-                        fresh=in_place, notes=notes, peaks=device_peaks(), provenance=prov,
-                        flops_source=flops_source)
+                        fresh=writes.in_place, notes=notes, peaks=device_peaks(),
+                        provenance=prov, flops_source=flops_source)
+
+
+def detect_writes(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any] | None
+                  = None, stream: Any = None) -> Writes:
+    """Launch ``kernel`` twice and report which array arguments it writes and whether it is in
+    place (the second launch changes them again). Afterwards every array holds what it held
+    before the call (written ones are restored from copies)."""
+    from .device import require_gpu
+
+    cupy = require_gpu("tile_lab.gpu.detect_writes")
+    grid = check_grid(grid)
+    launch_stream, s = as_stream(cupy, stream)
+    dev, _ = device_args(cupy, args)
+    writes, before = _detect_writes_here(cupy, with_hints(kernel, hints), grid, dev,
+                                         launch_stream)
+    with s:
+        for i in writes.indices:
+            copy_into(cupy, cupy.asarray(dev[i]), before[i])
+    s.synchronize()
+    return writes
+
+
+def _detect_writes_here(cupy: Any, kernel: Any, grid: tuple[int, ...], dev: Sequence[Any],
+                        stream: Any) -> tuple[Writes, dict[int, Any]]:
+    return detect_writes_of(
+        cupy, dev, lambda: launch_in_process(cupy, kernel, grid, dev, stream=stream, sync=True))
+
+
+def detect_writes_of(cupy: Any, dev: Sequence[Any], launch_and_wait: Callable[[], None]
+                     ) -> tuple[Writes, dict[int, Any]]:
+    """Run ``launch_and_wait`` (one launch, synchronized) twice over the device arguments
+    ``dev``: what it writes, and copies of every array from before the first launch."""
+    views = {i: cupy.asarray(a) for i, a in enumerate(dev) if metrics.is_array(a)}
+    before = {i: device_copy(cupy, v) for i, v in views.items()}
+    launch_and_wait()
+    written = [i for i, v in views.items() if not same_bytes(cupy, v, before[i])]
+    first = {i: device_copy(cupy, views[i]) for i in written}
+    launch_and_wait()
+    in_place = any(not same_bytes(cupy, views[i], first[i]) for i in written)
+    return Writes(tuple(written), in_place), before
 
 
 def _measurement(kernel: str, mode: str, grid: tuple[int, ...], times: Sequence[float],
@@ -275,10 +358,58 @@ def _graph_launches(cupy: Any, s: Any, launch_once: Callable[[], None],
     return int(min(MAX_GRAPH_LAUNCHES, max(1, math.ceil(GRAPH_REPLAY_TARGET_S / per))))
 
 
-def _same_bytes(cupy: Any, a: Any, b: Any) -> bool:
-    """Bitwise equality (NaN-safe, dtype-agnostic)."""
-    return bool(cupy.array_equal(cupy.ascontiguousarray(a).view(cupy.uint8),
-                                 cupy.ascontiguousarray(b).view(cupy.uint8)))
+def copy_into(cupy: Any, dst: Any, src: Any) -> None:
+    """``dst[...] = src`` on the current stream; a plain memcpy when both are contiguous
+    (no kernel, so nothing for CuPy to compile on first use)."""
+    if (dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype
+            and dst.shape == src.shape and hasattr(dst.data, "copy_from_device_async")):
+        dst.data.copy_from_device_async(src.data, src.nbytes)
+    else:
+        dst[...] = src
+
+
+_COMPARE_CHUNK = 32 << 20  # bytes per host round trip of same_bytes (a multiple of 8)
+_staging: list[Any] = []  # two pinned host buffers of _COMPARE_CHUNK bytes, made on first use
+
+
+def device_copy(cupy: Any, a: Any) -> Any:
+    """A copy of ``a`` made with :func:`copy_into` (a memcpy when contiguous)."""
+    out = cupy.empty_like(a)
+    copy_into(cupy, out, a)
+    return out
+
+
+def same_bytes(cupy: Any, a: Any, b: Any) -> bool:
+    """Bitwise equality of two arrays (NaN-safe, dtype-agnostic).
+
+    Device arrays are compared on the host, a chunk at a time through pinned buffers, stopping
+    at the first differing chunk. No GPU kernel is involved on purpose: CuPy compiles each
+    comparison kernel on first use (seconds per kernel on a machine that never ran it, e.g. a
+    fresh cloud GPU), and a tuner must not pay that in front of its first measurement."""
+    x = cupy.ascontiguousarray(a).reshape(-1).view(cupy.uint8)
+    y = cupy.ascontiguousarray(b).reshape(-1).view(cupy.uint8)
+    if x.size != y.size:
+        return False
+    if not hasattr(x, "get"):  # host arrays
+        return _equal_host(np.asarray(x), np.asarray(y))
+    if not _staging:
+        for _ in range(2):
+            mem = cupy.cuda.alloc_pinned_memory(_COMPARE_CHUNK)
+            _staging.append((mem, np.frombuffer(mem, np.uint8, _COMPARE_CHUNK)))
+    (_, bx), (_, by) = _staging
+    for start in range(0, x.size, _COMPARE_CHUNK):
+        n = min(_COMPARE_CHUNK, x.size - start)
+        x[start:start + n].get(out=bx[:n])
+        y[start:start + n].get(out=by[:n])
+        if not _equal_host(bx[:n], by[:n]):
+            return False
+    return True
+
+
+def _equal_host(x: np.ndarray, y: np.ndarray) -> bool:
+    whole = x.size // 8 * 8  # compare 8 bytes at a time: several times faster than bytewise
+    return bool(np.array_equal(x[:whole].view(np.uint64), y[:whole].view(np.uint64))
+                and np.array_equal(x[whole:], y[whole:]))
 
 
 # ---- check= -------------------------------------------------------------------------------------

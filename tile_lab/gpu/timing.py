@@ -84,22 +84,25 @@ def l2_flush_buffer(cupy: Any, l2_bytes: int) -> Any:
 
 def time_samples(cupy: Any, stream: Any, launch: Callable[[], None], *, mode: str,
                  samples: int, prepare: Callable[[], None] | None = None,
-                 flush_buffer: Any = None, launches_per_sample: int = 1) -> list[float]:
+                 flush_buffer: Any = None, launches_per_sample: int = 1,
+                 discard_first: bool = True) -> list[float]:
     """Run ``samples`` timed samples of ``launch`` on ``stream``; return seconds per launch.
 
     ``prepare`` (outside the timed span) restores fresh outputs for in-place kernels.
-    ``launch`` must enqueue exactly one kernel launch on ``stream``.
+    ``launch`` must enqueue exactly one kernel launch on ``stream``. ``discard_first=False``
+    continues an earlier call's samples (its discarded sample already paid first-touch costs).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     # one extra, discarded sample first: it pays for first-touch costs of the protocol itself
     # (the flush buffer's pages, lazily loaded library code) that no later sample sees
-    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(samples + 1)]
+    skip = 1 if discard_first else 0
+    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(samples + skip)]
     with stream:  # CuPy work in prepare() and the flush goes on the timed stream
         _enqueue(stream, launch, mode, events, prepare, flush_buffer, launches_per_sample)
     stream.synchronize()
     per = launches_per_sample if mode == "graph" else 1
-    return [cupy.cuda.get_elapsed_time(s, e) / 1e3 / per for s, e in events[1:]]
+    return [cupy.cuda.get_elapsed_time(s, e) / 1e3 / per for s, e in events[skip:]]
 
 
 def _enqueue(stream: Any, launch: Callable[[], None], mode: str, events: list,

@@ -13,9 +13,9 @@ import html
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..tune.result import Failure, Success, TuningResult
-from ..tune.space import Config, Space, config_from_mapping
-from ..tune.store import TuningStore, config_key
+from ..tuning.result import Failure, Success, TuningResult
+from ..tuning.space import Config, Space, config_from_mapping
+from ..tuning.store import TuningStore, config_key
 
 
 class Explorer:
@@ -111,7 +111,7 @@ class Explorer:
         if key in self.measured:
             return self.measured[key]
         if self.use_gpu or self._measure is not None:
-            from ..tune.tuner import _measure_one
+            from ..tuning.tuner import _measure_one
 
             measure = self._measure or _default_measure(self.check)
             out = _measure_one(measure, self.kernel, cfg, self.kinds, self.grid_fn,
@@ -126,7 +126,7 @@ class Explorer:
         for rec in self.store.records():
             if config_key(rec.config) == config_key(cfg) and rec.context.get("kernel") == self.name:
                 if rec.status == "ok" and rec.measurement is not None:
-                    from ..tune.tuner import _recorded
+                    from ..tuning.tuner import _recorded
 
                     return Success(cfg, _recorded(rec.measurement), from_store=True)
                 return Failure(cfg, rec.stage or "launch", rec.error or "", from_store=True)
@@ -149,7 +149,7 @@ class Explorer:
         if not succ and self.store is not None and not self.use_gpu:
             for rec in self.store.records():
                 if rec.status == "ok" and rec.context.get("kernel") == self.name:
-                    from ..tune.tuner import _recorded
+                    from ..tuning.tuner import _recorded
 
                     succ.append(Success(rec.config, _recorded(rec.measurement), from_store=True))
         if self.result is not None:
@@ -184,7 +184,7 @@ class Explorer:
 
     # ---- buttons ------------------------------------------------------------------------------
     def sweep(self, **tune_kwargs: Any) -> TuningResult:
-        from ..tune import tune
+        from ..tuning import tune
 
         measure = self._measure if self._measure is not None else None
         self.progress.value = 0
@@ -269,7 +269,7 @@ def _gpu_present() -> bool:
 
 
 def _kernel_name(kernel: Any) -> str:
-    from ..tune.tuner import _name
+    from ..tuning.tuner import _name
 
     return _name(kernel)
 

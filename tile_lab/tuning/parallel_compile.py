@@ -9,12 +9,14 @@ find their cubins there. Compile failures come back as data (config key -> messa
 from __future__ import annotations
 
 import linecache
+import math
 import multiprocessing
 import os
 import pickle
 import sys
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
 from .space import Config
@@ -24,12 +26,30 @@ from .store import config_key
 class Precompiler:
     """Compiles configs in worker processes while the caller measures: ``error(cfg)`` waits for
     that config's compile only (so measuring config 1 overlaps compiling configs 2..n) and returns
-    its error message, or None when it compiled (or was never sent to a worker)."""
+    its error message, or None when it compiled (or was never sent to a worker);
+    ``in_completion_order(cfgs)`` yields configs as their compiles finish.
+
+    Jobs are submitted largest tiles first: tileiras' time grows with the tile footprint, and
+    the sweep ends no earlier than its slowest compile, so that one should start first."""
 
     def __init__(self, kernel: Any, configs: Sequence[Config],
                  args_fn: Callable[[Config], Sequence[Any]], kinds: dict[str, str],
                  arch: str | None, workers: int | None) -> None:
         ref = kernel_reference(kernel)
+        self.futures: dict[str, Future[tuple[str, str | None, float]]] = {}
+        self._pool: ProcessPoolExecutor | None = None
+        if not configs:
+            return
+        # Leave one core to the measuring process; never fork a process with a CUDA context.
+        n = workers or max(1, min(len(configs), (os.cpu_count() or 2) - 1))
+        self._pool = ProcessPoolExecutor(max_workers=n,
+                                         mp_context=multiprocessing.get_context("spawn"))
+        # Start the workers now (one warm-up job each spawns all n): they import cuTile's
+        # compiler and run its tileiras queries while this process computes the signatures,
+        # the first of which can take seconds (cuTile inspects the array arguments and, when
+        # torch is installed, imports it).
+        for _ in range(n):
+            self._pool.submit(_warm_worker)
         jobs = []
         for cfg in configs:
             hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
@@ -41,23 +61,56 @@ class Precompiler:
                 # here is compiled by its own launch (and fails there, as data, if broken).
                 continue
             jobs.append((config_key(cfg), ref, sig, hints, arch))
-        self.futures: dict[str, Future[tuple[str, str | None]]] = {}
-        self._pool: ProcessPoolExecutor | None = None
-        if jobs:
-            # Leave one core to the measuring process; never fork a process with a CUDA context.
-            n = workers or max(1, min(len(jobs), (os.cpu_count() or 2) - 1))
-            self._pool = ProcessPoolExecutor(max_workers=n,
-                                             mp_context=multiprocessing.get_context("spawn"))
-            self.futures = {job[0]: self._pool.submit(_compile_job, job) for job in jobs}
+        size = {config_key(c): compile_size(c, kinds) for c in configs}
+        jobs.sort(key=lambda job: -size[job[0]])  # stable: equal sizes keep the space's order
+        self.futures = {job[0]: self._pool.submit(_compile_job, job) for job in jobs}
 
     def error(self, cfg: Config) -> str | None:
         fut = self.futures.get(config_key(cfg))
         return None if fut is None else fut.result()[1]
 
+    def in_completion_order(self, configs: Sequence[Config]) -> Iterator[Config]:
+        return in_completion_order(self.futures, configs)
+
+    def compile_seconds(self) -> dict[str, float]:
+        """Config key -> seconds its compile took in a worker, for the compiles finished."""
+        return {key: fut.result()[2] for key, fut in self.futures.items()
+                if fut.done() and not fut.cancelled() and fut.exception() is None}
+
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            # Every job the caller waited for is done; letting a dozen interpreters exit in
+            # the background (rather than joining them) returns the tuning result sooner.
+            self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+
+
+def in_completion_order(futures: dict[str, Future[Any]],
+                        configs: Sequence[Config]) -> Iterator[Config]:
+    """``configs`` in the order their compile futures (config key -> Future) finish; configs
+    without a future first. Configs that finish together keep the caller's order."""
+    pending: set[Future[Any]] = set()
+    for cfg in configs:
+        fut = futures.get(config_key(cfg))
+        if fut is None:
+            yield cfg
+        else:
+            pending.add(fut)
+    while pending:
+        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for cfg in configs:
+            if futures.get(config_key(cfg)) in finished:
+                yield cfg
+
+
+def compile_size(cfg: Config, kinds: dict[str, str]) -> float:
+    """A proxy for a config's compile time: the product of its integer constants (tile
+    extents), divided by its CTA count (``num_ctas`` splits a tile across CTAs)."""
+    size = math.prod(v for k, v in cfg.items
+                     if kinds.get(k) == "constant" and isinstance(v, int)
+                     and not isinstance(v, bool) and v > 0)
+    ctas = dict(cfg.items).get("num_ctas", 1)
+    return size / ctas if isinstance(ctas, int) and ctas > 0 else size
 
 
 def precompile_configs(kernel: Any, configs: Sequence[Config],
@@ -66,7 +119,7 @@ def precompile_configs(kernel: Any, configs: Sequence[Config],
     """Compile every config in parallel and wait; returns {config key: error} for failures."""
     pre = Precompiler(kernel, configs, args_fn, kinds, arch, workers)
     try:
-        return {key: err for key, err in (f.result() for f in pre.futures.values())
+        return {key: err for key, err, _ in (f.result() for f in pre.futures.values())
                 if err is not None}
     finally:
         pre.close()
@@ -132,9 +185,16 @@ def resolve_kernel(ref: tuple[str, ...]) -> Any:
     return namespace[qualname]
 
 
+def _warm_worker() -> None:
+    from .._cutile_compat import warm_compiler_queries
+
+    warm_compiler_queries()
+
+
 def _compile_job(job: tuple[str, tuple[str, ...], Any, dict[str, Any], str | None]
-                 ) -> tuple[str, str | None]:
+                 ) -> tuple[str, str | None, float]:
     key, ref, sig, hints, arch = job
+    started = time.perf_counter()
     try:
         from .._cutile_compat import compile_cubin_like_cutile, compiler_options
 
@@ -145,6 +205,6 @@ def _compile_job(job: tuple[str, tuple[str, ...], Any, dict[str, Any], str | Non
         # cuTile's own compile path, so the cubin lands in its disk cache under the same key
         # that ct.launch will look up.
         compile_cubin_like_cutile(kernel, sig, arch, compiler_options(kernel))
-        return key, None
+        return key, None, time.perf_counter() - started
     except Exception as e:
-        return key, f"{type(e).__name__}: {e}"
+        return key, f"{type(e).__name__}: {e}", time.perf_counter() - started

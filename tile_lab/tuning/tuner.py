@@ -3,12 +3,17 @@
 The pipeline, one call per stage:
   1. ``space.split(arch)``        — valid configs, and the rejected ones with the reason;
   2. ``store.done(context)``      — skip configs already measured in this exact context;
-  3. ``precompile(...)``          — compile the remaining configs in worker processes (compilation
-                                    dominates tuning time); this fills cuTile's on-disk cubin cache,
-                                    so the launches in step 4 do not run tileiras again;
-  4. the strategy proposes configs; each is measured with the ``cold`` protocol (optionally in an
-     isolated worker, and checked against a reference before its time is accepted) and appended to
-     the store the moment it is done.
+  3. ``precompile(...)``          — compile the configs the strategy will measure in worker
+                                    processes (compilation dominates tuning time), largest tiles
+                                    first; this fills cuTile's on-disk cubin cache, so the
+                                    launches in step 4 do not run tileiras again;
+  4. the strategy proposes configs, in the order their compiles finish; each is measured with
+     the ``cold`` protocol (optionally in an isolated worker, and checked against a reference
+     before its time is accepted) and appended to the store the moment it is done.
+
+While the first compiles run, the measuring process warms what its first measurement would
+otherwise pay for (CuPy's own kernels, cuTile's compiler queries). In a race, a config whose
+first timed sample is ``race_prune``× slower than the best so far is not timed further.
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
          store: TuningStore | str | None = None, arch: str | None = None,
          workers: int | None = None, mode: str = "cold", isolate: bool = False,
          samples: int = 20, race_samples: int = 5, race_keep: float = 1.5,
-         progress: bool = True, seed: int = 0, measure: Measure | None = None,
+         race_prune: float = 3.0, progress: bool = True, seed: int = 0,
+         measure: Measure | None = None,
          precompile_configs: bool = True, flops: int | Callable[[Config], int] | None = None,
          bytes: int | Callable[[Config], int] | None = None) -> TuningResult:
     """Tune ``kernel`` over ``space``; returns a TuningResult (best, successes, failures).
@@ -48,7 +54,9 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
     ``args_fn(config)`` returns the full argument tuple (Constant values included, as for
     ``ct.launch``); ``grid_fn(config)`` the grid. ``check(*args)`` (optional) verifies a config's
     output before its time is accepted (see ``tile_lab.bench``). ``strategy``: "race" (every config
-    measured briefly, only those within ``race_keep``× of the best measured fully), "exhaustive"
+    measured briefly, only those within ``race_keep``× of the best measured fully; a config
+    whose first sample is ``race_prune``× slower than the best so far stops at that sample),
+    "exhaustive"
     (every config measured fully), "random" (``budget`` configs drawn with ``seed``), "coordinate"
     (greedy: improve one knob at a time from the first config until no knob helps, at most
     ``budget`` measurements). ``flops``/``bytes``: per launch (a number, or a function of the
@@ -66,6 +74,9 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
         raise TuneError(f"unknown objective {objective!r}; choose time, gbps or tflops")
     if strategy == "random" and not budget:
         raise TuneError("strategy='random' needs a budget (number of configs to try)")
+    if not race_keep >= 1.0 or not race_prune >= race_keep:
+        raise TuneError(f"need 1 <= race_keep <= race_prune, got race_keep={race_keep}, "
+                        f"race_prune={race_prune}")
     own_kinds = getattr(kernel, "knob_kinds", None)
     kinds = own_kinds(space) if own_kinds is not None else space.classify(kernel)
     if measure is None:
@@ -97,10 +108,40 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
                                     from_store=True)
 
     todo = [c for c in configs if config_key(c) not in done]
-    timings = {"setup": time.perf_counter() - started, "compile_wait": 0.0, "measure": 0.0}
+    if strategy == "random":  # only the drawn configs are compiled and measured
+        picks = list(todo)
+        random.Random(seed).shuffle(picks)
+        todo = picks[:budget]
+    # where the wall time goes: setup, starting the compile workers, warming the measuring
+    # process, waiting for compiles, measuring, shutting the workers down
+    timings = {"setup": time.perf_counter() - started, "start_workers": 0.0, "warm_up": 0.0,
+               "compile_wait": 0.0, "measure": 0.0, "shutdown": 0.0}
     precompiler = None
+    t0 = time.perf_counter()
     if precompile_configs and todo and hasattr(measure, "start_precompile"):
         precompiler = measure.start_precompile(kernel, todo, args_fn, kinds, arch, workers)
+    t1 = time.perf_counter()
+    if todo and hasattr(measure, "prepare"):
+        measure.prepare()  # overlaps the workers' first compiles
+    timings["start_workers"], timings["warm_up"] = t1 - t0, time.perf_counter() - t1
+
+    def ordered(cfgs: Sequence[Config]):
+        """Configs in the order their compiles finish (as given without a precompiler); the
+        time spent waiting for the next one counts as compile wait."""
+        futures = getattr(precompiler, "futures", None)
+        if not futures:
+            yield from cfgs
+            return
+        from .parallel_compile import in_completion_order
+
+        it = in_completion_order(futures, cfgs)
+        while True:
+            t = time.perf_counter()
+            cfg = next(it, None)
+            timings["compile_wait"] += time.perf_counter() - t
+            if cfg is None:
+                return
+            yield cfg
 
     bar = _Progress(len(todo), enabled=progress, label=f"tuning {_name(kernel)}")
 
@@ -109,14 +150,16 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
             store.append(_to_record(context, outcome))
         bar.step(outcome)
 
-    def run(cfg: Config, n: int, final: bool = True) -> Success | Failure:
+    def run(cfg: Config, n: int, final: bool = True,
+            stop_above_s: float | None = None) -> Success | Failure:
         t0 = time.perf_counter()
         compile_error = precompiler.error(cfg) if precompiler is not None else None
         t1 = time.perf_counter()
         if compile_error is not None:
             outcome: Success | Failure = Failure(cfg, "compile", compile_error)
         else:
-            outcome = _measure_one(measure, kernel, cfg, kinds, grid_fn, args_fn, n)
+            outcome = _measure_one(measure, kernel, cfg, kinds, grid_fn, args_fn, n,
+                                   stop_above_s)
         timings["compile_wait"] += t1 - t0
         timings["measure"] += time.perf_counter() - t1
         if final or isinstance(outcome, Failure):
@@ -127,11 +170,16 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
     try:
         outcomes = list(propose(todo, run, record=record, space=space, samples=samples,
                                 race_samples=race_samples, race_keep=race_keep,
-                                budget=budget, seed=seed, objective=objective,
-                                known=successes))
+                                race_prune=race_prune, budget=budget, objective=objective,
+                                known=successes, ordered=ordered))
     finally:
+        t = time.perf_counter()
+        compile_s = {}
         if precompiler is not None:
+            seconds = getattr(precompiler, "compile_seconds", None)
+            compile_s = seconds() if seconds is not None else {}
             precompiler.close()
+        timings["shutdown"] = time.perf_counter() - t
     for cfg, outcome in outcomes:
         key = config_key(cfg)
         if isinstance(outcome, Success):
@@ -143,28 +191,33 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
     return TuningResult(kernel_name=_name(kernel), successes=tuple(successes.values()),
                         failures=tuple(failures.values()), rejected=tuple(rejected),
                         context=context, objective=objective,
-                        wall_s=time.perf_counter() - started, timings=timings)
+                        wall_s=time.perf_counter() - started, timings=timings,
+                        compile_s=compile_s)
 
 
 # ---- strategies: generators of (config, final outcome) -----------------------------------------
-def _exhaustive(todo, run, *, samples, **_):
-    for cfg in todo:
+def _exhaustive(todo, run, *, samples, ordered, **_):
+    for cfg in ordered(todo):
         yield cfg, run(cfg, samples)
 
 
-def _race(todo, run, *, record, samples, race_samples, race_keep, known, **_):
-    # Round 1: a few samples each; round 2: a full measurement for the contenders only.
+def _race(todo, run, *, record, samples, race_samples, race_keep, race_prune, known, ordered,
+          **_):
+    # Round 1: a few samples each (a clear loser stops after one); round 2: a full measurement
+    # for the contenders only.
     quick = []
-    for cfg in todo:
-        out = run(cfg, race_samples, final=False)
+    best = min((s.time_s for s in known.values()), default=None)
+    for cfg in ordered(todo):
+        out = run(cfg, race_samples, final=False,
+                  stop_above_s=None if best is None else best * race_prune)
         if isinstance(out, Failure):
             yield cfg, out
         else:
             quick.append((cfg, out))
+            best = out.time_s if best is None else min(best, out.time_s)
     if not quick:
         return
-    times = [o.time_s for _, o in quick] + [s.time_s for s in known.values()]
-    cutoff = min(times) * race_keep
+    cutoff = best * race_keep
     for cfg, out in quick:
         if out.time_s <= cutoff:
             yield cfg, run(cfg, samples)
@@ -173,11 +226,9 @@ def _race(todo, run, *, record, samples, race_samples, race_keep, known, **_):
             yield cfg, out
 
 
-def _random(todo, run, *, samples, budget, seed, **_):
-    rng = random.Random(seed)
-    picks = list(todo)
-    rng.shuffle(picks)
-    for cfg in picks[:budget]:
+def _random(todo, run, *, samples, ordered, **_):
+    # tune() already drew the configs (so only they were compiled)
+    for cfg in ordered(todo):
         yield cfg, run(cfg, samples)
 
 
@@ -224,7 +275,8 @@ _STRATEGY_FNS = {"exhaustive": _exhaustive, "race": _race, "random": _random,
 
 
 # ---- one measurement --------------------------------------------------------------------------
-def _measure_one(measure, kernel, cfg, kinds, grid_fn, args_fn, n) -> Success | Failure:
+def _measure_one(measure, kernel, cfg, kinds, grid_fn, args_fn, n,
+                 stop_above_s=None) -> Success | Failure:
     hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
     try:
         k = kernel.replace_hints(**hints) if hints else kernel
@@ -234,7 +286,10 @@ def _measure_one(measure, kernel, cfg, kinds, grid_fn, args_fn, n) -> Success | 
         return Failure(cfg, "setup", f"{type(e).__name__}: {e}")
     try:
         if getattr(measure, "wants_config", False):
-            m = measure(k, grid, args, n, config=cfg)
+            extra = {}
+            if stop_above_s is not None and getattr(measure, "can_stop_early", False):
+                extra["stop_above_s"] = stop_above_s
+            m = measure(k, grid, args, n, config=cfg, **extra)
         else:
             m = measure(k, grid, args, n)
     except Exception as e:
@@ -340,15 +395,30 @@ def _gpu_measure(*, mode: str, isolate: bool, check: Any, flops: Any, nbytes: An
 
     gpu.require_gpu("tile_lab.tune")
 
-    def measure(kernel, grid, args, n, config=None):
+    writes = None  # what the kernel writes: the same for every config, so learned once
+    warm_up = None  # the thread paying first-use costs while the workers compile
+
+    def measure(kernel, grid, args, n, config=None, stop_above_s=None):
+        nonlocal writes, warm_up
+        if warm_up is not None:  # nothing of the warm-up may overlap a timed sample
+            warm_up.join()
+            warm_up = None
         f = flops(config) if callable(flops) else flops
         b = nbytes(config) if callable(nbytes) else nbytes
-        # A short (race) measurement needs only one warm-up launch: the compile happened in
-        # the first launch, and a clearly slow config should cost as few launches as possible.
+        if writes is None and not isolate:
+            writes = gpu.detect_writes(kernel, grid, args)
         # FLOPs are not derived per config (that emulates blocks each time): pass flops= to
-        # tune() for TFLOPS.
+        # tune() for TFLOPS. One warm-up launch: the compile happened in a worker, and the
+        # timing protocol discards its own first sample.
         return gpu.bench(kernel, grid, args, mode=mode, samples=n, isolate=isolate, check=check,
-                         flops=f, bytes=b, warmup=1 if n < 10 else 3, derive_flops=False)
+                         flops=f, bytes=b, warmup=1, derive_flops=False, writes=writes,
+                         stop_above_s=stop_above_s)
+
+    def prepare():
+        nonlocal warm_up
+        from ..gpu.warmup import start_warm_up
+
+        warm_up = start_warm_up()
 
     def start_precompile(kernel, configs, args_fn, kinds, arch, workers):
         from .parallel_compile import Precompiler
@@ -356,7 +426,9 @@ def _gpu_measure(*, mode: str, isolate: bool, check: Any, flops: Any, nbytes: An
         return Precompiler(kernel, configs, args_fn, kinds, arch, workers)
 
     measure.start_precompile = start_precompile  # type: ignore[attr-defined]
+    measure.prepare = prepare  # type: ignore[attr-defined]
     measure.wants_config = True  # type: ignore[attr-defined]
+    measure.can_stop_early = True  # type: ignore[attr-defined]
     return measure
 
 

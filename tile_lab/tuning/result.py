@@ -54,9 +54,12 @@ class TuningResult:
     context: dict[str, Any] = field(default_factory=dict)
     objective: str = "time"
     wall_s: float = 0.0
-    # where the wall time went: "setup" (context, store), "compile_wait" (blocked on a config's
-    # parallel compile), "measure" (launching and timing), in seconds
+    # where the wall time went, in seconds: "setup" (context, store), "start_workers",
+    # "warm_up", "compile_wait" (blocked until the next config's compile finished), "measure"
+    # (launching and timing), "shutdown"
     timings: dict[str, float] = field(default_factory=dict)
+    # config key -> seconds its compile took in a worker process (parallel compiles only)
+    compile_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def best(self) -> Success | None:

@@ -1,0 +1,47 @@
+"""tile_lab.tune on the lent GPU: workers compile, the race measures in compile order, clear
+losers stop after one sample, every result is a real measurement, and the store resumes."""
+
+from __future__ import annotations
+
+import pytest
+from tune_kernels import scale_copy
+
+import tile_lab
+from tile_lab.tuning import Space, TuningStore
+
+N = 1 << 24  # 64 MiB of float32 per array
+
+
+@pytest.mark.gpu
+def test_race_on_the_gpu_stores_real_measurements_and_resumes(tmp_path):
+    import cupy
+
+    x = cupy.ones(N, cupy.float32)
+    y = cupy.empty_like(x)
+    # TILE=16 is far slower than TILE=1024 for a 64 MiB copy: the race must stop it early
+    space = Space(TILE=[16, 1024, 4096], LAT=[1, 4])
+    path = tmp_path / "store.jsonl"
+
+    def grid(c):
+        return (N // c["TILE"],)
+
+    def args(c):
+        return (x, y, c["TILE"], c["LAT"])
+
+    r = tile_lab.tune(scale_copy, space, grid, args, store=str(path), progress=False,
+                      samples=10, race_samples=5, bytes=2 * 4 * N)
+    assert len(r.successes) == 6 and not r.failures
+    assert r.best.config["TILE"] != 16
+    for s in r.successes:
+        m = s.measurement
+        assert m.provenance is not None and m.provenance.gpu and m.mean_s > 0
+        assert m.n in (1, 5, 10)
+    slowest = max(r.successes, key=lambda s: s.time_s)
+    assert slowest.config["TILE"] == 16
+    assert r.timings["compile_wait"] >= 0 and r.timings["measure"] > 0
+    assert len(r.compile_s) == 6 and all(sec > 0 for sec in r.compile_s.values())
+    cupy.testing.assert_array_equal(y, 2 * x)  # the last launch left a right answer
+    assert len(TuningStore(str(path)).done(r.context)) == 6
+    again = tile_lab.tune(scale_copy, space, grid, args, store=str(path), progress=False)
+    assert all(s.from_store for s in again.successes)
+    assert again.best.config == r.best.config
