@@ -234,6 +234,46 @@ def phase_cutile(size):
                 successes=len(res.successes), failures=len(res.failures))
 
 
+def phase_compare(size, picks):
+    """The two tuners' best naive configs, timed side by side (ROUNDS alternating rounds of 30
+    cold samples each): is the difference between the picks more than noise?"""
+    from gemm_kernels import gemm_naive
+
+    from tile_lab.gpu import bench
+    from tile_lab.gpu.metrics import matmul_flops
+
+    a, b, c = _data(size)
+    _warm_gpu(a, b)
+    flops = matmul_flops(size, size, size)
+    kernels = []
+    for cfg in picks:
+        k = gemm_naive.replace_hints(num_ctas=cfg["num_ctas"])
+        kernels.append((k, _grid_naive(size)(cfg), (a, b, c, cfg["TM"], cfg["TN"], cfg["TK"])))
+    rounds = []
+    for i in range(ROUNDS):
+        order = (0, 1) if i % 2 == 0 else (1, 0)
+        got = {j: bench(*kernels[j], flops=flops, samples=30).tflops for j in order}
+        rounds.append((got[0], got[1]))
+    ratios = [x / y for x, y in rounds]
+    return dict(phase="compare picks", picks=picks, rounds=rounds,
+                tflops=[statistics.median(r[j] for r in rounds) for j in (0, 1)],
+                ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios))
+
+
+def _run_phase(size, phase, store=None, extra=()):
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, CUDA_TILE_CACHE_DIR=cache)
+        cmd = [sys.executable, __file__, "--size", str(size), "--phase", phase]
+        if store is not None:
+            cmd += ["--store", str(store)]
+        proc = subprocess.run([*cmd, *extra], env=env, capture_output=True, text=True)
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode or not line:
+        print(f"phase {phase} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        return None
+    return json.loads(line[0][7:])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=8192)
@@ -245,10 +285,13 @@ def main():
     ap.add_argument("--profile-to", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--store", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--picks", default=None, help=argparse.SUPPRESS)
     ns = ap.parse_args()
     if ns.phase:
         if ns.phase == "cutile":
             out = phase_cutile(ns.size)
+        elif ns.phase == "compare":
+            out = phase_compare(ns.size, json.loads(ns.picks))
         else:
             out = phase_tile_lab(ns.size, ns.phase, ns.store, ns.profile_to)
         print("RESULT " + json.dumps(out))
@@ -269,30 +312,37 @@ def main():
         extra = []
         if ns.profile and phase != "cutile":
             extra = ["--profile-to", str(out_dir / f"profile_{i}_{phase}.txt")]
-        with tempfile.TemporaryDirectory() as cache:
-            env = dict(os.environ, CUDA_TILE_CACHE_DIR=cache)
-            proc = subprocess.run([sys.executable, __file__, "--size", str(ns.size),
-                                   "--phase", phase, "--store", str(phase_store), *extra],
-                                  env=env, capture_output=True, text=True)
-        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-        if proc.returncode or not line:
-            print(f"phase {phase} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-            continue
-        results.append(json.loads(line[0][7:]))
+        result = _run_phase(ns.size, phase, phase_store, extra)
+        if result is not None:
+            results.append(result)
+    by = {r["phase"]: r for r in results}
+    ours, theirs = by.get("tile_lab.tune/naive"), by.get("ct.tune.exhaustive_search/naive")
+    compared = None
+    if ours and theirs:
+        compared = _run_phase(ns.size, "compare", None,
+                              ["--picks", json.dumps([ours["best"], theirs["best"]])])
+        if compared is not None:
+            results.append(compared)
     (out_dir / f"tuning_gemm_{ns.size}_summary.json").write_text(json.dumps(results, indent=1))
     print(f"\nfp16 GEMM {ns.size}³ tuning on {results[0].get('gpu') if results else '?'}")
     print(f"{'run':36} {'wall s':>8} {'best TFLOPS':>12} {'vs cuBLAS':>10}  best config")
     for r in results:
+        if "wall_s" not in r:
+            continue
         ratio = f"{r['ratio_vs_cublas']:.3f}" if "ratio_vs_cublas" in r else "-"
         print(f"{r['phase']:36} {r['wall_s']:8.1f} {r['best_tflops']:12.1f} {ratio:>10}  "
               f"{r['best']}")
-    by = {r["phase"]: r for r in results}
-    theirs = by.get("ct.tune.exhaustive_search/naive")
     for a in (r for r in results if r["phase"] == "tile_lab.tune/naive"):
         if theirs:
             print(f"tuner wall time ratio tile_lab/cuTile: {a['wall_s'] / theirs['wall_s']:.2f} "
-                  f"(goal ≤ 0.5); best configs {a['best']} vs {theirs['best']}; best TFLOPS "
-                  f"ratio {a['best_tflops'] / theirs['best_tflops']:.3f}")
+                  f"(goal ≤ 0.5); best configs {a['best']} vs {theirs['best']}")
+    if compared:
+        same = "the same config" if compared["picks"][0] == compared["picks"][1] else \
+            "different configs"
+        print(f"the two picks ({same}) timed side by side, {ROUNDS} alternating rounds: "
+              f"tile_lab's pick {compared['tflops'][0]:.1f} TFLOPS, cuTile's "
+              f"{compared['tflops'][1]:.1f}; ratio {compared['ratio']:.3f} (per round "
+              f"{compared['ratio_min']:.3f}..{compared['ratio_max']:.3f})")
     for r in results:
         if "cublas_tflops" in r:
             print(f"{r['phase']}: cuBLAS {r['cublas_tflops']:.1f} TFLOPS (median of {ROUNDS} "

@@ -150,19 +150,19 @@ def _shown(insp: Inspection) -> Inspection:
 def view_class(insp: Inspection) -> str:
     """Deterministic class naming this view: ``tl-v-`` + 12 hex digits of a content hash.
 
-    The filename is left out: under ipykernel a cell's filename is a temp path holding
-    the kernel's process id, and the same cell must render the same in every session.
+    The hash covers what the view shows (the JSON payload), not the cubin: under ipykernel a
+    cell's filename is a temp path holding the kernel's process id, the cubin's line info
+    embeds that path, and the same cell must render the same in every session.
     """
-    data = _shown(insp).to_json_dict()
-    data.pop("filename", None)
-    text = json.dumps(data, sort_keys=True, default=str)
+    text = json.dumps(inspection_json(insp), sort_keys=True, default=str)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return f"tl-v-{digest[:12]}"
 
 
 def inspection_json(insp: Inspection) -> dict[str, Any]:
     """The ``application/vnd.tile-lab.v1+json`` payload: the Inspection's data without
-    the cubin bytes (its size instead), plus the schema version and the colour slot of
+    the cubin bytes (whose line info holds the cell's temp path, so even their size differs
+    between sessions), plus the schema version and the colour slot of
     each mapped source line (so a front-end extension colours lines as this view does)."""
     # Only the panes the user asked for travel in the notebook: a GEMM's SASS and PTX are
     # hundreds of KB, and a notebook stores every output it shows.
@@ -170,7 +170,6 @@ def inspection_json(insp: Inspection) -> dict[str, Any]:
     data.pop("cubin", None)
     # A notebook cell's file is a temp path with a process id in it: not stable, not useful.
     data["filename"] = _display_filename(insp.filename)
-    data["cubin_size"] = len(insp.cubin)
     data["schema"] = "tile-lab.inspection"
     data["schema_version"] = JSON_SCHEMA_VERSION
     data["version"] = JSON_SCHEMA_VERSION
