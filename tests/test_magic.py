@@ -421,3 +421,59 @@ def test_errors_in_kernels_defined_in_plain_cells_name_the_cell_not_a_temp_file(
     text = err.render()
     assert "Cell In[7], line 2" in text and name not in text
     assert EmulationError("x", SourceLocation("/src/k.py", 3)).render().count("/src/k.py") == 1
+
+
+# ---- --explore: sliders over a Space, --grid/--args written with the slider config cfg --------
+SCALE = """import cuda.tile as ct
+
+@ct.kernel
+def scale_lat(x, y, TILE: ct.Constant[int], LAT: ct.Constant[int]):
+    t = ct.load(x, index=(ct.bid(0),), shape=(TILE,), latency=LAT)
+    ct.store(y, index=(ct.bid(0),), tile=t * 2)
+"""
+EXPLORE = ('--explore space --grid "(1024 // cfg[\'TILE\'],)" '
+           '--args "ex, ey, cfg[\'TILE\'], cfg[\'LAT\']"')
+
+
+def test_explore_shows_sliders_that_rerun_the_kernel_with_each_config(shell, monkeypatch):
+    from tile_lab.widgets.explore import Explorer
+
+    shown_objects = []
+    monkeypatch.setattr("tile_lab.magic.display", shown_objects.append)
+    ns = shell.user_ns
+    ns["space"] = tile_lab.Space(TILE=[128, 256], LAT=[1, 3])
+    ns["ex"] = np.arange(1024, dtype=np.float32)
+    ns["ey"] = np.zeros(1024, np.float32)
+    shell.run_cell_magic("tile", EXPLORE, SCALE)
+    [ex] = shown_objects
+    assert isinstance(ex, Explorer) and ex.kernel is ns["scale_lat"]
+    assert set(ex.sliders) == {"TILE", "LAT"}
+    cfg = ex.config
+    assert ex.grid_fn(cfg) == (1024 // cfg["TILE"],)
+    args = ex.args_fn(cfg)
+    assert args[0] is ns["ex"] and args[2:] == (cfg["TILE"], cfg["LAT"])
+    before = ex.redraws
+    ex.sliders["TILE"].value = 256  # without a GPU: the emulator draws the new partition
+    assert ex.redraws == before + 1 and "<svg" in ex.diagram.value
+    assert ex.grid_fn(ex.config) == (4,)
+
+
+@pytest.mark.parametrize("line,match", [
+    (EXPLORE + " --launch", "drop --launch"),
+    ("--explore space --args 'ex, ey, 128, 1'", "needs --grid and --args"),
+    (EXPLORE + " --lang c++", "for Python kernels"),
+])
+def test_explore_option_errors(shell, line, match):
+    with pytest.raises(UsageError, match=match):
+        shell.run_cell_magic("tile", line, SCALE)
+
+
+def test_explore_errors_name_the_option(shell, monkeypatch):
+    monkeypatch.setattr("tile_lab.magic.display", lambda obj: None)
+    ns = shell.user_ns
+    ns["space"] = tile_lab.Space(TILE=[128, 256], LAT=[1, 3])
+    ns["ex"] = ns["ey"] = np.zeros(1024, np.float32)
+    with pytest.raises(SignatureError, match=r"--explore needs one tile_lab\.Space, got int"):
+        shell.run_cell_magic("tile", EXPLORE.replace("space", "3", 1), SCALE)
+    with pytest.raises(SignatureError, match="--args: name 'missing' is not defined"):
+        shell.run_cell_magic("tile", EXPLORE.replace("ey,", "missing,"), SCALE)

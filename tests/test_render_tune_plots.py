@@ -62,3 +62,72 @@ def test_result_table_lists_successes_and_failures_escaped(tmp_path):
     assert h.count("<tr") == 1 + 12
     assert "ILLEGAL_ADDRESS" in h and "<script" not in h
     assert result_table_html(r) == h  # deterministic
+
+
+def _recorded_gemm(kernel="gemm_persistent"):
+    from pathlib import Path
+
+    from tile_lab.gpu.measurement import Measurement
+    from tile_lab.tuning import TuningStore
+    from tile_lab.tuning.result import Success, TuningResult
+
+    store = TuningStore(str(Path(__file__).parent.parent / "notebooks" / "data"
+                            / "tuning_gemm_8192.jsonl"))
+    rows = [r for r in store.records() if r.context["kernel"] == kernel and r.status == "ok"]
+    return TuningResult(kernel, tuple(Success(r.config, Measurement.from_json_dict(r.measurement),
+                                              from_store=True) for r in rows), ())
+
+
+def test_config_roofline_places_every_recorded_config():
+    from tile_lab.render.tune_plots import config_roofline
+
+    result = _recorded_gemm()
+    assert len(result.successes) == 16
+    chart = config_roofline(result)
+    ax = chart.figure.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    best = max(result.successes, key=lambda s: s.tflops)
+    best_line = lines[f"best: {best.config.label()}"]
+    assert list(best_line.get_ydata()) == [best.tflops]
+    worst = min(result.successes, key=lambda s: s.tflops)
+    assert list(lines[f"worst: {worst.config.label()}"].get_ydata()) == [worst.tflops]
+    others = lines["other configs (14)"]
+    assert sorted(others.get_ydata()) == sorted(s.tflops for s in result.successes
+                                                if s is not best and s is not worst)
+    ai = best.measurement.arithmetic_intensity  # same GEMM shape: one intensity for all
+    assert set(others.get_xdata()) == {ai} and ai > 1000
+    assert any("roof" in label for label in lines)
+    assert "NVIDIA H200" in ax.get_title()
+    assert chart.svg == config_roofline(result).svg  # deterministic
+
+
+def test_config_roofline_needs_flops():
+    import pytest
+
+    from tile_lab.render.tune_plots import config_roofline
+
+    r = tune(scale_copy, Space(TILE=[64, 128], LAT=[3]), lambda c: (4096 // c["TILE"],),
+             lambda c: (np.ones(4096, np.float32), np.zeros(4096, np.float32), c["TILE"],
+                        c["LAT"]), measure=FakeGPU(), progress=False)
+    with pytest.raises(ValueError, match="flops="):
+        config_roofline(r)
+
+
+def test_knob_bars_svg_draws_one_bar_per_value_around_a_config():
+    import re
+
+    from tile_lab.render.tune_plots import knob_bars_svg
+
+    result = _recorded_gemm()
+    around = next(s.config for s in result.successes
+                  if s.config.as_dict() == {"TM": 128, "TN": 128, "TK": 64, "GROUP": 8,
+                                            "LAT": 3, "occupancy": 2, "num_ctas": 1})
+    svg = knob_bars_svg(result, "LAT", "tflops", around=around)
+    assert svg == knob_bars_svg(result, "LAT", "tflops", around=around)  # deterministic
+    bars = re.findall(r'<rect [^>]*fill:(#[0-9A-F]{6})', svg)
+    assert sorted(bars) == ["#0072B2", "#999999"]  # LAT 3 (here, highlighted) and LAT 4
+    lat4 = next(s for s in result.successes
+                if s.config.as_dict() == {**around.as_dict(), "LAT": 4})
+    assert f">{lat4.tflops:.3g}<" in svg  # the other bar's value label
+    assert "fixed: TM=128, TN=128, TK=64," in svg and "GROUP=8, occupancy=2, num_ctas=1" in svg
+    assert "TFLOPS vs LAT" in svg

@@ -10,7 +10,9 @@ The magic
    and reports errors in those numbers;
 2. compiles and runs the body in the user namespace and finds the kernels it bound;
 3. inspects them (``tile_lab.inspect``) and/or runs one (``emulate``, ``trace``,
-   ``sanitize``, ``launch``), displaying what comes back.
+   ``sanitize``, ``launch``), displaying what comes back; or, with ``--explore SPACE``,
+   shows ``tile_lab.explore``'s sliders (``--grid``/``--args`` are then expressions of the
+   slider config ``cfg``).
 
 Every failure raises: option errors are ``UsageError``; errors in the cell (syntax,
 cuTile typing, tileiras, bad ``--args``) are TileLabErrors located at the cell line, which
@@ -78,6 +80,10 @@ class TileMagics(Magics):
               help="run on the CPU emulator and report races / out-of-bounds tiles")
     @argument("--launch", action="store_true",
               help="run on the GPU (falls back to the emulator, with a notice, without one)")
+    @argument("--explore", metavar="SPACE",
+              help="sliders over a tile_lab.Space (an expression in the notebook); --grid and "
+                   "--args are then expressions of the slider config, named cfg: "
+                   "--grid \"(N // cfg['TILE'],)\" --args \"x, y, cfg['TILE']\"")
     @argument("--lang", default="python", help="python (default) or c++")
     @cell_magic
     def tile(self, line: str, cell: str) -> None:
@@ -101,6 +107,9 @@ class TileMagics(Magics):
 
         kernels = self._exec_body(body)
         chosen = _choose(kernels, opts.kernel, "@ct.kernel function")
+        if opts.explore is not None:
+            self._explore(opts, body, kernels, chosen)
+            return
         show, want_partition = _split_show(opts.show)
         flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
         ns = self.shell.user_ns
@@ -125,6 +134,36 @@ class TileMagics(Magics):
                 raise UsageError("%%tile: running a kernel needs --grid and --args")
             grid = _eval_grid(opts.grid, body, ns)
             self._execute(kernels[chosen[0]], grid, args, flags, want_partition, opts.hints)
+
+    def _explore(self, opts: Any, body: _Cell, kernels: dict[str, Any],
+                 chosen: list[str]) -> None:
+        """``--explore SPACE``: ``tile_lab.explore`` with --grid/--args as functions of cfg."""
+        import tile_lab
+        from tile_lab.tuning import Space
+
+        if len(chosen) != 1:
+            raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
+                             f"pick the one to explore with --kernel NAME")
+        ns = self.shell.user_ns
+        items = _eval_option(opts.explore, "--explore", body, ns)
+        space = items[0] if len(items) == 1 else None
+        if not isinstance(space, Space):
+            got = type(space).__name__ if len(items) == 1 else f"{len(items)} values"
+            raise SignatureError(f"--explore needs one tile_lab.Space, got {got}",
+                                 _option_location(body, opts.explore.strip()),
+                                 hint="e.g. space = tile_lab.Space(TILE=[256, 512, 1024])")
+
+        def grid_fn(cfg: Any) -> tuple[int, ...]:
+            return _eval_grid(opts.grid, body, ns, {"cfg": cfg})
+
+        def args_fn(cfg: Any) -> tuple[Any, ...]:
+            return _eval_option(opts.args, "--args", body, ns, {"cfg": cfg})
+
+        first = space.configs(None)[0] if space.configs(None) else None
+        if first is not None:  # a mistake in --grid/--args fails the cell here, at its option
+            grid_fn(first)
+            args_fn(first)
+        display(tile_lab.explore(kernels[chosen[0]], space, grid_fn, args_fn))
 
     def _execute(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
                  flags: list[str], want_partition: bool, hints: str | None) -> None:
@@ -232,6 +271,16 @@ def _check_options(opts: Any) -> None:
     if opts.lang.lower() not in ("python", "py", *CPP_LANGS):
         raise UsageError(f"%%tile: --lang must be python or c++, not {opts.lang!r}")
     flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
+    if opts.explore is not None:
+        if flags:
+            raise UsageError(f"%%tile: --explore runs the kernel itself; drop --{flags[0]}")
+        if opts.lang.lower() in CPP_LANGS:
+            raise UsageError("%%tile --lang c++: --explore is for Python kernels (tune C++ "
+                             "kernels with tile_lab.tune_cpp)")
+        if opts.grid is None or opts.args is None:
+            raise UsageError("%%tile: --explore needs --grid and --args, written with the "
+                             "slider config cfg, e.g. --grid \"(N // cfg['TILE'],)\"")
+        return
     if len(flags) > 1:
         raise UsageError("%%tile: use one of --emulate, --trace, --sanitize, --launch at a "
                          f"time (got {', '.join('--' + f for f in flags)})")
@@ -305,8 +354,10 @@ def _option_location(body: _Cell, value: str, offset: int = 0) -> SourceLocation
     return SourceLocation(body.label, 1, col, body.magic_line)
 
 
-def _eval_option(value: str, option: str, body: _Cell, ns: dict[str, Any]) -> tuple[Any, ...]:
-    """Evaluate a comma-separated list of expressions in the user namespace."""
+def _eval_option(value: str, option: str, body: _Cell, ns: dict[str, Any],
+                 local: dict[str, Any] | None = None) -> tuple[Any, ...]:
+    """Evaluate a comma-separated list of expressions in the user namespace (and ``local``
+    names, e.g. ``cfg`` for --explore, which shadow nothing in the notebook)."""
     text = value.strip().rstrip(",")
     if not text:
         return ()
@@ -317,7 +368,7 @@ def _eval_option(value: str, option: str, body: _Cell, ns: dict[str, Any]) -> tu
         raise SignatureError(f"{option} is not a list of Python expressions: {e.msg}",
                              _option_location(body, text, off)) from None
     try:
-        return tuple(eval(compile(tree, f"<{option}>", "eval"), ns))
+        return tuple(eval(compile(tree, f"<{option}>", "eval"), ns, local))
     except NameError as e:
         name = getattr(e, "name", None) or ""
         m = re.search(rf"\b{re.escape(name)}\b", text) if name else None
@@ -331,9 +382,10 @@ def _eval_option(value: str, option: str, body: _Cell, ns: dict[str, Any]) -> tu
                              ) from None
 
 
-def _eval_grid(value: str, body: _Cell, ns: dict[str, Any]) -> tuple[int, ...]:
+def _eval_grid(value: str, body: _Cell, ns: dict[str, Any],
+               local: dict[str, Any] | None = None) -> tuple[int, ...]:
     """``--grid``: an int or a tuple of 1-3 positive ints, evaluated in the namespace."""
-    items = _eval_option(value, "--grid", body, ns)
+    items = _eval_option(value, "--grid", body, ns, local)
     if len(items) == 1 and isinstance(items[0], (tuple, list)):
         items = tuple(items[0])  # "(8, 4)" is one tuple-valued expression
     ok = 1 <= len(items) <= 3 and all(

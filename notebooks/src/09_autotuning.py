@@ -110,6 +110,20 @@ for r in variants:
           f"{r['ratio_vs_cublas']:6.3f}")
 
 # %% [markdown]
+# Every config of the persistent kernel on the H200's roofline: they all move the same bytes and
+# do the same FLOPs, so they stack at one arithmetic intensity, far right of the ridge
+# (compute-bound). The spread is what the knobs are worth; the gap between the best and the
+# tensor roof is what no knob in this space closed.
+
+# %%
+from tile_lab.render.tune_plots import config_roofline
+
+persistent = TuningResult("gemm_persistent", tuple(
+    Success(r.config, Measurement.from_json_dict(r.measurement), from_store=True)
+    for r in store.records() if r.context["kernel"] == "gemm_persistent" and r.status == "ok"), ())
+config_roofline(persistent)
+
+# %% [markdown]
 # ## How long tuning takes
 #
 # The same naive space tuned by `ct.tune.exhaustive_search` (each tuner in a fresh process with

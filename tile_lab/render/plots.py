@@ -118,32 +118,37 @@ def roofline(measurements: Sequence[Any] | Any, peaks: Any = None, *, title: str
                            "a roofline", hint="pass flops= (and bytes=) to tile_lab.bench")
     fig, ax = _figure(ax, (8.4, 4.2))
     with _style():
-        ais = [m.arithmetic_intensity for m in placed]
-        lo = min([*ais, roofs.ridge or ais[0]]) / 8
-        hi = max([*ais, roofs.ridge or ais[0]]) * 8
-        xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-        top = roofs.top_tflops or math.inf
-        ax.plot(xs, [min(top, x * roofs.dram_gbps / 1e3) for x in xs], color=ROOF_COLOR,
-                lw=1.6, label=f"roof: DRAM {roofs.dram_gbps:.0f} GB/s")
-        if roofs.top_tflops:
-            ax.axhline(roofs.top_tflops, color=ROOF_COLOR, lw=0.8, ls="--",
-                       label=f"tensor roof {roofs.top_tflops:.0f} TFLOPS")
-        if roofs.fp32_tflops and roofs.fp32_tflops != roofs.top_tflops:
-            ax.axhline(roofs.fp32_tflops, color=ROOF_COLOR, lw=0.8, ls=":",
-                       label=f"FP32 roof {roofs.fp32_tflops:.1f} TFLOPS")
+        draw_roofs(ax, roofs, [m.arithmetic_intensity for m in placed])
         for i, m in enumerate(placed):
             _place(ax, m, COLORS[i % len(COLORS)], m.arithmetic_intensity)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(lo, hi)
-        ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-        ax.set_ylabel("attainable TFLOPS")
         ax.set_title(title or f"roofline: {roofs.gpu}")
         if skipped:
             ax.text(0.01, 0.01, "not placed (no FLOP or byte count): " + ", ".join(skipped),
                     transform=ax.transAxes, fontsize=7, color=ROOF_COLOR)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return Chart(fig, "roofline")
+
+
+def draw_roofs(ax: Any, roofs: Roofs, intensities: Sequence[float]) -> None:
+    """The DRAM slope and the compute roofs on log axes spanning ``intensities`` (FLOP/byte)
+    and the ridge point, 8x either side."""
+    lo = min([*intensities, roofs.ridge or intensities[0]]) / 8
+    hi = max([*intensities, roofs.ridge or intensities[0]]) * 8
+    xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    top = roofs.top_tflops or math.inf
+    ax.plot(xs, [min(top, x * roofs.dram_gbps / 1e3) for x in xs], color=ROOF_COLOR,
+            lw=1.6, label=f"roof: DRAM {roofs.dram_gbps:.0f} GB/s")
+    if roofs.top_tflops:
+        ax.axhline(roofs.top_tflops, color=ROOF_COLOR, lw=0.8, ls="--",
+                   label=f"tensor roof {roofs.top_tflops:.0f} TFLOPS")
+    if roofs.fp32_tflops and roofs.fp32_tflops != roofs.top_tflops:
+        ax.axhline(roofs.fp32_tflops, color=ROOF_COLOR, lw=0.8, ls=":",
+                   label=f"FP32 roof {roofs.fp32_tflops:.1f} TFLOPS")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("attainable TFLOPS")
 
 
 def _place(ax: Any, m: Any, color: str, x: float) -> None:

@@ -1,4 +1,5 @@
-"""Tuning plots and tables: metric vs each knob, two-knob heatmaps, the best-vs-worst "why" view.
+"""Tuning plots and tables: metric vs each knob, two-knob heatmaps, every config on the roofline,
+the best-vs-worst "why" view.
 
 Renderers only render: they take a TuningResult (and, for the why view, two Inspections the API
 compiled) and return figures or HTML.
@@ -67,6 +68,125 @@ def knob_plot(result: Any, knob: str, metric: str = "time", ax: Any = None) -> A
     ax.set_title(f"{result.kernel_name}: {label} vs {knob} [{mode}]\n{fixed}", fontsize=8)
     _style(ax)
     return Chart(ax.figure, "knob")
+
+
+def knob_bars_svg(result: Any, knob: str, metric: str = "time", around: Any = None) -> str:
+    """``metric`` vs ``knob`` as a small SVG bar chart (95% CI whiskers), every other knob fixed
+    at ``around`` (a Config; default: the best) whose own bar is highlighted. Drawn without
+    matplotlib, so a slider redraw costs milliseconds; deterministic text."""
+    from .svg import INK, Path, Rect, Scene, Style, Text, text_width, to_svg
+
+    label, value, err = _METRICS[metric]
+    if around is None:
+        if result.best is None:
+            raise ValueError("no successful config to plot")
+        around = result.best.config
+    others = {k: v for k, v in around.items if k != knob}
+    rows = {s.config[knob]: s for s in result.successes
+            if all(s.config.get(k) == v for k, v in others.items())}
+    values = sorted(rows, key=_sort_key)
+    width, height, left, right, top, bottom = 380, 240, 58, 12, 50, 42
+    plot_w, plot_h = width - left - right, height - top - bottom
+    tops = [(value(rows[v]) or 0.0) + (err(rows[v]) or 0.0) for v in values]
+    step = _nice_step(max(tops, default=0.0) / 4 or 1.0)
+    y_max = step * max(1, -(-max(tops, default=0.0) // step))
+    items: list[Any] = []
+
+    def y_of(v: float) -> float:
+        return top + plot_h * (1 - v / y_max)
+
+    k = 0
+    while k * step <= y_max * (1 + 1e-9):  # y ticks and grid lines
+        y = y_of(k * step)
+        items.append(Path((((left, y), (left + plot_w, y)),),
+                          Style(stroke=INK, stroke_opacity=0.15)))
+        items.append(Text(left - 6, y + 4, f"{k * step:g}", size=10, anchor="end"))
+        k += 1
+    slot = plot_w / max(len(values), 1)
+    for i, v in enumerate(values):
+        s = rows[v]
+        x = left + slot * (i + 0.2)
+        bar_w = slot * 0.6
+        val, e = value(s) or 0.0, err(s) or 0.0
+        here = s.config == around
+        color = "#0072B2" if here else "#999999"
+        items.append(Rect(x, y_of(val), bar_w, y_of(0) - y_of(val), Style(fill=color)))
+        if e:
+            cx = x + bar_w / 2
+            items.append(Path((((cx, y_of(val - e)), (cx, y_of(val + e))),
+                               ((cx - 4, y_of(val + e)), (cx + 4, y_of(val + e))),
+                               ((cx - 4, y_of(val - e)), (cx + 4, y_of(val - e)))),
+                              Style(stroke=INK, stroke_width=1.2)))
+        items.append(Text(x + bar_w / 2, y_of(val + e) - 4, f"{val:.3g}", size=9,
+                          anchor="middle", bold=here))
+        items.append(Text(x + bar_w / 2, top + plot_h + 15, str(v), size=10, anchor="middle",
+                          bold=here))
+    items.append(Path((((left, top), (left, top + plot_h), (left + plot_w, top + plot_h)),),
+                      Style(stroke=INK)))
+    items.append(Text(left + plot_w / 2, height - 6, knob, size=11, anchor="middle"))
+    mode = _mode([rows[v] for v in values]) if values else "-"
+    items.append(Text(left, 14, f"{result.kernel_name}: {label} vs {knob} [{mode}]", size=11,
+                      bold=True))
+    parts = [f"{k}={v}" for k, v in others.items()] or ["no other knob"]
+    lines = [f"fixed: {', '.join(parts)}"]
+    if text_width(lines[0], 9) > width - left - 4:  # two lines rather than run off the edge
+        half = (len(parts) + 1) // 2
+        lines = [f"fixed: {', '.join(parts[:half])},", "       " + ", ".join(parts[half:])]
+    for j, line in enumerate(lines):
+        items.append(Text(left, 27 + 10 * j, line, size=9, opacity=0.75))
+    if not values:
+        items.append(Text(left + plot_w / 2, top + plot_h / 2, "no result for these configs yet",
+                          size=10, anchor="middle", opacity=0.75))
+    return to_svg(Scene(width, height, tuple(items),
+                        label=f"{label} vs {knob} for {result.kernel_name}"))
+
+
+def _nice_step(raw: float) -> float:
+    """The smallest of 1, 2, 5 x 10^k that is >= ``raw`` (axis tick spacing)."""
+    import math
+
+    exp = math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if m * 10 ** exp >= raw:
+            return float(m * 10 ** exp)
+    return float(10 ** (exp + 1))
+
+
+def config_roofline(result: Any, peaks: Any = None, ax: Any = None) -> Any:
+    """Every successful config on the device's roofline: arithmetic intensity (FLOP/byte) vs
+    attained TFLOPS, the best in blue and labelled, the worst labelled. Configs that move the
+    same bytes and FLOPs stack at one intensity: their spread is what tuning bought, their gap
+    to the roof what is left. Needs measurements with FLOPs (``tune(..., flops=)``)."""
+    from .plots import Chart, draw_roofs, roofs_of
+
+    rows = [s for s in result.successes
+            if getattr(s.measurement, "arithmetic_intensity", None) and s.tflops]
+    if not rows:
+        raise ValueError("no config has both a FLOP and a byte count to place on a roofline; "
+                         "pass flops= (and bytes=) to tune()")
+    roofs = roofs_of([s.measurement for s in rows], peaks)
+    best = max(rows, key=lambda s: s.tflops)
+    worst = min(rows, key=lambda s: s.tflops)
+    if ax is None:
+        ax = _new_axes((7.2, 4.0))
+    draw_roofs(ax, roofs, [s.measurement.arithmetic_intensity for s in rows])
+    others = [s for s in rows if s is not best and s is not worst]
+    ax.plot([s.measurement.arithmetic_intensity for s in others], [s.tflops for s in others],
+            "o", color="#999999", ms=5, ls="none", label=f"other configs ({len(others)})")
+    marks = [(best, "#0072B2", "best")] + ([(worst, "#D55E00", "worst")]
+                                           if worst is not best else [])
+    for s, color, name in marks:
+        ai = s.measurement.arithmetic_intensity
+        ax.plot([ai], [s.tflops], "o", color=color, ms=7, ls="none",
+                label=f"{name}: {s.config.label()}")
+        ax.annotate(f"{s.tflops:.0f} TFLOPS", (ai, s.tflops), textcoords="offset points",
+                    xytext=(8, -3), fontsize=7, color=color)
+    mode = _mode(rows)
+    ax.set_title(f"{result.kernel_name}: {len(rows)} configs on the {roofs.gpu} roofline "
+                 f"[{mode}]", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    _style(ax)
+    return Chart(ax.figure, "roofline")
 
 
 def heatmap(result: Any, knob_x: str, knob_y: str, metric: str = "time", ax: Any = None) -> Any:

@@ -39,6 +39,11 @@ class Explorer:
         self.kinds = space.classify(kernel)
         self.use_gpu = _gpu_present() if use_gpu is None else use_gpu
         self._measure = measure
+        self._gpu_measure: Callable[..., Any] | None = None  # made on the first GPU redraw
+        # per-config results of work a redraw would otherwise repeat: a config's diagram never
+        # changes, and the store is read once (again after a sweep appended to it)
+        self._diagrams: dict[str, str] = {}
+        self._records: list[Any] | None = None
         self.name = name or _kernel_name(kernel)
         self.measured: dict[str, Success | Failure] = {}
         self.result: TuningResult | None = None
@@ -113,9 +118,14 @@ class Explorer:
         if self.use_gpu or self._measure is not None:
             from ..tuning.tuner import _measure_one
 
-            measure = self._measure or _default_measure(self.check)
-            out = _measure_one(measure, self.kernel, cfg, self.kinds, self.grid_fn,
-                               self.args_fn, 20)
+            if self._measure is None and self._gpu_measure is None:
+                self._gpu_measure = _default_measure(self.check)
+            # a slider move must redraw within REDRAW_BUDGET_S: a config slower than its
+            # share of the budget per launch is timed once (its note says so)
+            out = _measure_one(self._measure or self._gpu_measure, self.kernel, cfg,
+                               self.kinds, self.grid_fn,
+                               self.args_fn, self.SAMPLES,
+                               stop_above_s=self.REDRAW_BUDGET_S / self.SAMPLES)
             self.measured[key] = out
             return out
         return self._recorded(cfg)
@@ -123,7 +133,7 @@ class Explorer:
     def _recorded(self, cfg: Config) -> Success | Failure | None:
         if self.store is None:
             return None
-        for rec in self.store.records():
+        for rec in self._store_records():
             if config_key(rec.config) == config_key(cfg) and rec.context.get("kernel") == self.name:
                 if rec.status == "ok" and rec.measurement is not None:
                     from ..tuning.tuner import _recorded
@@ -132,22 +142,30 @@ class Explorer:
                 return Failure(cfg, rec.stage or "launch", rec.error or "", from_store=True)
         return None
 
+    def _store_records(self) -> list[Any]:
+        if self._records is None:
+            self._records = list(self.store.records()) if self.store is not None else []
+        return self._records
+
     def _draw_perf(self, cfg: Config) -> None:
-        from ..render.tune_plots import knob_plot
+        # the knob just moved, every other knob where the sliders are: the current config's
+        # bar is highlighted (an SVG drawn directly: milliseconds, where matplotlib takes
+        # hundreds of them per redraw)
+        from ..render.tune_plots import knob_bars_svg
 
         result = self._known_result()
         if result is None or result.best is None:
             self.perf.value = ""
             return
         changed = self._last_knob or next(iter(self.space.knobs))
-        self.perf.value = knob_plot(result, changed, self.metric).svg
+        self.perf.value = knob_bars_svg(result, changed, self.metric, around=cfg)
 
     _last_knob: str | None = None
 
     def _known_result(self) -> TuningResult | None:
         succ = [o for o in self.measured.values() if isinstance(o, Success)]
         if not succ and self.store is not None and not self.use_gpu:
-            for rec in self.store.records():
+            for rec in self._store_records():
                 if rec.status == "ok" and rec.context.get("kernel") == self.name:
                     from ..tuning.tuner import _recorded
 
@@ -158,11 +176,20 @@ class Explorer:
             return None
         return TuningResult(self.name, tuple(succ), ())
 
+    SAMPLES = 20  # cold samples per config a slider move measures
+    REDRAW_BUDGET_S = 0.15  # GPU time a slider move may spend timing one config
+
     # Emulating a GPU-sized problem for a picture would take minutes: above this many array
     # elements the diagram needs a small problem from ``diagram_args_fn``.
     DIAGRAM_MAX_ELEMENTS = 1 << 22
 
     def _draw_diagram(self, cfg: Config) -> None:
+        key = config_key(cfg)
+        if key not in self._diagrams:
+            self._diagrams[key] = self._diagram_html(cfg)
+        self.diagram.value = self._diagrams[key]
+
+    def _diagram_html(self, cfg: Config) -> str:
         try:
             import tile_lab
 
@@ -170,17 +197,16 @@ class Explorer:
             args = tuple(self.diagram_args_fn(cfg))
             size = sum(int(getattr(a, "size", 0)) for a in args if hasattr(a, "shape"))
             if size > self.DIAGRAM_MAX_ELEMENTS:
-                self.diagram.value = ("<i>diagram skipped: the arguments have "
-                                      f"{size:,} elements; pass diagram_args_fn= with a small "
-                                      "problem (and diagram_grid_fn=) to draw it</i>")
-                return
+                return ("<i>diagram skipped: the arguments have "
+                        f"{size:,} elements; pass diagram_args_fn= with a small "
+                        "problem (and diagram_grid_fn=) to draw it</i>")
             if self.diagram_grid_fn is not None:
                 grid = tuple(int(g) for g in self.diagram_grid_fn(cfg))
             trace = tile_lab.trace(self.kernel, grid, args)
-            self.diagram.value = tile_lab.diagram(trace)._repr_html_()
+            return tile_lab.diagram(trace)._repr_html_()
         except Exception as e:  # the diagram is an aid: show why it is missing, keep the widget
-            self.diagram.value = (f"<pre style='color:#D55E00'>diagram unavailable: "
-                                  f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</pre>")
+            return (f"<pre style='color:#D55E00'>diagram unavailable: "
+                    f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</pre>")
 
     # ---- buttons ------------------------------------------------------------------------------
     def sweep(self, **tune_kwargs: Any) -> TuningResult:
@@ -191,6 +217,7 @@ class Explorer:
         result = tune(self.kernel, self.space, self.grid_fn, self.args_fn, check=self.check,
                       store=self.store, measure=measure, progress=False, **tune_kwargs)
         self.result = result
+        self._records = None  # the sweep appended to the store
         self.progress.value = len(result.successes) + len(result.failures)
         best = result.best
         if best is not None:
@@ -250,13 +277,10 @@ def _status_html(cfg: Config, outcome: Any, *, recorded: bool) -> str:
 
 
 def _default_measure(check: Any) -> Callable[..., Any]:
-    from .. import gpu
+    # the tuner's GPU measurement: learns once what the kernel writes, stops early on request
+    from ..tuning.tuner import _gpu_measure
 
-    def measure(kernel, grid, args, n):
-        return gpu.bench(kernel, grid, args, mode="cold", samples=n, check=check,
-                         derive_flops=False)
-
-    return measure
+    return _gpu_measure(mode="cold", isolate=False, check=check, flops=None, nbytes=None)
 
 
 def _gpu_present() -> bool:
