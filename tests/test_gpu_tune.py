@@ -45,3 +45,25 @@ def test_race_on_the_gpu_stores_real_measurements_and_resumes(tmp_path):
     again = tile_lab.tune(scale_copy, space, grid, args, store=str(path), progress=False)
     assert all(s.from_store for s in again.successes)
     assert again.best.config == r.best.config
+
+
+@pytest.mark.gpu
+def test_explore_on_the_gpu_measures_each_new_config_once():
+    import cupy
+
+    from tile_lab.widgets.explore import explore
+
+    x = cupy.ones(N, cupy.float32)
+    y = cupy.empty_like(x)
+    space = Space(TILE=[1024, 4096], LAT=[1, 4])
+    ex = explore(scale_copy, space, lambda c: (N // c["TILE"],),
+                 lambda c: (x, y, c["TILE"], c["LAT"]), use_gpu=True,
+                 diagram_args_fn=lambda c: (x[:8192].get(), y[:8192].get(), c["TILE"], c["LAT"]),
+                 diagram_grid_fn=lambda c: (8192 // c["TILE"],))
+    assert len(ex.measured) == 1 and "µs" in ex.status.value
+    ex.sliders["TILE"].value = 4096
+    assert len(ex.measured) == 2
+    m = ex.measured[next(reversed(ex.measured))].measurement
+    assert m.provenance.gpu and m.n in (1, ex.SAMPLES)
+    assert "TILE=4096" in ex.status.value and "<svg" in ex.perf.value
+    cupy.testing.assert_array_equal(y, 2 * x)

@@ -264,7 +264,10 @@ def _status_html(cfg: Config, outcome: Any, *, recorded: bool) -> str:
         return (f"<span style='color:#D55E00'>{label}: failed at {html.escape(outcome.stage)}: "
                 f"{html.escape(outcome.error)}</span>")
     m = outcome.measurement
-    parts = [f"{outcome.time_s * 1e6:.1f} µs ± {outcome.ci95_s * 1e6:.1f}"]
+    if getattr(m, "n", None) == 1:  # stopped early: a clear loser, timed once
+        parts = [f"{outcome.time_s * 1e6:.1f} µs (1 sample: slower than a redraw allows)"]
+    else:
+        parts = [f"{outcome.time_s * 1e6:.1f} µs ± {outcome.ci95_s * 1e6:.1f}"]
     if outcome.gbps is not None:
         parts.append(f"{outcome.gbps:.0f} GB/s")
     if outcome.tflops is not None:
