@@ -129,31 +129,36 @@ class _StackSampler:
         return "\n".join(lines) + "\n"
 
 
+def _alternating_rounds(first, second):
+    """ROUNDS rounds timing two things (functions returning TFLOPS), the order alternating
+    per round so drift hits both alike; per-round pairs and the ratios first/second."""
+    rows = []
+    for i in range(ROUNDS):
+        if i % 2 == 0:
+            x = first()
+            rows.append((x, second()))
+        else:
+            y = second()
+            rows.append((first(), y))
+    ratios = [x / y for x, y in rows]
+    return rows, dict(ratio_min=min(ratios), ratio_max=max(ratios),
+                      ratio=statistics.median(ratios),
+                      tflops=[statistics.median(r[j] for r in rows) for j in (0, 1)])
+
+
 def _versus_cublas(kernel, grid, args, a, b, c, flops, label):
-    """ROUNDS rounds of (ours, cuBLAS) in alternating order; per-round TFLOPS and ratios."""
+    """The tuned kernel vs cupy.matmul in alternating rounds: median TFLOPS and ratios."""
     import cupy as cp
 
     from tile_lab.gpu import bench, bench_function
 
-    rows = []
-    for i in range(ROUNDS):
-        def mine():
-            return bench(kernel, grid, args, flops=flops, samples=30, label=label).tflops
-
-        def blas():
-            return bench_function(lambda: cp.matmul(a, b, out=c), flops=flops, samples=30,
-                                  label="cupy.matmul").tflops
-        if i % 2 == 0:
-            m = mine()
-            rows.append((m, blas()))
-        else:
-            bl = blas()
-            rows.append((mine(), bl))
-    ratios = [m / bl for m, bl in rows]
-    return dict(best_tflops=statistics.median(r[0] for r in rows),
-                cublas_tflops=statistics.median(r[1] for r in rows),
-                ratio_vs_cublas=statistics.median(ratios),
-                ratio_min=min(ratios), ratio_max=max(ratios), rounds=rows)
+    rows, stats = _alternating_rounds(
+        lambda: bench(kernel, grid, args, flops=flops, samples=30, label=label).tflops,
+        lambda: bench_function(lambda: cp.matmul(a, b, out=c), flops=flops, samples=30,
+                               label="cupy.matmul").tflops)
+    return dict(best_tflops=stats["tflops"][0], cublas_tflops=stats["tflops"][1],
+                ratio_vs_cublas=stats["ratio"], ratio_min=stats["ratio_min"],
+                ratio_max=stats["ratio_max"], rounds=rows)
 
 
 def phase_tile_lab(size, variant, store, profile_to=None):
@@ -249,15 +254,9 @@ def phase_compare(size, picks):
     for cfg in picks:
         k = gemm_naive.replace_hints(num_ctas=cfg["num_ctas"])
         kernels.append((k, _grid_naive(size)(cfg), (a, b, c, cfg["TM"], cfg["TN"], cfg["TK"])))
-    rounds = []
-    for i in range(ROUNDS):
-        order = (0, 1) if i % 2 == 0 else (1, 0)
-        got = {j: bench(*kernels[j], flops=flops, samples=30).tflops for j in order}
-        rounds.append((got[0], got[1]))
-    ratios = [x / y for x, y in rounds]
-    return dict(phase="compare picks", picks=picks, rounds=rounds,
-                tflops=[statistics.median(r[j] for r in rounds) for j in (0, 1)],
-                ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios))
+    rounds, stats = _alternating_rounds(
+        *(lambda k=k: bench(*k, flops=flops, samples=30).tflops for k in kernels))
+    return dict(phase="compare picks", picks=picks, rounds=rounds, **stats)
 
 
 def _run_phase(size, phase, store=None, extra=()):

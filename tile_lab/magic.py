@@ -159,10 +159,10 @@ class TileMagics(Magics):
         def args_fn(cfg: Any) -> tuple[Any, ...]:
             return _eval_option(opts.args, "--args", body, ns, {"cfg": cfg})
 
-        first = space.configs(None)[0] if space.configs(None) else None
-        if first is not None:  # a mistake in --grid/--args fails the cell here, at its option
-            grid_fn(first)
-            args_fn(first)
+        configs = space.configs(None)
+        if configs:  # a mistake in --grid/--args fails the cell here, at its option
+            grid_fn(configs[0])
+            args_fn(configs[0])
         display(tile_lab.explore(kernels[chosen[0]], space, grid_fn, args_fn))
 
     def _execute(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],

@@ -27,7 +27,7 @@ class Precompiler:
     """Compiles configs in worker processes while the caller measures: ``error(cfg)`` waits for
     that config's compile only (so measuring config 1 overlaps compiling configs 2..n) and returns
     its error message, or None when it compiled (or was never sent to a worker);
-    ``in_completion_order(cfgs)`` yields configs as their compiles finish.
+    :func:`in_completion_order` over ``futures`` yields configs as their compiles finish.
 
     Jobs are submitted largest tiles first: tileiras' time grows with the tile footprint, and
     the sweep ends no earlier than its slowest compile, so that one should start first."""
@@ -68,9 +68,6 @@ class Precompiler:
     def error(self, cfg: Config) -> str | None:
         fut = self.futures.get(config_key(cfg))
         return None if fut is None else fut.result()[1]
-
-    def in_completion_order(self, configs: Sequence[Config]) -> Iterator[Config]:
-        return in_completion_order(self.futures, configs)
 
     def compile_seconds(self) -> dict[str, float]:
         """Config key -> seconds its compile took in a worker, for the compiles finished."""
