@@ -123,7 +123,9 @@ for arch in ("sm_80", "sm_90", "sm_100"):
 # ## What the hints were worth on the GPU
 #
 # From the tuning store of notebook 9 (fp16 8192³, cold L2): the same tiles with `LAT` 2 vs 4,
-# and a 128×256 tile that is slow alone and fast as a 2-block cluster.
+# and a 128×256 tile that is slow alone and fast as a 2-block cluster. Each row says the SM
+# clock its measurement ran at: the LAT=2 row ran at a lower clock than the others, so part of
+# its gap is the clock, not the hint (compare like with like; notebook 8 explains the protocol).
 
 # %%
 # NBVAL_CHECK_OUTPUT
