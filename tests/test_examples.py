@@ -90,6 +90,7 @@ def test_an_unsolved_stub_reports_every_element_unwritten() -> None:
 
     result = puzzles.check(1, copy)
     assert not result.ok and result.unwritten == 512 and result.bad_blocks == ()
+    assert "no element was written" in result.verdict()
 
 
 def test_a_wrong_answer_names_the_block_that_wrote_it() -> None:

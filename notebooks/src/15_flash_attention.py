@@ -140,7 +140,7 @@ out = np.zeros_like(q)
 scale = LOG2_E / math.sqrt(D)
 tr = tile_lab.trace(attention_fwd, (SEQ // BM, BH), (q, k, v, out, scale, BM, BN, D))
 err = np.abs(out.astype(np.float64) - attention_reference(q, k, v)).max()
-print(f"max |error| vs float64 NumPy: {err:.1e} (fp16 output: ~1e-3 expected)")
+print("matches float64 NumPy within fp16 rounding (|error| < 2e-3):", err < 2e-3)
 
 # %% [markdown]
 # ## What one block touches, iteration by iteration
@@ -181,33 +181,60 @@ tile_lab.diagram(tr_c, view="coverage", arg="K")
 # %%
 # NBVAL_CHECK_OUTPUT
 err_c = np.abs(out_c.astype(np.float64) - attention_reference(q, k, v, causal=True)).max()
-print(f"causal: max |error| {err_c:.1e};  K tile loads {len(tr_c.select(arg='K', kind='load'))}"
-      f" vs {len(tr.select(arg='K', kind='load'))} without the mask")
+print("causal matches NumPy (|error| < 2e-3):", err_c < 2e-3)
+print(f"K tile loads: {len(tr_c.select(arg='K', kind='load'))} causal vs "
+      f"{len(tr.select(arg='K', kind='load'))} without the mask")
 
 # %% [markdown]
 # ## On a GPU: against torch SDPA
 #
-# Recorded on the lent GPU with `bench/flash_attention.py`: `flash_attention` (the kernel
-# above, 128×64 tiles) against `torch.nn.functional.scaled_dot_product_attention` (which picks
-# its own FlashAttention/cuDNN backend), fp16 and bf16, CUDA events, the two timed in alternating
-# rounds. *Burst*: each round right after a short idle (GPU at its boost clock); *sustained*:
-# after several seconds of back-to-back work (clock settled under the power cap). Every row
-# carries the SM clock and power read from NVML.
+# Recorded with `bench/flash_attention.py`: `flash_attention` from `tile_lab.examples.attention`
+# (the kernel above plus the causal skip) against `torch.nn.functional.scaled_dot_product_attention`
+# (torch's default backend choice), fp16 and bf16, timed with CUDA events, the two sides in
+# alternating rounds (5 rounds; the ratio is the median of the per-round ratios, with its range).
+# The kernel's tile shape was picked per row from 128×64, 64×64 and 128×128 by one quick timing
+# each. *Burst*: each round after 1 s of idle, 10 calls per side (the GPU at its boost clock);
+# *sustained*: after 4 s of continuous work, 50 calls per side (the clock settled under the power
+# cap). Every row carries the SM clock read from NVML after its segments; the power column is
+# NVML's averaged reading, which after a 1 s idle mostly reflects the idle second.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-try:
-    rec = json.load(open("data/flash_attention.json"))
-except FileNotFoundError:
-    rec = None
-    print("no recorded GPU run yet (data/flash_attention.json)")
-if rec:
-    p = rec["provenance"]
-    print(f"{p['gpu']}, driver {p['driver']}, torch {p['torch']}, cuda.tile {p['cuda_tile']}")
-    print(f"{'regime':10} {'dtype':5} {'shape (B,H,S,D)':18} {'causal':6} {'tile_lab ms':>11} "
-          f"{'SDPA ms':>8} {'SDPA/ours':>9} {'SM MHz':>7} {'W':>5}")
-    for r in rec["results"]:
-        shape = "×".join(str(x) for x in r["shape"])
-        print(f"{r['regime']:10} {r['dtype']:5} {shape:18} {str(r['causal']):6} "
-              f"{r['ours_ms']:11.3f} {r['sdpa_ms']:8.3f} {r['speedup']:9.2f} "
-              f"{r['sm_clock_mhz']:7.0f} {r['power_w']:5.0f}")
+rec = json.load(open("data/flash_attention.json"))
+p = rec["provenance"]
+print(f"{p['gpu']} ({p['sm_count']} SMs, max SM clock {p['max_sm_clock_mhz']} MHz, "
+      f"{p['power_limit_w']:.0f} W cap), driver {p['driver']}, torch {p['torch']}, "
+      f"CUDA {p['cuda_runtime']}, cuda.tile {p['cuda_tile']}, clocks not locked")
+print(f"{'regime':9} {'dtype':5} {'B,H,S,D':14} {'causal':6} {'tiles':7} {'ours ms':>8} "
+      f"{'SDPA ms':>8} {'speed vs SDPA':>17} {'SM MHz':>6} {'reasons'}")
+for r in rec["results"]:
+    shape = ",".join(str(x) for x in r["shape"])
+    tiles = "x".join(str(t) for t in r["tiles"])
+    spread = f"{r['speedup']:.2f}x [{r['ratio_min']:.2f}-{r['ratio_max']:.2f}]"
+    print(f"{r['regime']:9} {r['dtype']:5} {shape:14} {str(r['causal']):6} {tiles:7} "
+          f"{r['ours_ms']:8.3f} {r['sdpa_ms']:8.3f} {spread:>17} {r['sm_clock_mhz']:6.0f} "
+          f"{','.join(r['clock_event_reasons']) or '-'}")
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 2.8))
+labels = [f"{r['dtype']} S={r['shape'][2]} D={r['shape'][3]}{' causal' if r['causal'] else ''}"
+          for r in rec["results"] if r["regime"] == "burst"]
+for off, regime, color in ((-0.2, "burst", "#56B4E9"), (0.2, "sustained", "#D55E00")):
+    rows = [r for r in rec["results"] if r["regime"] == regime]
+    ax.bar(np.arange(len(rows)) + off, [r["speedup"] for r in rows], 0.4, color=color,
+           label=regime, yerr=[[r["speedup"] - r["ratio_min"] for r in rows],
+                               [r["ratio_max"] - r["speedup"] for r in rows]])
+ax.axhline(1.0, color="k", lw=0.8)
+ax.set_xticks(range(len(labels)), labels, rotation=20, fontsize=7, ha="right")
+ax.set(ylabel="speed vs SDPA (>1 faster)", title=f"flash_attention vs torch SDPA on {p['gpu']}")
+ax.legend(fontsize=8)
+plt.tight_layout()
+
+# %% [markdown]
+# **The honest reading:** this straightforward kernel runs at about 0.5–0.65× of torch's SDPA on
+# the H100 — correct (max difference from SDPA's output ≤ 4e-3 in bf16), but not competitive; the
+# goal of ≥ 1.0× is not met. The gap is larger in the sustained regime, where both run at a
+# lower, power-capped clock. Production attention kernels on Hopper overlap the softmax
+# arithmetic of one tile with the tensor-core work of the next (warp specialisation, ping-pong
+# between two query tiles) and pipeline K/V loads deeply; the tuning knobs of notebooks 9 and 13
+# (`latency` on the K/V loads, `num_ctas`, `occupancy`, tile shapes) are where to start.
