@@ -162,7 +162,8 @@ from tile_lab.examples.gemm import gemm_naive
 def tma_report(sig):
     insp = tile_lab.inspect(gemm_naive, sig, arch="sm_90")
     lines = insp.source.splitlines()
-    for r in insp.remarks:
+    # sorted: the compiler does not promise an order among remarks of one line
+    for r in sorted(insp.remarks, key=lambda r: (r.line, r.kind != "passed", r.message)):
         if r.category == "memory":
             code = lines[r.line - insp.first_line].strip()[:34]
             print(f"{code:34s} {r.kind:6s} {r.message}")
