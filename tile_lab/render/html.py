@@ -210,7 +210,15 @@ def inspection_html(insp: Inspection) -> str:
         f"<script>{_SCRIPT}</script>",
         "</div>",
     ]
-    return "\n".join(parts)
+    return _with_tma_badges(insp, "\n".join(parts))
+
+
+def _with_tma_badges(insp: Inspection, view_html: str) -> str:
+    """Source lines whose loads/stores became TMA copies (or did not) get a badge, when the
+    view shows both SASS and Tile IR (``render/tma.py`` reads the verdict from them)."""
+    from .tma import annotate_inspection_html
+
+    return annotate_inspection_html(_shown(insp), view_html)
 
 
 def highlight_lines(text: str, lexer: Lexer) -> list[str]:
