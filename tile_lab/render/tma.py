@@ -211,7 +211,7 @@ def annotate_inspection_html(insp: Inspection, view_html: str) -> str:
     rows = "".join(f'<div class="tl-tma-row tl-ln tl-l{t.line}" data-line="{t.line}">'
                    f'line {t.line} ({t.kind}): {_badge(t, margin=False)} '
                    f'{html.escape(t.reason)}</div>' for t in report.lines)
-    summary = (f'<details class="tl-tma-summary" style="margin:0 0 6px"><summary>'
+    summary = (f'<details open class="tl-tma-summary" style="margin:0 0 6px"><summary>'
                f'{html.escape(report.summary())}</summary>{rows}</details>')
     return out.replace('<div class="tl-panes"', summary + '<div class="tl-panes"', 1)
 
