@@ -36,6 +36,7 @@ from ..access_trace import ATOMIC_KINDS, READ_KINDS, WRITE_KINDS, Block, MemoryA
 from ..errors import DiagramError
 from . import palette
 from .svg import Scene, paint_png
+from .tma import TmaReport
 
 __all__ = ["Box", "Diagram", "Footprint", "Geometry", "Heatmap", "IndexedTrace", "Panel",
            "TileGrid", "TileVisit", "diagram", "partition"]
@@ -257,6 +258,8 @@ class LegendEntry:
     line: int
     color: str
     text: str
+    tma: bool | None = None  # None: no TMA verdict given (see ``diagram(..., tma=)``)
+    tma_note: str = ""  # the verdict's opcodes or reason
 
 
 @dataclass(frozen=True)
@@ -701,7 +704,7 @@ def _find_gemm(index: IndexedTrace) -> tuple[str, str, str] | None:
 def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = None,
             block: int | Sequence[int] | None = None, iteration: int | None = None,
             line: int | Sequence[int] | None = None, view: str = "block",
-            zoom: Sequence[int] | None = None) -> Diagram:
+            zoom: Sequence[int] | None = None, tma: TmaReport | None = None) -> Diagram:
     """Draw a trace's memory accesses in tile space.
 
     ``view="block"``: for one block (default the first) every array with its tile grids and
@@ -713,6 +716,8 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
 
     ``arg``/``line``/``iteration`` filter what is drawn; ``zoom=(r0, r1, c0, c1)`` (or
     ``(c0, c1)`` for 1-D, six numbers for 3-D) limits the drawn region of every array.
+    ``tma=tile_lab.render.tma.tma_report(inspection)`` (an inspection of the same kernel
+    source) marks each legend line "TMA" or "no TMA" with the reason.
     """
     index = trace if isinstance(trace, IndexedTrace) else IndexedTrace(trace)
     t = index.trace
@@ -781,11 +786,19 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
     shown_lines = sorted({f.line for p in panels for f in p.footprints})
     if view in ("coverage", "order"):
         shown_lines = []
-    legend = tuple(LegendEntry(ln, index.colors[ln], index.line_text(ln)) for ln in shown_lines)
+    legend = tuple(_with_tma(LegendEntry(ln, index.colors[ln], index.line_text(ln)), tma)
+                   for ln in shown_lines)
     geometry = Geometry(view=view, kernel=t.kernel, grid=t.grid, block=blk, iteration=iteration,
                         lines=None if lines is None else tuple(sorted(lines)), layout=layout,
                         panels=tuple(panels), legend=legend, notes=tuple(notes))
     return _draw(geometry, index)
+
+
+def _with_tma(entry: LegendEntry, tma: TmaReport | None) -> LegendEntry:
+    verdict = next((t for t in tma.lines if t.line == entry.line), None) if tma else None
+    if verdict is None:
+        return entry
+    return dataclasses.replace(entry, tma=verdict.tma, tma_note=verdict.reason)
 
 
 def partition(shape: Sequence[int], tile: Sequence[int],

@@ -599,6 +599,29 @@ def _ellipsize(text: str, limit: int) -> str:
     return cut.rstrip() + "…"
 
 
+TMA_YES, TMA_NO = "#009E73", "#D55E00"
+
+
+def _tma_legend(e, x: float, y: float, after: float) -> tuple[list, float, float]:
+    """A "TMA" / "no TMA" badge after a legend line; for "no TMA", the reason on the next
+    line (ellipsized; the full reason is the tooltip)."""
+    text = "TMA" if e.tma else "no TMA"
+    color = TMA_YES if e.tma else TMA_NO
+    bx, w = after + 10, text_width(text, 10) + 8
+    items: list = [Group((Rect(bx, y - 10, w, 13, Style(fill=color, fill_opacity=0.2,
+                                                         stroke=color)),
+                          Text(bx + 4, y, text, size=10, color=color, bold=True)),
+                         title=e.tma_note, css_class="tl-tma")]
+    right = bx + w
+    if not e.tma:
+        y += 14
+        reason = _ellipsize(e.tma_note, 110)
+        items.append(Group((Text(x + 12, y, "↳ " + reason, size=10, opacity=0.85),),
+                           title=e.tma_note))
+        right = max(right, x + 12 + text_width("↳ " + reason, 10))
+    return items, y, right
+
+
 def _legend(g: Geometry, x: float, y: float) -> tuple[list, float, float]:
     out: list = []
     width = x
@@ -614,6 +637,10 @@ def _legend(g: Geometry, x: float, y: float) -> tuple[list, float, float]:
             out.append(Group((Text(x + 38, y, label, size=11),),
                              title=f"line {e.line}: {e.text}" if e.text else None))
             width = max(width, x + 38 + text_width(label, 11))
+            if e.tma is not None:
+                tma_items, y, right = _tma_legend(e, x + 38, y, x + 38 + text_width(label, 11))
+                out.extend(tma_items)
+                width = max(width, right)
         key = [("load (fill)", Style(fill=INK, fill_opacity=0.35, stroke=INK)),
                ("store (hatched outline)", Style(stroke=INK, stroke_width=2, hatch="diag")),
                ("padded load lanes", Style(stroke=INK, dash="2 2", hatch="dots")),
