@@ -138,8 +138,10 @@ def pipeline_picture(insp: Inspection, *, iterations: int = 8) -> Picture:
         else:
             key, color = None, None
         parts: list = [Text(PAD + 8, y, text, size=11)]
-        if key:
-            parts.insert(0, Rect(PAD, y - 11, 4, 14, Style(fill=color)))
+        if key:  # first rect: the whole line as hover target, outlined when hovered
+            parts[:0] = [Rect(PAD - 2, y - 13, text_width(text, 11) + 14, 17,
+                              Style(fill=color, fill_opacity=0, stroke="none")),
+                         Rect(PAD, y - 11, 4, 14, Style(fill=color))]
         items.append(Group(tuple(parts), css_class=f"tl-hk {key_class(key)}" if key else None))
         code_w = max(code_w, PAD + 8 + text_width(text, 11))
         y += 17

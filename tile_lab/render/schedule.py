@@ -263,6 +263,7 @@ def _order_panel(o: L2Order, wave: int, x: float, top: float, cell: float,
                       f" B panels = {sel.panels}", size=10)]
     gx, gy = x + strip + 6, top + 40 + strip + 6
     out.append(Text(gx, top + 38, "B column panels", size=8, opacity=0.7))
+    out.append(Text(x, top + 38, "A", size=8, opacity=0.7))
     for n in range(o.num_n):  # B panels across the top
         on = n in sel.b_panels
         out.append(Rect(gx + n * cell, gy - strip - 4, cell - 1, strip, Style(

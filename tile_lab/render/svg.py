@@ -206,7 +206,7 @@ def _arrow_head(p0: tuple[float, float], p1: tuple[float, float], style: Style) 
 
 # Tile labels get a halo in the page's background colour (JupyterLab / VS Code variables;
 # none on a page without them) so they stay readable over hatches and footprint fills.
-_CSS = (".tile-lab-diagram .tl-fp:hover>rect{stroke-width:3px}"
+_CSS = (".tile-lab-diagram .tl-fp:hover>rect{stroke-width:3px!important}"  # beats style=""
         ".tile-lab-diagram text{pointer-events:none}"
         ".tile-lab-diagram .tl-lbl text{paint-order:stroke;stroke-linejoin:round;"
         "stroke-width:3px;stroke:var(--jp-layout-color0,var(--vscode-editor-background,"
