@@ -48,7 +48,7 @@ def mark_titled(prefix: str, last: bool = False) -> str:
 
 
 def run(jobs: list[Job], tmp_path: Path) -> list[dict]:
-    """Each job's ``{"value", "errors", "png"}`` (``png``: an RGB float array)."""
+    """Each job's ``{"name", "value", "errors", "png"}`` (``png``: an RGB float array)."""
     import matplotlib.image as mpimg
 
     node = browser_env.node()
@@ -70,7 +70,8 @@ def run(jobs: list[Job], tmp_path: Path) -> list[dict]:
              "TILE_LAB_JOBS": str(spec_file)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
-    for res, spec in zip(results, specs):
+    for res, spec, job in zip(results, specs, jobs):
+        res["name"] = job.name
         res["png"] = mpimg.imread(spec["screenshot"])[..., :3]
         assert res["errors"] == [], res["errors"]
     return results
