@@ -383,7 +383,10 @@ def _prologue_span(line: int | None, gutter: str, code: str) -> str:
     where = f" (tied to line {line}, the def)" if line is not None else ""
     tip = ("argument prologue" + where + ": what cuTile assumed of the arguments "
            "(divisibility, bounds) and the tensor views built on them")
-    return (f'<span class="tl-ln tl-pro" title="{html.escape(tip, quote=True)}">'
+    # data-line stays (the rows are the def line's), the tl-lN class does not: hovering
+    # the def line then lights up the signature only
+    data = f' data-line="{line}"' if line is not None else ""
+    return (f'<span class="tl-ln tl-pro"{data} title="{html.escape(tip, quote=True)}">'
             f'<span class="tl-g">{gutter} </span>{code}\n</span>')
 
 
