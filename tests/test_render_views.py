@@ -82,6 +82,14 @@ def test_windows_from_a_real_trace_of_a_tiled_view_stencil():
     assert p.data.windows[1].label == "block (1,), line 5"
     with pytest.raises(DiagramError, match="no tile-space access"):
         windows_from_trace(tr, "x", line=99)
+    # the block diagram draws no 4-element tile grid over these windows (it would
+    # mislabel them) and says what they are; y's 1-element tiles keep their grid
+    d = tile_lab.diagram(tr, block=(1,))
+    x, y = d.geometry.panel("x"), d.geometry.panel("y")
+    assert x.tile_grids == () and "4 windows every 2 (overlapping)" in x.title
+    assert y.tile_grids and "windows" not in y.title
+    assert any("windows_from_trace(trace, 'x')" in n for n in d.geometry.notes)
+    tile_lab.diagram(tr, view="order")  # no visit grid for windows: still draws
 
 
 def test_transposed_load_maps_tile_positions_to_array_elements():

@@ -521,6 +521,25 @@ class IndexedTrace:
                        tuple(int(v) for v in lo_c.ravel()), tuple(int(v) for v in hi_c.ravel()),
                        uncovered, overlapped, exact)
 
+    def window_steps(self, arg: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """``(tile, steps)`` when ``arg``'s boxes of its first tile shape do not sit on that
+        shape's grid (overlapping windows of a ``tiled_view`` with ``traversal_steps``, or
+        tiles of a slice, offset from the array's origin); None when they do."""
+        grids = self.tile_grids(arg)
+        if not grids:
+            return None
+        tile = grids[0].tile
+        starts = {st for _, st, sp in self.shapes(arg)[0] if st is not None and sp is not None
+                  and tuple(b - a for a, b in zip(st, sp)) == tile}
+        if all(v % t == 0 for st in starts for v, t in zip(st, tile)):
+            return None
+        steps = []
+        for ax, t in enumerate(tile):
+            vals = sorted({st[ax] for st in starts})
+            diffs = [b - a for a, b in itertools.pairwise(vals)]
+            steps.append(math.gcd(*diffs) if diffs else t)
+        return tile, tuple(steps)
+
     def visits(self, arg: str) -> tuple[TileVisit, ...]:
         if arg not in self._visits:
             self._visits[arg] = _visits(self, arg)
@@ -755,6 +774,13 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
             notes.append(f"{name}: {len(info.shape)}-D arrays are not drawn")
             continue
         grids = index.tile_grids(name)
+        windows = index.window_steps(name)
+        if windows is not None:  # a tile grid drawn over overlapping/offset windows would lie
+            grids = ()
+            notes.append(f"{name}: its boxes overlap or are offset (a tiled_view with "
+                         "traversal_steps, or a slice): no tile grid drawn; "
+                         f"tile_lab.render.views.windows_from_trace(trace, {name!r}) draws "
+                         "them all")
         if view == "coverage":
             for kind in ("write", "read"):
                 if not index.has_kind(name, kind):
@@ -768,7 +794,7 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
         fps: tuple[Footprint, ...] = ()
         visits: tuple[TileVisit, ...] = ()
         if view == "order":
-            visits = index.visits(name)
+            visits = index.visits(name) if windows is None else ()
         else:
             accs = [a for a in index.by_block.get(blk, ()) if a.arg == name  # type: ignore[arg-type]
                     and (iteration is None or a.iteration == iteration)
@@ -777,7 +803,7 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
         panels.append(_panel(name, info.shape, info.dtype, grids, zoom, footprints=fps,
                              visits=visits, role=roles.get(name),
                              title=_array_title(name, info.shape, info.dtype, grids,
-                                                roles.get(name))))
+                                                roles.get(name)) + _windows_text(windows)))
     if view == "coverage":
         blk = None
     if any(not p.element_detail for p in panels) and zoom is None:
@@ -976,6 +1002,14 @@ def _array_title(name: str, shape: tuple[int, ...], dtype: str, grids: tuple[Til
         if len(grids) > 1:
             head += f" (+{len(grids) - 1} more tile shape{'s' if len(grids) > 2 else ''})"
     return head
+
+
+def _windows_text(windows: tuple[tuple[int, ...], tuple[int, ...]] | None) -> str:
+    if windows is None:
+        return ""
+    tile, steps = windows
+    kind = " (overlapping)" if any(s < t for s, t in zip(steps, tile)) else ""
+    return f", {_dims(tile)} windows every {_dims(steps)}{kind}"
 
 
 def _check_args(t: Trace, arg: str | Sequence[str] | None) -> list[str]:
