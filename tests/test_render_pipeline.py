@@ -16,14 +16,16 @@ def load(name: str) -> Inspection:
     return Inspection.from_json((FIXTURES / f"{name}.json").read_text())
 
 
-@pytest.mark.parametrize(("latency", "ring_kib", "stages"), [(1, 128, 4), (4, 192, 6),
-                                                            (10, 216, 6)])
-def test_latency_hint_sets_the_ring(latency, ring_kib, stages):
+@pytest.mark.parametrize(("latency", "stages", "ring_kib", "other_kib"),
+                         [(1, 2, 128, 64), (4, 4, 192, 64), (10, 6, 216, 24)])
+def test_latency_hint_sets_the_pipeline_depth(latency, stages, ring_kib, other_kib):
+    """Same GEMM (f16, 128×128×64 tiles: 32 KiB per iteration), three latency hints."""
     loop = k_loop(load(f"pipeline_gemm_latency{latency}_sm_90"))
     assert loop.loop_line == 10 and loop.mma_line == 13
     assert [(ld.line, ld.latency, ld.tile_bytes) for ld in loop.loads] == [
         (11, latency, 128 * 64 * 2), (12, latency, 64 * 128 * 2)]
-    assert loop.ring_bytes == ring_kib * 1024 and loop.stages == stages
+    assert loop.stages == stages and loop.barrier_span == 16 * stages
+    assert loop.ring_bytes == ring_kib * 1024 and loop.other_bytes == other_kib * 1024
     assert "(estimate)" in loop.evidence()
 
 
@@ -35,14 +37,19 @@ def test_default_latency_and_picture():
     texts = [it for g in p.scene.items for it in getattr(g, "items", (g,))
              if hasattr(it, "text")]
     assert any("latency=default" in t.text for t in texts)
-    assert any("stages 8–12 not drawn" in t.text for t in texts)  # 13 stages, 8 drawn
+    assert any("stages 8–10 not drawn" in t.text for t in texts)  # 11 stages, 8 drawn
+    assert k_loop(insp).other_bytes == 16 * 1024  # the 64×64 f32 C tile of the epilogue
     assert pipeline_picture(insp).svg == p.svg
 
 
-def test_no_ring_without_sass():
-    insp = load("tma_gemm_sm_90")
+def test_no_depth_without_a_tma_barrier_pair():
     from dataclasses import replace
 
-    bare = replace(insp, stages={"tileir": insp.stages["tileir"]})
-    loop = k_loop(bare)
-    assert loop.stages is None and "no shared-memory ring" in loop.evidence()
+    insp = load("tma_gemm_sm_90")
+    bare = k_loop(replace(insp, stages={"tileir": insp.stages["tileir"]}))
+    assert bare.stages is None and "depth not read" in bare.evidence()
+    # A loaded with LDG (rows of 2008 bytes), B with TMA: no pair, no guessed depth
+    mixed = load("tma_gemm_k1004_sm_90")
+    assert k_loop(mixed).stages is None
+    p = pipeline_picture(mixed)
+    assert "depth not read from the SASS" in p.scene.label and "stage 0" not in p.svg

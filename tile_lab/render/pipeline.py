@@ -5,16 +5,19 @@ Read from an :class:`~tile_lab.artifacts.Inspection` (nothing is compiled here):
 
 * the Tile IR gives the loop (``for %loopIdx``), the loads in its body with their
   ``optimization_hints = <... latency = N>`` and tile types (bytes per tile), and the ``mma``;
-* the SASS gives the shared-memory ring: on sm_90 the compiler places the pipeline's
-  mbarriers right after the tile buffers, so the lowest ``SYNCS.EXCH.64 [URx+0xOFF]``
-  offset is the size of everything before them; divided by the bytes one iteration loads,
-  it bounds the number of stages from above (other buffers, e.g. an epilogue's, may share
-  that space). An estimate read off the machine code, and labelled as one.
+* the SASS gives the stages: on sm_90 the barrier initialisation (``SYNCS.EXCH.64``) sets
+  up, per stage, a "full" and an "empty" 8-byte mbarrier (full ones at +0, +8, ...; the
+  empty ones right after them), and the TMA producer arrives with a byte count
+  (``SYNCS.ARRIVE.TRANS64 RZ, [...+0xOFF], R``) on this array and on the next one; the
+  distance between the two ÷ 16 is the number of stages. The lowest barrier offset is the
+  shared memory below the barriers: the stages' tiles plus other buffers. An estimate read
+  off the machine code, labelled as one.
 
 What tile_lab's compiles show (cuda-tile 1.7.0, tileiras 13.4, sm_90, f16 GEMM with
-128×128×64 tiles, 32 KiB per stage): ``latency=1`` → 128 KiB ring = 4 stages; ``latency=4``
-→ 192 KiB = 6 stages; ``latency=10`` → 216 KiB = 6.75 stages' worth (6 stages, the rest
-other buffers).
+128×128×64 tiles, 32 KiB per stage, f32 C tile 64 KiB): ``latency=1`` → 2 stages, 128 KiB
+= 2 × 32 + 64; ``latency=4`` → 4 stages, 192 KiB = 4 × 32 + 64; ``latency=10`` → 6 stages,
+216 KiB = 6 × 32 + 24. With 64×64×32 tiles (8 KiB per stage, 16 KiB C tile) and no hint:
+11 stages, 104 KiB = 11 × 8 + 16. The two readings agree wherever the C tile fits.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "tf32": 4, "f64": 8, "i8": 1, "i16": 2,
           "i64": 8, "f8E4M3FN": 1, "f8E5M2": 1}
 _TILE_TYPE = re.compile(r"->\s*tile<([\dx]+)x(\w+)>")
 _LATENCY = re.compile(r"latency\s*=\s*(\d+)")
+# the producer's arrive-with-transaction-count (no .A1T0 suffix): one site per barrier array
+_ARRIVE = re.compile(r"SYNCS\.ARRIVE\.TRANS64\s+RZ,\s*\[[^\]]*\+0x([0-9a-fA-F]+)\]")
 _BARRIER = re.compile(r"SYNCS\.EXCH\.64\s+URZ,\s*\[UR\d+\+0x([0-9a-fA-F]+)\]")
 LOAD_COLOR, MMA_COLOR = "#0072B2", "#E69F00"
 PAD = 10
@@ -53,8 +58,8 @@ class KLoop:
     loop_line: int | None
     loads: tuple[LoopLoad, ...]
     mma_line: int | None
-    ring_bytes: int | None  # shared memory before the pipeline's barriers (SASS, sm_90+)
-    barriers: int  # mbarrier initialisations in the SASS
+    ring_bytes: int | None  # shared memory below the pipeline's mbarriers (SASS, sm_90+)
+    barrier_span: int | None  # bytes between the producers' two barrier arrays (SASS)
 
     @property
     def stage_bytes(self) -> int:
@@ -62,17 +67,30 @@ class KLoop:
 
     @property
     def stages(self) -> int | None:
-        """Tiles of each load in flight at once (None when the SASS shows no ring)."""
-        if not self.ring_bytes or not self.stage_bytes:
+        """Iterations whose tiles are in flight at once: one full and one empty 8-byte
+        mbarrier per stage, so the barrier span ÷ 16. None when the SASS shows no pair of
+        TMA barrier arrays (no TMA pipeline, or loads that are not all TMA)."""
+        return self.barrier_span // 16 if self.barrier_span else None
+
+    @property
+    def other_bytes(self) -> int | None:
+        """Shared memory below the barriers that the stages do not fill (e.g. the epilogue's
+        staging tile for a TMA store)."""
+        if self.stages is None or self.ring_bytes is None:
             return None
-        return self.ring_bytes // self.stage_bytes
+        return self.ring_bytes - self.stages * self.stage_bytes
 
     def evidence(self) -> str:
+        kib = lambda b: f"{b / 1024:g} KiB"  # noqa: E731
         if self.stages is None:
-            return "no shared-memory ring in the SASS (no TMA pipeline: sm_80, or no TMA loads)"
-        return (f"SASS: mbarriers start at shared offset {self.ring_bytes:#x} = "
-                f"{self.ring_bytes // 1024} KiB = {self.ring_bytes / self.stage_bytes:.2f} × "
-                f"{self.stage_bytes // 1024} KiB per iteration → {self.stages} stages (estimate)")
+            below = (f" ({kib(self.ring_bytes)} of shared memory below its barriers)"
+                     if self.ring_bytes else "")
+            return ("no pair of TMA barrier arrays in the SASS: depth not read (sm_80, or "
+                    f"loads that are not all TMA){below}")
+        return (f"SASS: barrier arrays {self.barrier_span:#x} bytes apart = {self.stages} "
+                f"stages × 2 mbarriers; shared memory {self.stages} × {kib(self.stage_bytes)}"
+                f" + {kib(self.other_bytes or 0)} other = {kib(self.ring_bytes or 0)} "
+                "(estimate)")
 
 
 def k_loop(insp: Inspection) -> KLoop:
@@ -98,16 +116,21 @@ def k_loop(insp: Inspection) -> KLoop:
             if depth <= 0 and j > i:
                 break
         if loads:
-            ring, n = _ring(insp)
-            return KLoop(lmap[i], tuple(loads), mma, ring, n)
+            ring, span = _ring(insp)
+            return KLoop(lmap[i], tuple(loads), mma, ring, span)
     raise ValueError(f"{insp.kernel_name}: no loop that loads tiles in its Tile IR")
 
 
-def _ring(insp: Inspection) -> tuple[int | None, int]:
+def _ring(insp: Inspection) -> tuple[int | None, int | None]:
+    """(lowest mbarrier offset = shared memory below the barriers, distance between the two
+    producer barrier arrays that ``SYNCS.ARRIVE.TRANS64`` signals), from the SASS."""
     if "sass" not in insp.stages:
-        return None, 0
-    offsets = [int(m.group(1), 16) for m in _BARRIER.finditer(insp.stages["sass"].text)]
-    return (min(offsets) if offsets else None), len(offsets)
+        return None, None
+    text = insp.stages["sass"].text
+    offsets = [int(m.group(1), 16) for m in _BARRIER.finditer(text)]
+    arrive = sorted({int(m.group(1), 16) for m in _ARRIVE.finditer(text)})
+    span = arrive[1] - arrive[0] if len(arrive) == 2 else None
+    return (min(offsets) if offsets else None), span
 
 
 def pipeline_picture(insp: Inspection, *, iterations: int = 8) -> Picture:
@@ -117,10 +140,10 @@ def pipeline_picture(insp: Inspection, *, iterations: int = 8) -> Picture:
     iterations are in flight. Hovering a load line or a load cell outlines all loads;
     likewise for the mma. ``.data`` is the :class:`KLoop`."""
     loop = k_loop(insp)
-    stages = loop.stages or 1
     src = dict(insp.source_lines)
+    depth = f"{loop.stages} stages" if loop.stages else "depth not read from the SASS"
     items: list = [Text(PAD, PAD + 13, f"{insp.kernel_name} · {insp.arch} · K-loop pipeline: "
-                        f"{loop.stages if loop.stages else 'no'} stages", size=12, bold=True),
+                        f"{depth}", size=12, bold=True),
                    Text(PAD, PAD + 29, loop.evidence(), size=10, opacity=0.8)]
     y = PAD + 52
     code_w = 0.0
@@ -145,6 +168,21 @@ def pipeline_picture(insp: Inspection, *, iterations: int = 8) -> Picture:
         items.append(Group(tuple(parts), css_class=f"tl-hk {key_class(key)}" if key else None))
         code_w = max(code_w, PAD + 8 + text_width(text, 11))
         y += 17
+    right = 0.0
+    if loop.stages:
+        ring, y, right = _ring_items(loop.stages, iterations, y)
+        items.extend(ring)
+    bottom = y + 4
+    width = max(code_w, right, *(t.x + text_width(t.text, t.size)
+                                                    for t in items if isinstance(t, Text)))
+    scene = Scene(math.ceil(width + PAD), math.ceil(bottom + PAD), tuple(items),
+                  label=items[0].text)
+    return make_picture(loop, scene, ("load", "mma"))
+
+
+def _ring_items(stages: int, iterations: int, y: float) -> tuple[list, float, float]:
+    """The stage ring below ``y``: items, the new bottom and the right edge."""
+    items: list = []
     # the ring: one row per stage, one column per step
     cell_w, cell_h = 54.0, 22.0
     gx, gy = PAD + 60, y + 28
@@ -187,9 +225,4 @@ def pipeline_picture(insp: Inspection, *, iterations: int = 8) -> Picture:
                       "landed, waiting · orange: the mma using them", size=10, opacity=0.75))
     items.append(Text(PAD, bottom + 14, "a higher latency hint asks for more loads in flight "
                       "(more stages, more shared memory per block)", size=10, opacity=0.75))
-    bottom += 14
-    width = max(code_w, gx + iterations * cell_w, *(t.x + text_width(t.text, t.size)
-                                                    for t in items if isinstance(t, Text)))
-    scene = Scene(math.ceil(width + PAD), math.ceil(bottom + PAD), tuple(items),
-                  label=items[0].text)
-    return make_picture(loop, scene, ("load", "mma"))
+    return items, bottom + 14, gx + iterations * cell_w
