@@ -22,6 +22,7 @@ import pytest
 from browser_env import free_port, node_module
 
 from tile_lab.artifacts import MIME_TYPE, Inspection, Remark, StageText
+from tile_lab.render.html import inspection_json
 
 ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "labextension"
@@ -72,26 +73,9 @@ def sample_inspection() -> Inspection:
     )
 
 
-def sample_diagram() -> dict:
-    """A diagram payload: a strip of 8 tiles, the loads of lines 5/6 and the store of line 7."""
-    cells = "".join(f'<rect x="{10 + 30 * i}" y="10" width="28" height="28" fill="#eeeeee" '
-                    f'stroke="#999999"/>' for i in range(8))
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="260" height="50" '
-           f'viewBox="0 0 260 50">{cells}<text x="10" y="48" font-size="8">a[0:256]</text></svg>')
-    return {"svg": svg, "footprints": [
-        {"line": 5, "label": "load a[0:128]", "rects": [[10, 10, 118, 28]]},
-        {"line": 6, "label": "load b[0:128]", "rects": [[130, 10, 118, 28]]},
-        {"line": 7, "label": "store c[0:128]", "rects": [[10, 10, 238, 28]]},
-    ]}
-
-
 def fixture_payload() -> dict:
-    """The agreed MIME payload: ``to_json_dict()`` without cubin, plus version, diagram."""
-    data = sample_inspection().to_json_dict()
-    del data["cubin"]
-    data["version"] = 1
-    data["diagram"] = sample_diagram()
-    return json.loads(json.dumps(data, sort_keys=True))
+    """The MIME payload exactly as the Python side writes it (inspection_json)."""
+    return inspection_json(sample_inspection())
 
 
 # -- environment probes ----------------------------------------------------------------
