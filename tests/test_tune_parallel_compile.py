@@ -46,10 +46,11 @@ print("cell ran")
 with open(LOG, "a") as fh:
     fh.write("ran\\n")
 SCALE = 2
+DT = ct.float32
 
 @ct.function
 def twice(t):
-    return t * SCALE
+    return ct.astype(t * SCALE, DT)
 
 @ct.kernel
 def k(x, y, T: ct.Constant[int]):
@@ -78,13 +79,16 @@ def test_kernel_reference_resolves_module_kernels_and_cell_sources(tmp_path, cap
     assert ref[0] == "cell"
     shipped = {name: kind for name, kind, _ in ref[1].globals_}
     assert shipped == {"ct": "module", "twice": "def"}  # not LOG, print, unrelated
+    helper = dict((n, p) for n, _, p in ref[1].globals_)["twice"]
+    assert {n: k for n, k, _ in helper.globals_} == {"ct": "module", "SCALE": "value",
+                                                      "DT": "import"}
     capsys.readouterr()
     import linecache
 
     linecache.cache.pop("<cell-7>")
     k = resolve_kernel(pickle.loads(pickle.dumps(ref)))
     assert type(k).__name__ == "kernel"
-    assert linecache.getlines("<cell-7>")[11].startswith("def k(")  # findsource will work
+    assert linecache.getlines("<cell-7>")[12].startswith("def k(")  # findsource will work
     assert log.read_text() == "ran\n"  # the cell's append ran once, in the parent only
     assert capsys.readouterr().out == ""
 

@@ -85,6 +85,19 @@ def _python_function(value: Any) -> types.FunctionType | None:
     return inspect.unwrap(value)
 
 
+def _module_attribute(value: Any) -> tuple[str, str] | None:
+    """(module, name) of an importable module that holds ``value`` itself (a cuTile dtype,
+    a NumPy constant), looked up in the module its type comes from, then in cuda.tile."""
+    for module_name in (type(value).__module__, "cuda.tile", "numpy"):
+        module = sys.modules.get(module_name)
+        if module is None or module_name == "__main__":
+            continue
+        for attr, x in vars(module).items():
+            if x is value and not attr.startswith("_"):
+                return (module_name, attr)
+    return None
+
+
 def _shipped(name: str, value: Any, seen: set[int]) -> tuple[str, str, Any]:
     if isinstance(value, types.ModuleType):
         return (name, "module", value.__name__)
@@ -97,6 +110,9 @@ def _shipped(name: str, value: Any, seen: set[int]) -> tuple[str, str, Any]:
     plain_tuple = isinstance(value, tuple) and all(isinstance(v, _PLAIN) for v in value)
     if plain_tuple or isinstance(value, _PLAIN):
         return (name, "value", pickle.dumps(value))
+    where = _module_attribute(value)
+    if where is not None:  # e.g. DT = ct.float16: the worker imports the same object
+        return (name, "import", where)
     raise KernelNotShippable(f"global {name!r} ({type(value).__name__}) cannot be sent to a "
                              "compile worker")
 
@@ -114,8 +130,11 @@ def cell_definition(func: types.FunctionType, seen: set[int] | None = None) -> C
     text = "".join(linecache.getlines(filename))
     if not text:
         raise KernelNotShippable(f"cannot find the source of {func.__qualname__} ({filename})")
-    node = _def_node(ast.parse(text, filename), func.__name__, func.__code__.co_firstlineno,
-                     filename)
+    try:
+        tree = ast.parse(text, filename)
+    except SyntaxError as e:  # e.g. a cell whose text is not plain Python
+        raise KernelNotShippable(f"the source of {func.__qualname__} does not parse: {e}") from e
+    node = _def_node(tree, func.__name__, func.__code__.co_firstlineno, filename)
     # Names that are not globals are parameters, locals or builtins: nothing to send.
     shipped = [_shipped(name, func.__globals__[name], seen)
                for name in _global_names(node) if name in func.__globals__]
