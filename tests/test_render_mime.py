@@ -95,3 +95,17 @@ def test_extension_colors_css_is_generated_from_the_python_palette():
     assert COLORS_CSS.read_text() == css
     for k, (light, dark) in html_mod._TOKEN_COLORS.items():
         assert f"--tl-t{k}:{light};" in css and f"--tl-t{k}:{dark};" in css
+
+
+def test_a_real_compile_with_every_pane_validates():
+    """A kernel compiled here (cuTile + tileiras on the CPU), all panes shown, hints set."""
+    import kernels_inspect as K
+
+    import tile_lab
+
+    insp = tile_lab.inspect(K.gemm, "f16[256,128], f16[128,256], f32[256,256], 64, 64, 32",
+                            arch="sm_90")
+    insp = insp.with_show(("source", "cutile", "tileir", "ptx", "sass", "remarks"))
+    data = inspection_json(insp)
+    assert _errors(data) == []
+    assert data["stages"]["tileir"]["tokens"] and data["line_colors"]
