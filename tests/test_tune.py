@@ -347,6 +347,11 @@ def test_a_crafted_store_line_cannot_replace_a_recorded_measurements_methods(tmp
         m.mean_s = 1.0
     with pytest.raises(TypeError, match="JSON object"):
         _recorded(["mean_s", 1.0])
+    import copy
+    import pickle
+
+    for back in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+        assert back.mean_s == 2e-6 and back.to_json_dict() == crafted
 
 
 def test_a_store_with_crafted_keys_resumes_with_the_recorded_times(tmp_path):

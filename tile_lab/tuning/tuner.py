@@ -348,6 +348,9 @@ class _RecordedMeasurement:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a recorded measurement is read-only")
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickle / deepcopy rebuild through __init__
+        return (type(self), (dict(self._data),))
+
     def to_json_dict(self) -> dict:
         return dict(self._data)
 
