@@ -42,7 +42,6 @@ export const PALETTE_SLOTS = 7;
 export type TokenRun = [string, number];
 
 export interface IStage {
-  name: string;
   text: string;
   /** line_map[i]: 1-based source line of text line i, or null. */
   line_map: (number | null)[];
@@ -162,7 +161,6 @@ function parseStage(name: string, v: unknown): IStage {
     throw new InvalidViewData(`${where}line_map`, 'must be a list');
   }
   return {
-    name: str(v, 'name', where, name),
     text,
     line_map: map.map((x, i) => lineNumber(x, `${where}line_map[${i}]`)),
     tokens: parseTokens(own(v, 'tokens'), `${where}tokens`)

@@ -404,6 +404,9 @@ export class InspectionView {
     }
     this.data.remarks.forEach((r, i) => {
       const row = el(this.doc, 'div', `${CLASSES.row} tl-remark`);
+      if (r.line !== null) {
+        row.title = r.col === null ? `line ${r.line}` : `line ${r.line}, column ${r.col}`;
+      }
       row.setAttribute('data-row', String(i));
       row.setAttribute('data-kind', r.kind);
       if (r.line !== null) {

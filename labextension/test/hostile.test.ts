@@ -97,7 +97,6 @@ function placements(h: string): [string, (d: any) => void][] {
     ['hints value', d => (d.hints = { occupancy: h, nested: { style: h } })],
     ['stage text', d => (d.stages.tileir.text = `${h}\n${h}`)],
     ['stage name', d => (d.stages[h] = d.stages.sass)],
-    ['stage name field', d => (d.stages.sass.name = h)],
     ['line_map entry', d => (d.stages.sass.line_map[1] = h)],
     ['token class', d => (d.stages.tileir.tokens[0][0] = [h, 5])],
     ['remark kind', d => (d.remarks[0].kind = h)],
@@ -149,8 +148,8 @@ test('the hostile text reaches the page as text, unchanged', () => {
 
 test('a stage named constructor is titled "constructor", not by Object.prototype', () => {
   const raw = fixtureJson() as any;
-  raw.stages.constructor = { name: 'constructor', text: 'x', line_map: [5] };
-  raw.stages.toString = { name: 'toString', text: 'y', line_map: [null] };
+  raw.stages.constructor = { text: 'x', line_map: [5] };
+  raw.stages.toString = { text: 'y', line_map: [null] };
   raw.show.push('constructor', 'hasownproperty');
   const { node, refused } = render(raw);
   assert.equal(refused, true); // 'toString' is not a pane name (upper case)

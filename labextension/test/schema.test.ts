@@ -37,7 +37,8 @@ test('what the schema rejects, the parser rejects too', () => {
     'a palette slot out of range': d => (d.line_colors['5'] = 7),
     'a line colour key that is not a line': d => (d.line_colors['position:fixed'] = 1),
     'a show entry that is not a pane name': d => d.show.push('x y'),
-    'a remark line that is not a line': d => (d.remarks[0].line = 'five')
+    'a remark line that is not a line': d => (d.remarks[0].line = 'five'),
+    'a stage without text': d => delete d.stages.sass.text
   };
   for (const [name, spoil] of Object.entries(spoilers)) {
     const d = fixtureJson() as any;

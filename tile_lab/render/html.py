@@ -174,10 +174,10 @@ def inspection_json(insp: Inspection) -> dict[str, Any]:
     data["filename"] = _display_filename(insp.filename)
     data["version"] = JSON_SCHEMA_VERSION
     data["line_colors"] = {str(k): v for k, v in _color_slots(insp).items()}
-    for name in TOKEN_STAGES:
-        if name in data["stages"]:
-            data["stages"][name]["tokens"] = token_runs(
-                data["stages"][name]["text"], _stage_lexer(name), _token_class)
+    for name, stage in data["stages"].items():
+        stage.pop("name", None)  # the key already says it
+        if name in TOKEN_STAGES:
+            stage["tokens"] = token_runs(stage["text"], _stage_lexer(name), _token_class)
     # Round-trip through JSON: tuples become lists, odd hint values become strings,
     # so the bundle is exactly what a front end receives.
     return json.loads(json.dumps(data, sort_keys=True, default=str))
