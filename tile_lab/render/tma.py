@@ -101,9 +101,9 @@ def tma_report(insp: Inspection) -> TmaReport:
         elif problems:
             reason = problems[0]
         elif have:
-            reason = (f"all TMA preconditions hold, yet the compiler chose "
-                      f"{'/'.join(o for o in have if o not in TMA_OPCODES)} here (tileiras "
-                      "picks TMA where loads feed a pipelined loop, e.g. a GEMM K-loop)")
+            reason = (f"all TMA preconditions hold; the compiler chose "
+                      f"{'/'.join(o for o in have if o not in TMA_OPCODES)} (seen on sm_90: "
+                      "a GEMM's K-loop loads and store become TMA, a plain copy does not)")
         else:
             reason = "no memory instruction of this line left in the SASS"
         out.append(TmaLine(line, ops[0][0], tma, have, reason))
