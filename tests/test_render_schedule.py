@@ -83,3 +83,13 @@ def test_l2_order_counts_panels_per_wave():
     assert any("18 panels in row-major order, 12 in groups of 4" in s for s in texts)
     with pytest.raises(ValueError, match="wave=9"):
         l2_order(16, 16, 4, 32, wave=9)
+
+
+def test_grid_tuple_and_picture_exports(tmp_path):
+    p = sm_timeline((16, 19), 132)  # 304 blocks
+    assert p.data.blocks == 304 and p.data.waves == 3
+    assert repr(p).startswith("Picture(SmTimeline") and p._repr_svg_() == p.svg
+    assert 'class="tile-lab-diagram-wrap"' in p._repr_html_()
+    png = p.to_png(tmp_path / "t.png", dpi=50)
+    svg = p.save_svg(tmp_path / "t.svg")
+    assert png.stat().st_size > 1000 and svg.read_text() == p.svg
