@@ -71,8 +71,10 @@ def hover_css(keys: Iterable[str | int]) -> str:
     rules = []
     for k in dict.fromkeys(keys):
         c = key_class(k)
+        # !important: shapes carry their stroke in a style attribute, which beats a rule
         rules.append(f"svg.tile-lab-diagram:has(.{c}:hover) .{c}>rect"
-                     "{stroke:currentColor;stroke-width:2px;fill-opacity:0.95}")
+                     "{stroke:currentColor!important;stroke-width:2px!important;"
+                     "stroke-opacity:1!important}")
         rules.append(f"svg.tile-lab-diagram:has(.{c}:hover) .tl-hk:not(.{c}){{opacity:0.35}}")
     return "".join(rules)
 

@@ -14,6 +14,7 @@ panels the wave's output tiles need, in row-major and in grouped order.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .picture import Picture, key_class, make_picture
@@ -93,17 +94,20 @@ class SmTimeline:
                 f"SMs busy {100 * self.utilization:.0f}% of the time")
 
 
-def sm_timeline(blocks: int, gpu: str | int = "H100 SXM", blocks_per_sm: int = 1) -> Picture:
+def sm_timeline(blocks: int | Sequence[int], gpu: str | int = "H100 SXM",
+                blocks_per_sm: int = 1) -> Picture:
     """Blocks on SMs over time: one row per SM, one column per wave, each block a cell
     labelled with its linear id; idle slots of the tail wave hatched.
 
     Args:
-        blocks: linear number of blocks in the grid (``math.prod(grid)``).
+        blocks: the number of blocks, or the launch grid (its product is taken).
         gpu: a GPU name from ``GPU_SM_COUNTS`` or an SM count.
         blocks_per_sm: blocks resident on one SM at once (occupancy).
 
     Hovering a block outlines every block of its wave. ``.data`` is the :class:`SmTimeline`.
     """
+    if not isinstance(blocks, int):
+        blocks = math.prod(int(g) for g in blocks)
     if blocks < 1 or blocks_per_sm < 1:
         raise ValueError(f"blocks={blocks}, blocks_per_sm={blocks_per_sm}: both must be ≥ 1")
     tl = SmTimeline(blocks, sm_count(gpu), blocks_per_sm)
@@ -263,6 +267,7 @@ def _order_panel(o: L2Order, wave: int, x: float, top: float, cell: float,
                       f" B panels = {sel.panels}", size=10)]
     gx, gy = x + strip + 6, top + 40 + strip + 6
     out.append(Text(gx, top + 38, "B column panels", size=8, opacity=0.7))
+    out.append(Text(x, top + 38, "A", size=8, opacity=0.7))
     for n in range(o.num_n):  # B panels across the top
         on = n in sel.b_panels
         out.append(Rect(gx + n * cell, gy - strip - 4, cell - 1, strip, Style(

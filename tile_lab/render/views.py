@@ -227,7 +227,10 @@ def _draw(data: ViewWindows, by_position: bool = False) -> Picture:
                                  (r1 - r0) * cell - 2 * inset,
                                  Style(fill=color, fill_opacity=0.18, stroke=color,
                                        stroke_width=2.2)),), title=desc, css_class=cls))
-        items.append(Group((Rect(list_x, list_y + 18 * k - 10, 14, 12,
+        # the entry's first rect is its hover target: the whole line, invisible until hovered
+        items.append(Group((Rect(list_x - 3, list_y + 18 * k - 13, text_width(desc, 10) + 26,
+                                 17, Style(fill=INK, fill_opacity=0, stroke="none")),
+                            Rect(list_x, list_y + 18 * k - 10, 14, 12,
                                  Style(fill=color, fill_opacity=0.5, stroke=color)),
                             Text(list_x + 20, list_y + 18 * k, desc, size=10)),
                            title=desc, css_class=cls))
