@@ -153,25 +153,33 @@ tile_lab.diagram(tr_atomic, view="coverage", arg="out")
 #
 # On Hopper, a tile load can be one **TMA** bulk tensor copy (`UTMALDG` in SASS) instead of
 # many per-thread loads (`LDG`). TMA needs every stride except the last to be a multiple of
-# **16 bytes**. The compiler says what it chose in its *remarks*. The GEMM of notebook 4 with
-# K = 1024 (row stride 2048 B): both loads and the store are TMA.
+# **16 bytes**. `tile_lab.render.tma.tma_report` reads, per source line, what the SASS holds and
+# why (from the facts the Tile IR states about the arguments); the compiler's *remarks* say the
+# same in its own words. The GEMM of notebook 4 with K = 1024 (row stride 2048 B): both loads
+# and the store are TMA.
 
 # %%
 from tile_lab.examples.gemm import gemm_naive
+from tile_lab.render.tma import tma_report
 
-def tma_report(sig):
+def show_tma(sig):
     insp = tile_lab.inspect(gemm_naive, sig, arch="sm_90")
     lines = insp.source.splitlines()
+    code = lambda n: lines[n - insp.first_line].strip()[:32]  # noqa: E731
+    report = tma_report(insp)
+    print(report.summary())
+    for t in report.lines:
+        print(f"  {code(t.line):32s} {t.verdict:6s} {t.reason}")
+    print("compiler remarks:")
     # sorted: the compiler does not promise an order among remarks of one line
     for r in sorted(insp.remarks, key=lambda r: (r.line, r.kind != "passed", r.message)):
         if r.category == "memory":
-            code = lines[r.line - insp.first_line].strip()[:34]
-            print(f"{code:34s} {r.kind:6s} {r.message}")
+            print(f"  {code(r.line):32s} {r.kind:6s} {r.message}")
     return insp
 
 # %%
 # NBVAL_CHECK_OUTPUT
-aligned = tma_report("f16[1024,1024], f16[1024,1024], f16[1024,1024], 128, 128, 64")
+aligned = show_tma("f16[1024,1024], f16[1024,1024], f16[1024,1024], 128, 128, 64")
 
 # %% [markdown]
 # With K = 1020, A's row stride is 2040 bytes — not a multiple of 16. The A load falls back to
@@ -179,16 +187,15 @@ aligned = tma_report("f16[1024,1024], f16[1024,1024], f16[1024,1024], 128, 128, 
 
 # %%
 # NBVAL_CHECK_OUTPUT
-unaligned = tma_report("f16[1024,1020], f16[1020,1024], f16[1024,1024], 128, 128, 64")
-print("UTMALDG in SASS:", aligned.sass.count("UTMALDG"), "aligned vs",
-      unaligned.sass.count("UTMALDG"), "unaligned")
+unaligned = show_tma("f16[1024,1020], f16[1020,1024], f16[1024,1024], 128, 128, 64")
 
 # %% [markdown]
-# The remarks pane shows the same next to the source (hover a line to see its instructions).
-# `allow_tma=False` on a load turns TMA off on purpose — useful to measure what it buys.
+# The inspect view marks it on the source: with the Tile IR and SASS panes shown, every line
+# holding a tile load/store gets a TMA / no-TMA badge with the reason (hover it).
+# `allow_tma=False` turns TMA off on purpose — useful to measure what it buys:
 
 # %%
-%%tile --sig "f16[1024,1020], f16[1020,1024], f16[1024,1024], 128, 128, 64" --arch sm_90 --show source,remarks
+%%tile --sig "f16[1024,1020], f16[1020,1024], f16[1024,1024], 64, 64, 32" --arch sm_90 --show source,tileir,sass
 @ct.kernel
 def gemm_no_tma_for_b(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     bx, by = ct.bid(0), ct.bid(1)
@@ -200,5 +207,19 @@ def gemm_no_tma_for_b(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: c
     ct.store(C, index=(bx, by), tile=acc.astype(C.dtype))
 
 # %% [markdown]
+# The diagram of the emulated kernel can carry the same verdicts in its legend (`tma=`), so
+# the footprint of each load says whether it was one bulk copy:
+
+# %%
+rng_g = np.random.default_rng(1)
+A = rng_g.standard_normal((256, 252)).astype(np.float16)
+B = rng_g.standard_normal((252, 256)).astype(np.float16)
+C = np.zeros((256, 256), np.float16)
+tr_gemm = tile_lab.trace(gemm_no_tma_for_b, (2, 2), (A, B, C, 128, 128, 64))
+insp_no_tma = tile_lab.inspect(gemm_no_tma_for_b, "f16[256,252], f16[252,256], f16[256,256], "
+                               "128, 128, 64", arch="sm_90")
+tile_lab.diagram(tr_gemm, block=(1, 0), tma=tma_report(insp_no_tma))
+
+# %% [markdown]
 # **Exercise.** Pad K from 1020 to 1024 (the usual fix: allocate `A` with a padded row and take
-# a view) and check with `tma_report` that the A load is TMA again.
+# a view) and check with `show_tma` that the A load is TMA again.

@@ -15,8 +15,9 @@ import matplotlib.pyplot as plt
 import cuda.tile as ct
 import tile_lab
 from tile_lab.examples.gemm import gemm_grouped, gemm_naive
-from tile_lab.tuning import TuningStore
 from tile_lab.gpu.measurement import Measurement
+from tile_lab.render.pipeline import k_loop, pipeline_picture
+from tile_lab.tuning import TuningStore
 
 # %% [markdown]
 # ## What prefetch depth buys: a model
@@ -52,28 +53,33 @@ plt.tight_layout()
 #
 # `gemm_grouped` (in `tile_lab.examples.gemm`) passes `latency=LAT` to both loads of its K-loop.
 # The hint lands in the Tile IR as `optimization_hints = <… latency = LAT>`; the compiler answers
-# with more shared-memory buffers. One stage of 128×64 A + 64×128 B fp16 tiles is 32 KiB;
-# the shared memory the kernel reserves (from its PTX) grows with the hint until Hopper's
-# 227 KiB per block runs out:
+# with a deeper pipeline. `tile_lab.render.pipeline.k_loop` reads the depth off the SASS (on
+# sm_90 each stage has a "full" and an "empty" barrier that the TMA loads arrive on) and the
+# shared memory it takes (one stage of 128×64 A + 64×128 B fp16 tiles is 32 KiB):
 
 # %%
 # NBVAL_CHECK_OUTPUT
 sig = "f16[4096,4096], f16[4096,4096], f16[4096,4096], 128, 128, 64, 8, {lat}"
-smem = {}
-for lat in (1, 2, 4, 6, 10):
-    insp = tile_lab.inspect(gemm_grouped, sig.format(lat=lat), arch="sm_90")
+depth, inspections = {}, {}
+for lat in (1, 2, 4, 10):
+    insp = inspections[lat] = tile_lab.inspect(gemm_grouped, sig.format(lat=lat), arch="sm_90")
     hint = re.search(r"latency = (\d+)", insp.tileir).group(1)
-    smem[lat] = int(re.search(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", insp.ptx).group(1))
-    print(f"LAT={lat:2d}: Tile IR hint latency = {hint:>2s}; shared memory {smem[lat] / 1024:6.1f} KiB"
-          f" = {smem[lat] / 32768:.1f} × one A+B stage")
+    loop = k_loop(insp)
+    depth[lat] = loop.stages
+    print(f"LAT={lat:2d} (Tile IR latency = {hint:>2s}): {loop.stages} stages; {loop.evidence()}")
+
+# %% [markdown]
+# The pipeline for `LAT=4`, beside the loop's source lines: at each step the `mma` consumes one
+# iteration's tiles while the loads of the next iterations are in flight.
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 2.4))
-ax.bar([str(k) for k in smem], [v / 1024 for v in smem.values()], color="#009E73")
-ax.axhline(227, color="#D55E00", lw=1)
-ax.text(0, 229, "Hopper: 227 KiB per block", fontsize=8, color="#D55E00")
-ax.set(xlabel="latency hint on the K-loop loads", ylabel="shared memory (KiB)",
-       title="gemm_grouped, 128×128×64 tiles, sm_90 (compiled on CPU)")
+pipeline_picture(inspections[4])
+
+# %%
+fig, ax = plt.subplots(figsize=(5, 2.2))
+ax.bar([str(k) for k in depth], list(depth.values()), color="#009E73")
+ax.set(xlabel="latency hint on the K-loop loads", ylabel="pipeline stages",
+       title="gemm_grouped 128×128×64, sm_90 (read from SASS)")
 plt.tight_layout()
 
 # %% [markdown]
