@@ -51,8 +51,9 @@ plt.tight_layout()
 # %% [markdown]
 # ## Type promotion
 #
-# Mixed tiles promote to the wider type (`f16 + f32 → f32`); a Python scalar adapts to the tile
-# unless it is of a higher *kind* (`int32 tile + 1.5 → float32`, but `f16 tile * 2.5 → f16`).
+# Mixed tiles of one kind promote to the wider type (`f16 + f32 → f32`); between kinds the float
+# wins, at its own width (`int32 + f16 → f16`). A Python scalar adapts to the tile unless it is
+# of a higher *kind* (`int32 tile + 1.5 → float32`, but `f16 tile * 2.5 → f16`).
 # The table is what the emulator computes for `a + b`, printed with `ct.print` from inside the
 # kernel:
 
@@ -83,7 +84,7 @@ cols = names + ["1", "1.5"]
 cells = [[result[p, q] for q in cols] for p in names]
 fig, ax = plt.subplots(figsize=(8, 1.9))
 ax.axis("off")
-palette = {"int8": "#F0E442", "int32": "#E69F00", "float16": "#56B4E9", "float32": "#0072B2"}
+palette = {"int8": "#F0E442", "int32": "#E69F00", "float16": "#A6D8F0", "float32": "#56B4E9"}
 t = ax.table(cellText=cells, rowLabels=[f"{p} tile" for p in names],
              colLabels=[f"+ {q} tile" if q in names else f"+ {q}" for q in cols],
              cellColours=[[palette.get(c, "w") for c in row_] for row_ in cells], loc="center")
@@ -105,6 +106,7 @@ def promotion_claims(h, f, n, out):
     ct.static_assert((x + y).dtype == ct.float32, "f16 + f32 -> f32")
     ct.static_assert((x * 2.5).dtype == ct.float16, "a float scalar keeps f16")
     ct.static_assert((k + 1.5).dtype == ct.float32, "int tile + float scalar -> f32")
+    ct.static_assert((k + x).dtype == ct.float16, "int32 tile + f16 tile -> f16 (the float kind wins)")
     ct.store(out, index=(0,), tile=x + y)
 
 insp = tile_lab.inspect(promotion_claims, "f16[8], f32[8], i32[8], f32[8]", arch="sm_90")
