@@ -104,6 +104,31 @@ for n in (1, 2):
     print(f"num_ctas={n}: PTX {ptx or '-'}; SASS {', '.join(sass)}")
 
 # %% [markdown]
+# What the two blocks of a cluster share, from an emulated trace: a 2×2-block GEMM where blocks
+# `(0, 0)` and `(1, 0)` form one cluster. They compute C tiles in the same column, so they read
+# the *same* B panel — every B element there is read by both (2), which one multicast load
+# serves — and different A panels (1 each):
+
+# %%
+import numpy as np
+
+rng = np.random.default_rng(0)
+A = rng.standard_normal((256, 256)).astype(np.float16)
+B = rng.standard_normal((256, 256)).astype(np.float16)
+C = np.zeros((256, 256), np.float16)
+tr = tile_lab.trace(gemm_naive, (2, 2), (A, B, C, 128, 128, 64))
+cluster = [(0, 0), (1, 0)]
+fig, axes = plt.subplots(1, 2, figsize=(7, 3))
+for ax, name in zip(axes, ("A", "B")):
+    readers = sum(tr.footprint(b, name, kind="read").astype(int) for b in cluster)
+    im = ax.imshow(readers, cmap="Blues", vmin=0, vmax=2)
+    ax.set_title(f"{name}: blocks of the cluster reading each element", fontsize=8)
+    ax.set_xticks([]), ax.set_yticks([])
+fig.colorbar(im, ax=axes, ticks=[0, 1, 2], shrink=0.8)
+print("B elements read by both blocks of the cluster:",
+      int((sum(tr.footprint(b, "B", kind="read").astype(int) for b in cluster) == 2).sum()))
+
+# %% [markdown]
 # ## `ByTarget`: a hint per architecture
 #
 # Clusters exist from Hopper on; the best cluster size differs per GPU. `ct.ByTarget` picks the
