@@ -152,6 +152,29 @@ print("matches float64 NumPy within fp16 rounding (|error| < 2e-3):", err < 2e-3
 tile_lab.diagram(tr, block=(1, 0), iteration=2)
 
 # %% [markdown]
+# All iterations of that block at once, from the same trace: which rows of each array (batch-head
+# 0, sequence positions on the x axis) block `(1, 0)` touches at each step of its loop. Q and
+# the O store sit outside the loop (counted as iteration 0 of their own lines).
+
+# %%
+names = ["Q", "K", "V", "Out"]
+steps = SEQ // BN
+grid_img = np.zeros((steps, len(names), SEQ))
+for a in tr.select(block=(1, 0)):
+    rows = tr.footprint((1, 0), a.arg)[0].any(axis=1)  # positions of batch-head 0 touched
+    box = np.zeros(SEQ, bool)
+    box[a.box_start[1]:a.box_stop[1]] = True
+    grid_img[a.iteration, names.index(a.arg)] = np.where(box & rows, 1 + a.is_write, 0)
+fig, axes = plt.subplots(1, len(names), figsize=(10, 1.9), sharey=True)
+for col, (ax, name) in enumerate(zip(axes, names)):
+    ax.imshow(grid_img[:, col], aspect="auto", cmap="Blues", vmin=0, vmax=2,
+              interpolation="nearest", extent=(0, SEQ, steps - 0.5, -0.5))
+    ax.set_title(name, fontsize=9)
+    ax.set_xlabel("position", fontsize=8)
+axes[0].set_ylabel("iteration j")
+plt.tight_layout()
+
+# %% [markdown]
 # Over all iterations, every block reads all of K and V of its batch-head — the price of never
 # storing the scores is re-reading K and V once per query tile (here 4 times each):
 
