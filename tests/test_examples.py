@@ -122,3 +122,19 @@ def test_flash_attention_compiles_for_hopper() -> None:
     sig = ", ".join(["f16[8,1024,64]"] * 4 + ["0.18", "64", "64", "64", "1"])
     insp = tile_lab.inspect(attention.flash_attention, sig, arch="sm_90")
     assert insp.tileir.count("mma") >= 2
+
+
+def test_recorded_flash_attention_run_has_provenance() -> None:
+    # notebook 15 shows this file; every number in it must say where and how it was measured
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "data" / "flash_attention.json"
+    rec = json.loads(path.read_text())
+    prov = rec["provenance"]
+    assert {"gpu", "driver", "torch", "cuda_tile", "max_sm_clock_mhz"} <= set(prov)
+    assert {r["regime"] for r in rec["results"]} == {"burst", "sustained"}
+    for r in rec["results"]:
+        assert r["sm_clock_mhz"] > 0 and r["nvml_samples"] and r["rounds"] >= 3
+        assert r["ratio_min"] <= r["speedup"] <= r["ratio_max"]
+        assert abs(r["speedup"] - r["sdpa_ms"] / r["ours_ms"]) < 0.1 * r["speedup"]
