@@ -146,5 +146,6 @@ for r in runs:
               f"  ({r['gpu']}, fp16 8192³)")
 
 # %% [markdown]
-# **Exercise.** With `SmTimeline`, find the smallest tile size (64, 128 or 256 square) for which
-# a 6144² GEMM on an H100 has no tail, and check what it does to the wave count.
+# **Exercise.** With `SmTimeline`, compare 128×128 and 256×128 output tiles for N = 3072 and
+# N = 6144 on an H100 (132 SMs, one block per SM): which choice has the smaller tail, and is
+# the tile with the smaller tail also the one with more blocks to hide latency with?
