@@ -62,6 +62,8 @@ def test_badges_in_the_inspect_view_only_when_sass_and_tileir_are_shown():
     assert view.count('class="tl-tma tl-tma-no"') == 2  # source line 34 and its summary row
     assert view.count('class="tl-tma tl-tma-yes"') == 4
     assert "2 of 3 tile loads/stores became TMA copies" in view
+    sass = view[view.index("tl-pane-sass"):]
+    assert sass.count("tl-tma-op") == 3  # B's UTMALDG and C's two UTMASTG, boxed
     plain = inspection_html(insp.with_show(("source", "tileir")))
     assert "tl-tma" not in plain
     assert annotate_inspection_html(insp, "<div>no panes</div>") == "<div>no panes</div>"
