@@ -30,6 +30,7 @@ def test_a_row_stride_off_16_bytes_loses_tma_on_that_load_only():
     r = tma_report(load("tma_gemm_k1004_sm_90"))  # A is f16[512, 1004]: 2008-byte rows
     a, b, c = r.lines
     assert (a.tma, a.sass_ops) == (False, ("LDG",))
+    assert a.reason.startswith("compiler: stride not 16-byte aligned; ")  # its own remark
     assert "multiple of 16 bytes" in a.reason and "divide by 8" in a.reason
     assert b.tma and c.tma
     assert r.line(34) is a

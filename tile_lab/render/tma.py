@@ -12,9 +12,11 @@ loads and its store become ``UTMALDG.2D`` / ``UTMASTG.2D``; the same loads with
 plain 2-D copy stays ``LDG``/``STG`` even when every TMA precondition holds — the view ops
 (``*_view_tko``) look the same in Tile IR either way, so only the SASS tells.
 
-The reasons checked, in order: the architecture (TMA needs sm_90 or newer), the op's
-``allow_tma = false`` hint, a non-contiguous innermost axis, strides and base address not
-known to be multiples of 16 bytes, a tile row narrower than 16 bytes.
+The reasons, in order: the architecture (TMA needs sm_90 or newer); the compiler's own
+remark when it gives one ("Failed to select TMA load instruction: stride not 16-byte
+aligned"), followed by what the Tile IR shows; the op's ``allow_tma = false`` hint, a
+non-contiguous innermost axis, strides and base address not known to be multiples of 16
+bytes, a tile row narrower than 16 bytes.
 """
 
 from __future__ import annotations
@@ -94,10 +96,15 @@ def tma_report(insp: Inspection) -> TmaReport:
         have = sass_ops.get(line, ())
         tma = any(op in TMA_OPCODES for op in have)
         problems = [p for _, p in ops if p]
+        said = _compiler_says(insp, line)
         if tma:
             reason = f"bulk tensor copy: {', '.join(o for o in have if o in TMA_OPCODES)}"
         elif not arch_ok:
             reason = f"{insp.arch} has no TMA (Hopper sm_90 or newer)"
+        elif said and problems:
+            reason = f"compiler: {said}; {problems[0]}"
+        elif said:
+            reason = f"compiler: {said}"
         elif problems:
             reason = problems[0]
         elif have:
@@ -108,6 +115,15 @@ def tma_report(insp: Inspection) -> TmaReport:
             reason = "no memory instruction of this line left in the SASS"
         out.append(TmaLine(line, ops[0][0], tma, have, reason))
     return TmaReport(insp.arch, tuple(out))
+
+
+def _compiler_says(insp: Inspection, line: int) -> str | None:
+    """The compiler's own reason for not using TMA on ``line`` (a "failed" memory remark,
+    e.g. "stride not 16-byte aligned"), if it gave one."""
+    for r in insp.remarks:
+        if r.line == line and r.kind in ("failed", "missed") and "TMA" in r.message:
+            return r.message.split(": ", 1)[-1]
+    return None
 
 
 def _sm(arch: str) -> int:
