@@ -753,14 +753,14 @@ def test_edge_tile_labels_sit_inside_the_array_and_above_footprints():
 
 
 def test_legend_cuts_long_lines_at_a_word_with_an_ellipsis():
-    from tile_lab.render.diagram_layout import _ellipsize
+    from tile_lab.render.diagram_layout import ellipsize
 
     line = ("t = ct.load(x, index=(i, j), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)"
             "  # and a comment that makes it long")
-    cut = _ellipsize(line, 70)
+    cut = ellipsize(line, 70)
     assert cut.endswith("…") and len(cut) <= 70
     assert cut == "t = ct.load(x, index=(i, j), shape=(TM, TN), padding_mode=…"
-    assert _ellipsize("short", 70) == "short"
+    assert ellipsize("short", 70) == "short"
 
 
 def test_svg_scales_down_in_a_narrow_container():

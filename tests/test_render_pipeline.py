@@ -53,3 +53,14 @@ def test_no_depth_without_a_tma_barrier_pair():
     assert k_loop(mixed).stages is None
     p = pipeline_picture(mixed)
     assert "depth not read from the SASS" in p.scene.label and "stage 0" not in p.svg
+
+
+def test_a_persistent_kernel_pipelines_its_inner_k_loop():
+    """bench/gemm_kernels.py::gemm_persistent (128×128×64, LAT=3) on sm_90: the loop over
+    output tiles (line 55) holds the K-loop of the k_loop helper (line 32)."""
+    insp = load("pipeline_gemm_persistent_sm_90")
+    loop = k_loop(insp)
+    assert loop.loop_line == 32 and [ld.line for ld in loop.loads] == [33, 34]
+    assert [ld.latency for ld in loop.loads] == [3, 3] and loop.stages == 3
+    p = pipeline_picture(insp)
+    assert "32  (in a helper function)" in p.svg  # its text is not in the kernel's source

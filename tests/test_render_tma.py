@@ -30,6 +30,7 @@ def test_a_row_stride_off_16_bytes_loses_tma_on_that_load_only():
     r = tma_report(load("tma_gemm_k1004_sm_90"))  # A is f16[512, 1004]: 2008-byte rows
     a, b, c = r.lines
     assert (a.tma, a.sass_ops) == (False, ("LDG",))
+    assert a.reason.startswith("compiler: stride not 16-byte aligned; ")  # its own remark
     assert "multiple of 16 bytes" in a.reason and "divide by 8" in a.reason
     assert b.tma and c.tma
     assert r.line(34) is a
@@ -62,6 +63,8 @@ def test_badges_in_the_inspect_view_only_when_sass_and_tileir_are_shown():
     assert view.count('class="tl-tma tl-tma-no"') == 2  # source line 34 and its summary row
     assert view.count('class="tl-tma tl-tma-yes"') == 4
     assert "2 of 3 tile loads/stores became TMA copies" in view
+    sass = view[view.index("tl-pane-sass"):]
+    assert sass.count("tl-tma-op") == 3  # B's UTMALDG and C's two UTMASTG, boxed
     plain = inspection_html(insp.with_show(("source", "tileir")))
     assert "tl-tma" not in plain
     assert annotate_inspection_html(insp, "<div>no panes</div>") == "<div>no panes</div>"

@@ -32,7 +32,7 @@ from .diagram import (
 )
 from .svg import INK, Group, Path, Rect, Scene, Style, Text, text_width, to_svg
 
-__all__ = ["draw"]
+__all__ = ["draw", "ellipsize"]
 
 HIGHLIGHT = "#E69F00"  # partition(): highlighted tiles (Okabe–Ito orange)
 GOOD, BAD_ZERO, BAD_MULTI, READ = "#009E73", "#CC79A7", "#D55E00", "#0072B2"
@@ -587,7 +587,7 @@ def _tooltip(f: Footprint, panel: Panel, geometry: Geometry, index: IndexedTrace
 LEGEND_CHARS = 96  # most characters of a source line shown in the legend
 
 
-def _ellipsize(text: str, limit: int) -> str:
+def ellipsize(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters at a word or punctuation boundary,
     with "…" when anything was cut (the full line is the entry's tooltip)."""
     if len(text) <= limit:
@@ -615,7 +615,7 @@ def _tma_legend(e, x: float, y: float, after: float) -> tuple[list, float, float
     right = bx + w
     if not e.tma:
         y += 14
-        reason = _ellipsize(e.tma_note, 110)
+        reason = ellipsize(e.tma_note, 110)
         items.append(Group((Text(x + 12, y, "↳ " + reason, size=10, opacity=0.85),),
                            title=e.tma_note))
         right = max(right, x + 12 + text_width("↳ " + reason, 10))
@@ -633,7 +633,7 @@ def _legend(g: Geometry, x: float, y: float) -> tuple[list, float, float]:
             out.append(Rect(x + 18, y - 10, 14, 12, Style(fill=e.color, fill_opacity=0.12,
                                                             stroke=e.color, stroke_width=2,
                                                             hatch="diag", hatch_color=e.color)))
-            label = f"line {e.line}" + (f": {_ellipsize(e.text, LEGEND_CHARS)}" if e.text else "")
+            label = f"line {e.line}" + (f": {ellipsize(e.text, LEGEND_CHARS)}" if e.text else "")
             out.append(Group((Text(x + 38, y, label, size=11),),
                              title=f"line {e.line}: {e.text}" if e.text else None))
             width = max(width, x + 38 + text_width(label, 11))

@@ -22,6 +22,7 @@ What tile_lab's compiles show (cuda-tile 1.7.0, tileiras 13.4, sm_90, f16 GEMM w
 
 from __future__ import annotations
 
+import linecache
 import math
 import re
 from dataclasses import dataclass
@@ -94,14 +95,16 @@ class KLoop:
 
 
 def k_loop(insp: Inspection) -> KLoop:
-    """The first ``for`` loop of the Tile IR that loads tiles, with its pipeline depth."""
+    """The innermost ``for`` loop of the Tile IR that loads tiles (a persistent kernel's
+    K-loop, not its loop over output tiles), with its pipeline depth."""
     st = insp.stages["tileir"]
     rows = st.text.split("\n")
     lmap = list(st.line_map) + [None] * (len(rows) - len(st.line_map))
+    best: tuple[int, int, list[LoopLoad], int | None] | None = None  # (span, row, loads, mma)
     for i, row in enumerate(rows):
         if not re.search(r"=\s*for\s+%", row):
             continue
-        depth, loads, mma = 0, [], None
+        depth, loads, mma, end = 0, [], None, len(rows) - 1
         for j in range(i, len(rows)):
             depth += rows[j].count("{") - rows[j].count("}")
             if "load_view_tko" in rows[j] or "load_ptr_tko" in rows[j]:
@@ -114,11 +117,15 @@ def k_loop(insp: Inspection) -> KLoop:
             if re.search(r"=\s*mma[fi]?\b", rows[j]) and mma is None:
                 mma = lmap[j]
             if depth <= 0 and j > i:
+                end = j
                 break
-        if loads:
-            ring, span = _ring(insp)
-            return KLoop(lmap[i], tuple(loads), mma, ring, span)
-    raise ValueError(f"{insp.kernel_name}: no loop that loads tiles in its Tile IR")
+        if loads and (best is None or end - i < best[0]):
+            best = (end - i, i, loads, mma)
+    if best is None:
+        raise ValueError(f"{insp.kernel_name}: no loop that loads tiles in its Tile IR")
+    _, i, loads, mma = best
+    ring, span = _ring(insp)
+    return KLoop(lmap[i], tuple(loads), mma, ring, span)
 
 
 def _ring(insp: Inspection) -> tuple[int | None, int | None]:
@@ -152,7 +159,11 @@ def pipeline_picture(insp: Inspection, *, iterations: int = 8) -> Picture:
     for line, what in lines:
         if line is None:
             continue
-        text = f"{line:>3}  {src.get(line, '').rstrip()}"
+        # a helper's lines (a K-loop in a @ct.function) are not in the kernel's source:
+        # the file's (or notebook cell's) text from linecache, as tracebacks show it
+        code = (src.get(line, "") or linecache.getline(insp.filename, line).strip()
+                or "(in a helper function)").rstrip()
+        text = f"{line:>3}  {code}"
         if isinstance(what, LoopLoad):
             text += f"   ← latency={what.latency if what.latency is not None else 'default'}"
             key, color = "load", LOAD_COLOR

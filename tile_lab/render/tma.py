@@ -12,9 +12,11 @@ loads and its store become ``UTMALDG.2D`` / ``UTMASTG.2D``; the same loads with
 plain 2-D copy stays ``LDG``/``STG`` even when every TMA precondition holds — the view ops
 (``*_view_tko``) look the same in Tile IR either way, so only the SASS tells.
 
-The reasons checked, in order: the architecture (TMA needs sm_90 or newer), the op's
-``allow_tma = false`` hint, a non-contiguous innermost axis, strides and base address not
-known to be multiples of 16 bytes, a tile row narrower than 16 bytes.
+The reasons, in order: the architecture (TMA needs sm_90 or newer); the compiler's own
+remark when it gives one ("Failed to select TMA load instruction: stride not 16-byte
+aligned"), followed by what the Tile IR shows; the op's ``allow_tma = false`` hint, a
+non-contiguous innermost axis, strides and base address not known to be multiples of 16
+bytes, a tile row narrower than 16 bytes.
 """
 
 from __future__ import annotations
@@ -94,10 +96,15 @@ def tma_report(insp: Inspection) -> TmaReport:
         have = sass_ops.get(line, ())
         tma = any(op in TMA_OPCODES for op in have)
         problems = [p for _, p in ops if p]
+        said = _compiler_says(insp, line)
         if tma:
             reason = f"bulk tensor copy: {', '.join(o for o in have if o in TMA_OPCODES)}"
         elif not arch_ok:
             reason = f"{insp.arch} has no TMA (Hopper sm_90 or newer)"
+        elif said and problems:
+            reason = f"compiler: {said}; {problems[0]}"
+        elif said:
+            reason = f"compiler: {said}"
         elif problems:
             reason = problems[0]
         elif have:
@@ -108,6 +115,15 @@ def tma_report(insp: Inspection) -> TmaReport:
             reason = "no memory instruction of this line left in the SASS"
         out.append(TmaLine(line, ops[0][0], tma, have, reason))
     return TmaReport(insp.arch, tuple(out))
+
+
+def _compiler_says(insp: Inspection, line: int) -> str | None:
+    """The compiler's own reason for not using TMA on ``line`` (a "failed" memory remark,
+    e.g. "stride not 16-byte aligned"), if it gave one."""
+    for r in insp.remarks:
+        if r.line == line and r.kind in ("failed", "missed") and "TMA" in r.message:
+            return r.message.split(": ", 1)[-1]
+    return None
 
 
 def _sm(arch: str) -> int:
@@ -184,12 +200,16 @@ _STYLE_YES = ("margin-left:1.5em;padding:0 4px;border-radius:3px;font-size:85%;"
               "background:color-mix(in srgb,#009E73 25%,transparent);border:1px solid #009E73")
 _STYLE_NO = ("margin-left:1.5em;padding:0 4px;border-radius:3px;font-size:85%;"
              "background:color-mix(in srgb,#D55E00 18%,transparent);border:1px solid #D55E00")
+_STYLE_OP = "outline:1px solid #009E73;border-radius:2px"
+_SASS_PANE = re.compile(r'(<section class="tl-pane tl-pane-sass".*?</section>)', re.S)
+_TMA_OP = re.compile(r'<span class="(tl-t\w+)">(' + "|".join(TMA_OPCODES) + r')</span>')
 _SOURCE_PANE = re.compile(r'(<section class="tl-pane tl-pane-source".*?</section>)', re.S)
 
 
 def annotate_inspection_html(insp: Inspection, view_html: str) -> str:
     """The inspect view's HTML with a TMA badge at the end of every source line that holds
-    a tile-space load/store, and a one-line-per-op summary under the header. Unchanged when
+    a tile-space load/store, TMA opcodes boxed in the SASS pane, and a one-line-per-op
+    summary under the header. Unchanged when
     the view shows no SASS or Tile IR (the verdict needs both), or they map no such line."""
     shown = set(insp.show)
     if not {"sass", "tileir"} <= shown or not {"sass", "tileir"} <= set(insp.stages):
@@ -208,12 +228,19 @@ def annotate_inspection_html(insp: Inspection, view_html: str) -> str:
         return pane
 
     out = _SOURCE_PANE.sub(in_source, view_html, count=1)
+    out = _SASS_PANE.sub(lambda m: _TMA_OP.sub(_mark_op, m.group(1)), out, count=1)
     rows = "".join(f'<div class="tl-tma-row tl-ln tl-l{t.line}" data-line="{t.line}">'
                    f'line {t.line} ({t.kind}): {_badge(t, margin=False)} '
                    f'{html.escape(t.reason)}</div>' for t in report.lines)
     summary = (f'<details open class="tl-tma-summary" style="margin:0 0 6px"><summary>'
                f'{html.escape(report.summary())}</summary>{rows}</details>')
     return out.replace('<div class="tl-panes"', summary + '<div class="tl-panes"', 1)
+
+
+def _mark_op(m: re.Match) -> str:
+    """A TMA opcode in the SASS pane, boxed in the badge colour (and titled)."""
+    return (f'<span class="{m.group(1)} tl-tma-op" style="{_STYLE_OP}" '
+            f'title="TMA: bulk tensor copy">{m.group(2)}</span>')
 
 
 def _badge(t: TmaLine, margin: bool = True) -> str:
