@@ -36,6 +36,10 @@ _EXPORTS: dict[str, str] = {
     "Measurement": ".gpu.measurement",
     "load_measurements": ".gpu.measurement",
     "roofline": ".render.plots",
+    # GPU: profile (execution under Nsight Compute -> per-line profiles)
+    "profile": ".profiling",
+    "Profile": ".profiling",
+    "load_profile": ".profiling",
     # tuning
     "Space": ".tuning",
     "tune": ".tuning",
