@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "profile": ".profiling",
     "Profile": ".profiling",
     "load_profile": ".profiling",
+    "compare_profiles": ".profiling",
     # tuning
     "Space": ".tuning",
     "tune": ".tuning",

@@ -7,7 +7,14 @@ recorded one anywhere. Rendering lives in ``tile_lab.render.profile_view``.
 from __future__ import annotations
 
 from .api import profile
-from .data import InstructionSample, KernelMetrics, LineProfile, Profile, load_profile
+from .data import (
+    InstructionSample,
+    KernelMetrics,
+    LineProfile,
+    Profile,
+    compare_profiles,
+    load_profile,
+)
 
-__all__ = ["InstructionSample", "KernelMetrics", "LineProfile", "Profile", "load_profile",
-           "profile"]
+__all__ = ["InstructionSample", "KernelMetrics", "LineProfile", "Profile", "compare_profiles",
+           "load_profile", "profile"]

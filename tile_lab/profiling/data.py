@@ -242,6 +242,13 @@ class Profile:
         bits.append(f"{self.total_samples} stall samples")
         return ", ".join(bits)
 
+    def view(self, inspection: Any, *, top: int = 8) -> Any:
+        """The inspect view of ``inspection`` with this profile's heat, stall reasons and
+        hottest lines (a displayable ``ProfileView``)."""
+        from ..render.profile_view import ProfileView
+
+        return ProfileView(inspection, self, top)
+
     def __repr__(self) -> str:
         gpu = self.provenance.get("gpu", "unknown GPU")
         return f"Profile({self.summary()}; {gpu})"
@@ -256,6 +263,14 @@ def load_profile(path: str | os.PathLike) -> Profile:
     """Read a profile written by ``Profile.save``."""
     with open(path, encoding="utf-8") as f:
         return Profile.from_json(f.read())
+
+
+def compare_profiles(profiles: Mapping[str, Profile]) -> Any:
+    """Profiles of one kernel under different configs side by side, e.g.
+    ``compare_profiles({"best 128x128x64": best, "cliff 256x256x32": cliff})``."""
+    from ..render.profile_view import ProfileComparison
+
+    return ProfileComparison(tuple(profiles.items()))
 
 
 def opcode(sass: str) -> str:
