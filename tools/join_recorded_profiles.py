@@ -15,11 +15,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 
+GEMM = "f16[4096,4096], f16[4096,4096], f16[4096,4096], {}"
 SIGS = {  # recorded profile -> (kernel module, kernel, signature) as profile_overhead ran it
-    "vector_add": ("gpu_kernels", "vector_add", "f32[16777216], f32[16777216], f32[16777216], 1024"),
-    "gemm_best": ("gemm_kernels", "gemm_naive", "f16[4096,4096], f16[4096,4096], f16[4096,4096], 128, 128, 64"),
-    "gemm_best_sampling": ("gemm_kernels", "gemm_naive", "f16[4096,4096], f16[4096,4096], f16[4096,4096], 128, 128, 64"),
-    "gemm_cliff": ("gemm_kernels", "gemm_naive", "f16[4096,4096], f16[4096,4096], f16[4096,4096], 256, 256, 32"),
+    "vector_add": ("gpu_kernels", "vector_add",
+                   "f32[16777216], f32[16777216], f32[16777216], 1024"),
+    "gemm_best": ("gemm_kernels", "gemm_naive", GEMM.format("128, 128, 64")),
+    "gemm_best_sampling": ("gemm_kernels", "gemm_naive", GEMM.format("128, 128, 64")),
+    "gemm_cliff": ("gemm_kernels", "gemm_naive", GEMM.format("256, 256, 32")),
 }
 
 

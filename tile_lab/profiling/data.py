@@ -43,6 +43,8 @@ STALL_REASONS: dict[str, str] = {
     "warpgroup_arrive": "waiting for a warpgroup MMA's operands (warpgroup arrive)",
 }
 
+# "%a, %b = load_view_tko ...", "%3 = mmaf ...", "continue %3 ...": the op name
+_TILEIR_OP = re.compile(r"^\s*(?:%[^=]*=\s*)?([a-z_][\w.]*)")
 _OFFSET = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*$")
 
 
@@ -170,7 +172,7 @@ class Profile:
         per_line = {lp.line: lp.samples for lp in self.by_line()}
         out = []
         for i, (text, line) in enumerate(zip(tileir_text.splitlines(), tileir_line_map)):
-            m = re.search(r"(?:=\s*|^\s*)([a-z_]+\.[a-z_.]+)", text)
+            m = _TILEIR_OP.match(text)
             if line is None or m is None:
                 continue
             out.append((i, m.group(1), line, per_line.get(line, 0)))
