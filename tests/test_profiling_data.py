@@ -159,3 +159,16 @@ def test_tileir_ops_get_their_source_lines_samples(gemm_best):
     ops = gemm_best.by_tileir_op(text, (load.line, mma.line, None))
     assert [(op, line, n) for _, op, line, n in ops] == [
         ("load_view_tko", load.line, load.samples), ("mmaf", mma.line, mma.samples)]
+
+
+def test_lines_outside_the_kernel_are_not_attributed(gemm_best):
+    from tile_lab.artifacts import Inspection
+
+    sass = StageText("sass", "\n".join([
+        "        /*0000*/                   LDC R1, c[0x0][0x28] ;",
+        "        /*0010*/                   S2R R5, SR_TID.X ;"]), (3, 12))
+    insp = Inspection(kernel_name="k", filename="<cell>", first_line=2,
+                      source="@ct.kernel\ndef k(a):\n    pass\n", arch="sm_90", signature="",
+                      hints={}, stages={"sass": sass})
+    joined = gemm_best.with_lines(insp)
+    assert [i.line for i in joined.instructions[:2]] == [3, None]  # 12 is past the kernel

@@ -198,6 +198,11 @@ class Profile:
             raise ValueError(f"the profile is of {self.arch} SASS, the inspection of "
                              f"{inspection.arch}")
         joined, matched = join_lines(self.instructions, inspection.stages["sass"])
+        # tileiras' line info names some lines after the kernel (e.g. for sm_90 wgmma code);
+        # in a notebook cell such a line may be unrelated code: only kernel lines count
+        first, count = inspection.first_line, len(inspection.source.splitlines())
+        joined = tuple(i if i.line is None or first <= i.line < first + count
+                       else replace(i, line=None) for i in joined)
         return replace(self, instructions=joined, matched_instructions=matched,
                        source=inspection.source, first_line=inspection.first_line)
 
