@@ -15,7 +15,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,8 +92,9 @@ def profile(kernel: Any, grid: Any, args: Sequence[Any], *,
                   "line_map": line_map_note}
     return join_profile(
         page.instructions, raw_csv=run.raw_csv, function_name=page.function_name,
-        inspection=insp, config=launch_config(kernel, dims, args, hints),
-        collection=collection, provenance=_provenance(provenance, arch, kernel))
+        kernel=KernelSource.of(kernel, arch), inspection=insp,
+        config=launch_config(kernel, dims, args, hints), collection=collection,
+        provenance=provenance().to_json_dict())
 
 
 def launch_job(kernel: Any, grid: tuple[int, ...], args: Sequence[Any]) -> dict[str, Any]:
@@ -104,22 +105,38 @@ def launch_job(kernel: Any, grid: tuple[int, ...], args: Sequence[Any]) -> dict[
     return {"kernel": kernel_spec(kernel), "grid": tuple(grid), "args": host_args(args)}
 
 
+@dataclass(frozen=True)
+class KernelSource:
+    """Which kernel a profile is of: its name, source text and first line, and the arch."""
+
+    name: str
+    source: str
+    first_line: int
+    arch: str
+
+    @classmethod
+    def of(cls, kernel: Any, arch: str) -> KernelSource:
+        func = python_function(kernel)
+        try:
+            lines, first = pyinspect.getsourcelines(func)
+        except (OSError, TypeError):  # profiling needs no source; the line join does
+            lines, first = [], 1
+        return cls(func.__name__, "".join(lines), first, arch)
+
+
 def join_profile(instructions: Sequence[InstructionSample], *, raw_csv: str,
-                 function_name: str, inspection: Any, config: dict[str, Any],
-                 collection: dict[str, Any], provenance: dict[str, Any]) -> Profile:
+                 function_name: str, kernel: KernelSource, inspection: Any,
+                 config: dict[str, Any], collection: dict[str, Any],
+                 provenance: dict[str, Any]) -> Profile:
     """Build the Profile from ncu's instructions and raw page; ``inspection`` (or None)
     gives the source lines (see ``Profile.with_lines``)."""
     metrics = metrics_from_raw(parse_raw_csv(raw_csv)) if raw_csv else KernelMetrics()
     metrics = replace(metrics, **static_spills(tuple(instructions)))
-    bare = Profile(kernel_name=provenance.pop("kernel_name", ""), function_name=function_name,
-                   arch=provenance.get("arch", ""), source=provenance.pop("source", ""),
-                   first_line=provenance.pop("first_line", 1), config=config,
+    bare = Profile(kernel_name=kernel.name, function_name=function_name, arch=kernel.arch,
+                   source=kernel.source, first_line=kernel.first_line, config=config,
                    instructions=tuple(instructions), metrics=metrics, collection=collection,
                    provenance=provenance)
-    if inspection is None:
-        return bare
-    return replace(bare, kernel_name=inspection.kernel_name,
-                   arch=inspection.arch).with_lines(inspection)
+    return bare if inspection is None else bare.with_lines(inspection)
 
 
 def launch_config(kernel: Any, grid: tuple[int, ...], args: Sequence[Any],
@@ -153,17 +170,3 @@ def _keep(work: Path, folder: str | os.PathLike | None, run: ncu.NcuRun) -> None
     (out / "source.csv").write_text(run.source_csv)
     (out / "raw.csv").write_text(run.raw_csv)
     (out / "ncu.log").write_text(run.log)
-
-
-def _provenance(provenance_fn: Any, arch: str, kernel: Any) -> dict[str, Any]:
-    """The GPU's provenance, plus the kernel's name and source for a profile without an
-    inspection (``join_profile`` moves those into the Profile's own fields)."""
-    from .._cutile_compat import python_function
-
-    func = python_function(kernel)
-    try:
-        lines, first = pyinspect.getsourcelines(func)
-    except (OSError, TypeError):
-        lines, first = [], 1
-    return {**provenance_fn().to_json_dict(), "arch": arch, "kernel_name": func.__name__,
-            "source": "".join(lines), "first_line": first}
