@@ -109,3 +109,23 @@ def test_heat_levels():
     assert heat_level(0, 1000) == 0 and heat_level(9, 1000) == 0  # under 1%: no heat
     assert heat_level(10, 1000) == 1 and heat_level(1000, 1000) == 5
     assert heat_level(601, 1000) == 4
+
+
+def test_overlay_json_matches_the_html(gemm):
+    import json
+
+    from tile_lab.render.profile_view import PROFILE_MIME_TYPE, profile_overlay_json
+
+    insp, prof = gemm
+    overlay = profile_overlay_json(insp, prof)
+    assert json.loads(json.dumps(overlay)) == overlay  # plain JSON
+    heat = _heat_rules(profile_view_html(insp, prof), view_class(insp))
+    assert {int(k): v for k, v in overlay["line_heat"].items() if v} == heat
+    assert overlay["hot_lines"][0]["text"] == "acc = ct.mma(a, b, acc)"
+    assert overlay["inspection"]["schema"] == "tile-lab.inspection"
+    rows = insp.stages["sass"].text.splitlines()
+    hottest = prof.hot_instructions(1)[0]
+    hot_rows = [int(r) for r, level in overlay["sass_row_heat"].items() if level == 5]
+    assert any(f"/*{hottest.offset:04x}*/" in rows[r] for r in hot_rows)
+    bundle = prof.view(insp)._repr_mimebundle_()
+    assert bundle[PROFILE_MIME_TYPE] == overlay

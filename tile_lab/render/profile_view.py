@@ -23,8 +23,13 @@ from ..artifacts import Inspection
 from ..profiling.data import STALL_REASONS, LineProfile, Profile
 from .html import inspection_html, view_class
 
-__all__ = ["ProfileComparison", "ProfileView", "aligned_profile", "heat_level",
-           "profile_comparison_html", "profile_summary_html", "profile_view_html"]
+__all__ = ["PROFILE_MIME_TYPE", "ProfileComparison", "ProfileView", "aligned_profile",
+           "heat_level", "profile_comparison_html", "profile_overlay_json",
+           "profile_summary_html", "profile_view_html"]
+
+# The overlay a front end (the JupyterLab extension) draws on the inspect view it already
+# renders from the inspection's own MIME payload; see ``profile_overlay_json``.
+PROFILE_MIME_TYPE = "application/vnd.tile-lab.profile.v1+json"
 
 HEAT_LEVELS = 6  # 0 = no samples, 1..5 = share of the hottest line/instruction
 # (light, dark) heat colours, pale to saturated
@@ -94,7 +99,47 @@ class ProfileView:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/plain": f"ProfileView({self.profile.summary()})",
-                "text/html": profile_view_html(self.inspection, self.profile, top=self.top)}
+                "text/html": profile_view_html(self.inspection, self.profile, top=self.top),
+                PROFILE_MIME_TYPE: profile_overlay_json(self.inspection, self.profile,
+                                                        top=self.top)}
+
+
+def profile_overlay_json(insp: Inspection, prof: Profile, *, top: int = 8) -> dict[str, Any]:
+    """What the HTML view draws, as data for a front end that renders the inspection itself:
+    ``inspection`` (the inspect view's own MIME payload), ``line_heat`` / ``line_samples`` /
+    ``line_stalls`` keyed by source line (as strings), ``sass_row_heat`` keyed by SASS text
+    line index, ``hot_lines`` (hottest first), ``unattributed_samples``, ``metrics``,
+    ``summary``, ``gpu``, ``collection``. Heat levels are 0..5 as in the HTML."""
+    from .html import inspection_json
+
+    prof = aligned_profile(prof, insp)
+    lines = prof.by_line()
+    hottest = max((lp.samples for lp in lines), default=0)
+    sass_heat: dict[str, int] = {}
+    if "sass" in insp.stages and "sass" in insp.show:
+        samples = {i.offset: i.samples for i in prof.instructions if i.samples}
+        top_ins = max(samples.values(), default=0)
+        for row, off in enumerate(_row_offsets(insp.stages["sass"].text)):
+            level = heat_level(samples.get(off, 0), top_ins) if off is not None else 0
+            if level:
+                sass_heat[str(row)] = level
+    return {
+        "schema": "tile-lab.profile-overlay", "schema_version": 1,
+        "inspection": inspection_json(insp),
+        "total_samples": prof.total_samples,
+        "unattributed_samples": prof.unattributed_samples(),
+        "line_heat": {str(lp.line): heat_level(lp.samples, hottest) for lp in lines},
+        "line_samples": {str(lp.line): lp.samples for lp in lines},
+        "line_stalls": {str(lp.line): lp.stalls for lp in lines},
+        "sass_row_heat": sass_heat,
+        "hot_lines": [{"line": lp.line, "text": lp.text, "samples": lp.samples,
+                       "executed": lp.executed if prof.has_executed else None,
+                       "stalls": lp.stalls} for lp in prof.hot_lines(top)],
+        "stall_reasons": {k: STALL_REASONS[k] for k in sorted(STALL_REASONS)},
+        "metrics": {k: v for k, v in vars(prof.metrics).items()},
+        "summary": prof.summary(), "gpu": prof.provenance.get("gpu"),
+        "collection": prof.collection,
+    }
 
 
 def _view_css(vclass: str, insp: Inspection, prof: Profile, lines: Sequence[LineProfile],
