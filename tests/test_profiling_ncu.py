@@ -140,3 +140,27 @@ def test_profile_command_leaves_clocks_alone():
     assert cmd[cmd.index("--clock-control") + 1] == "none"
     assert cmd[cmd.index("-c") + 1] == "1" and cmd[-1] == "py"
     assert "SourceCounters" in cmd and "SourceCounters" not in ncu.SAMPLING_ONLY.args()
+
+
+def test_profile_tuning_profiles_best_and_worst(monkeypatch, tmp_path, fake_gpu):
+    from tile_lab.tuning.result import Success, TuningResult
+    from tile_lab.tuning.space import Config
+
+    monkeypatch.setenv(ncu.NCU_ENV, fake_ncu(tmp_path, "sourcecounters-fail"))
+    fast = Success(Config((("TILE", 1024),)), SimpleNamespace(mean_s=1e-4))
+    slow = Success(Config((("TILE", 256),)), SimpleNamespace(mean_s=9e-4))
+    result = TuningResult(kernel_name="vadd", successes=(slow, fast), failures=())
+    seen = []
+
+    def args_fn(cfg):
+        seen.append(cfg["TILE"])
+        return (*args()[:3], cfg["TILE"])
+
+    shown = tile_lab.profile_tuning(vadd, result, lambda cfg: (4096 // cfg["TILE"],), args_fn)
+    assert seen == [1024, 256]
+    labels = [label for label, _ in shown.profiles]
+    assert labels == ["best: TILE=1024 (tuned 100.0 µs)", "worst: TILE=256 (tuned 900.0 µs)"]
+    assert [p.config["TILE"] for _, p in shown.profiles] == [1024, 256]
+    assert "worst: TILE=256" in shown._repr_mimebundle_()["text/html"]
+    with pytest.raises(ValueError, match="which="):
+        tile_lab.profile_tuning(vadd, result, None, None, which=("median",))

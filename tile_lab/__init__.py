@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     "Profile": ".profiling",
     "load_profile": ".profiling",
     "compare_profiles": ".profiling",
+    "profile_tuning": ".profiling",
     # tuning
     "Space": ".tuning",
     "tune": ".tuning",

@@ -15,6 +15,7 @@ from .data import (
     compare_profiles,
     load_profile,
 )
+from .tuned_configs import profile_tuning
 
 __all__ = ["InstructionSample", "KernelMetrics", "LineProfile", "Profile", "compare_profiles",
-           "load_profile", "profile"]
+           "load_profile", "profile", "profile_tuning"]
