@@ -140,7 +140,9 @@ for ins in here.hot_instructions(4):
 #
 # ## The cliff config: spills
 #
-# 256×256 tiles run **41× slower** here (8.9 ms vs 0.22 ms). Side by side:
+# 256×256 tiles run **41× slower** here (8.9 ms vs 0.22 ms). Side by side (on a GPU,
+# `tile_lab.profile_tuning(kernel, result, grid_fn, args_fn)` profiles a tuning result's best
+# and worst configs and shows them this way):
 
 # %%
 tile_lab.compare_profiles({"best 128×128×64": best, "cliff 256×256×32": cliff})
