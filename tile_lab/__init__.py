@@ -36,6 +36,12 @@ _EXPORTS: dict[str, str] = {
     "Measurement": ".gpu.measurement",
     "load_measurements": ".gpu.measurement",
     "roofline": ".render.plots",
+    # GPU: profile (execution under Nsight Compute -> per-line profiles)
+    "profile": ".profiling",
+    "Profile": ".profiling",
+    "load_profile": ".profiling",
+    "compare_profiles": ".profiling",
+    "profile_tuning": ".profiling",
     # tuning
     "Space": ".tuning",
     "tune": ".tuning",

@@ -103,3 +103,11 @@ class CheckMismatch(TileLabError):
 class DiagramError(TileLabError, ValueError):
     """A diagram was asked for something its trace or arguments do not allow
     (an unknown array, a block outside the grid, a line without memory operations)."""
+
+
+class ProfilerUnavailable(TileLabError):
+    """No usable profiler: Nsight Compute missing, or GPU counters not permitted."""
+
+
+class ProfilerError(TileLabError):
+    """The profiler ran but gave no profile (e.g. the launch failed under every plan)."""

@@ -36,7 +36,7 @@ from .errors import CompileError, EmulatorUnsupported, SignatureError, SourceLoc
 
 __all__ = ["TileMagics", "register"]
 
-EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch")
+EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile")
 PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
 CPP_LANGS = ("c++", "cpp", "cuda")
 
@@ -80,6 +80,9 @@ class TileMagics(Magics):
               help="run on the CPU emulator and report races / out-of-bounds tiles")
     @argument("--launch", action="store_true",
               help="run on the GPU (falls back to the emulator, with a notice, without one)")
+    @argument("--profile", action="store_true",
+              help="launch once under Nsight Compute (ncu) and show where the time goes, per "
+                   "line, in the inspect view (needs a GPU, ncu, --grid and --args)")
     @argument("--explore", metavar="SPACE",
               help="sliders over a tile_lab.Space (an expression in the notebook); --grid and "
                    "--args are then expressions of the slider config, named cfg: "
@@ -181,6 +184,10 @@ class TileMagics(Magics):
                 from ._inspect import parse_hints
                 hint_values = parse_hints(hints)
             tile_lab.launch(kernel, grid, args, hints=hint_values, fallback="emulate")
+        if "profile" in flags:
+            prof = tile_lab.profile(kernel, grid, args, hints=_parse_hints(hints))
+            display(prof.view(tile_lab.inspect(kernel, args, arch=prof.arch, hints=hints,
+                                               show=("source", "tileir", "sass"))))
 
     def _run_cpp(self, opts: Any, body: _Cell) -> None:
         import tile_lab
@@ -259,6 +266,12 @@ class TileMagics(Magics):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+def _parse_hints(hints: str | None) -> dict[str, Any] | None:
+    from ._inspect import parse_hints
+
+    return parse_hints(hints) if hints else None
+
 
 def _unquote_options(opts: Any) -> None:
     # IPython splits the magic line shell-style but keeps the quotes (non-POSIX mode).
