@@ -30,6 +30,7 @@ import os
 import re
 import struct
 import tempfile
+import textwrap
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -119,7 +120,70 @@ def compile_error_from_tile_error(exc: BaseException) -> CompileError:
     if len(sites) > 1:
         hint = "called from " + ", ".join(f"{os.path.basename(f)}:{ln}" for f, ln, _ in sites[1:])
     kind = _TILE_ERROR_KINDS.get(type(exc).__name__, type(exc).__name__)
+    if type(exc).__name__ == "InternalError":
+        kind, message, why = _internal_error_words(exc, message, location)
+        hint = why if hint is None else f"{why}; {hint}"
     return CompileError(f"{kind}: {message}", location, hint)
+
+
+# cuTile reports some user mistakes as an InternalError wrapping the original exception
+# (its _wrap_exceptions): name them by the wrapped exception's class.
+_WRAPPED_KINDS = {
+    "BroadcastError": ("shape error", "the two tiles' shapes cannot be broadcast together "
+                       "(dimensions must match or be 1, aligned from the right); reshape "
+                       "one of them, e.g. with ct.reshape or ct.expand_dims"),
+}
+
+
+def _internal_error_words(exc: BaseException, message: str, location: SourceLocation | None
+                          ) -> tuple[str, str, str]:
+    """(kind, message, why) for a cuTile InternalError: the user mistake it stands for, or
+    an honest "cuTile failed" with the internal exception named, never an empty message."""
+    cause = exc.__cause__ or exc.__context__
+    cause_name = type(cause).__name__ if cause is not None else ""
+    if cause_name in _WRAPPED_KINDS:
+        kind, why = _WRAPPED_KINDS[cause_name]
+        return kind, message or str(cause), why
+    text = (location.text or "").strip() if location else ""
+    if text.startswith("while") and location is not None and _loop_never_exits(location):
+        return ("loop without an exit",
+                f"this `{text.rstrip(':')}` loop has no `break` and no condition that can "
+                f"end it, so the kernel would never finish",
+                "cuTile cannot compile a loop that never ends: add a `break`, or loop over "
+                "`range(...)`")
+    detail = message or (f"{cause_name} inside cuTile's compiler" if cause_name
+                         else "no message from cuTile")
+    return ("cuTile internal error", detail,
+            "cuTile's compiler failed on this line without saying why; rewriting the line "
+            "(e.g. splitting the expression) usually gets past it")
+
+
+def _loop_never_exits(location: SourceLocation) -> bool:
+    """True when the ``while`` at ``location`` loops on a constant true test with no
+    ``break`` (a ``return`` is not allowed in cuTile loops either)."""
+    import ast
+
+    lines = linecache.getlines(location.filename)
+    first = location.line - 1
+    if not 0 <= first < len(lines):
+        return False
+    indent = len(lines[first]) - len(lines[first].lstrip())
+    block = [lines[first]]
+    for raw in lines[first + 1:]:
+        if raw.strip() and len(raw) - len(raw.lstrip()) <= indent:
+            break
+        block.append(raw)
+    try:
+        loop = ast.parse(textwrap.dedent("".join(block))).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    if not isinstance(loop, ast.While) or not (
+            isinstance(loop.test, ast.Constant) and loop.test.value):
+        return False
+    inner = [n for stmt in loop.body for n in ast.walk(stmt)]
+    nested = {id(m) for n in inner if isinstance(n, (ast.While, ast.For))
+              for m in ast.walk(n) if m is not n}
+    return not any(isinstance(n, ast.Break) and id(n) not in nested for n in inner)
 
 
 # cuTile error class -> how the message introduces it
@@ -213,7 +277,7 @@ def _resolve_locs(expr: str, aliases: dict[str, str], depth: int = 0
 
 def _pick_line(locs: Iterable[tuple[str, int, int]], filename: str | None) -> int | None:
     for file, line, _ in locs:
-        if (filename is None or file == filename) and line > 0:
+        if (filename is None or file == filename) and _is_code(file, line):
             return line
     return None
 
@@ -397,12 +461,15 @@ def _nvdisasm(cubin: bytes, arch: str) -> str:
 
 
 def _is_code(filename: str, line: int) -> bool:
-    """False for a line known to be blank or a comment (tileiras' line info for sm_90
-    wgmma sequences names such lines after the kernel); True when the text is unknown."""
-    text = linecache.getline(filename, line)
-    if not text:
-        return True
-    stripped = text.strip()
+    """False for a line past the end of the file, or known to be blank or a comment
+    (tileiras' line info for sm_90 wgmma sequences names such lines after the kernel, even
+    one past the file's last line); True when the file's text is unknown."""
+    lines = linecache.getlines(filename)
+    if not lines:
+        return line > 0
+    if not 0 < line <= len(lines):
+        return False
+    stripped = lines[line - 1].strip()
     return bool(stripped) and not stripped.startswith("#")
 
 

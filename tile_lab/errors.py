@@ -68,6 +68,11 @@ def _where(filename: str) -> str:
     return " ".join(named) if named else filename
 
 
+class ArgumentTypeError(TileLabError, TypeError):
+    """A public function got an argument of the wrong type; the message names the argument
+    (position and name) and the type it expects."""
+
+
 class CompileError(TileLabError):
     """The kernel failed to compile (syntax, cuTile typing, or tileiras)."""
 

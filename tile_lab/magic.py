@@ -22,7 +22,9 @@ IPython renders through ``_render_traceback_``. The shell keeps working afterwar
 from __future__ import annotations
 
 import ast
+import math
 import re
+import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +32,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
+from traitlets import Int, Unicode, validate
 
 from .artifacts import STAGES
 from .errors import CompileError, EmulatorUnsupported, SignatureError, SourceLocation, TileLabError
@@ -58,7 +61,40 @@ class _Cell:
 
 @magics_class
 class TileMagics(Magics):
-    """Holds the ``%%tile`` magic."""
+    """Holds the ``%%tile`` magic. Its defaults are traitlets, set once per notebook with
+    ``%config TileMagics.arch = "sm_90"`` (or in ``ipython_config.py``)."""
+
+    arch = Unicode("", help="target GPU when a cell gives no --arch, e.g. sm_90 "
+                            "(empty: the local GPU's, else sm_100)").tag(config=True)
+    show = Unicode("", help="panes shown when a cell gives no --show, e.g. "
+                            "'source,tileir,sass' (empty: every pane)").tag(config=True)
+    emulator_max_blocks = Int(
+        1 << 20, help="--emulate/--trace/--sanitize refuse grids of more blocks than this "
+                      "(the CPU emulator runs blocks one after another)").tag(config=True)
+    launch_fallback = Unicode(
+        "emulate", help="what --launch does without a GPU: 'emulate' (run on the CPU "
+                        "emulator, with a notice) or 'error'").tag(config=True)
+
+    @validate("show")
+    def _valid_show(self, proposal: Any) -> str:
+        value = proposal["value"]
+        bad = [n for n in (s.strip() for s in value.split(",")) if n and n not in PANES]
+        if bad:
+            raise ValueError(f"unknown pane {bad[0]!r}; panes: {', '.join(PANES)}")
+        return value
+
+    @validate("launch_fallback")
+    def _valid_fallback(self, proposal: Any) -> str:
+        if proposal["value"] not in ("emulate", "error"):
+            raise ValueError("launch_fallback is 'emulate' or 'error', not "
+                             f"{proposal['value']!r}")
+        return proposal["value"]
+
+    @validate("emulator_max_blocks")
+    def _valid_max_blocks(self, proposal: Any) -> int:
+        if proposal["value"] < 1:
+            raise ValueError("emulator_max_blocks must be at least 1")
+        return proposal["value"]
 
     @magic_arguments()
     @argument("--args", metavar="EXPRS",
@@ -90,6 +126,7 @@ class TileMagics(Magics):
         """Define tile kernels in this cell, then inspect and/or run them."""
         opts = parse_argstring(self.tile, line)
         _unquote_options(opts)
+        self._apply_defaults(opts)
         _check_options(opts)
         body = self._register_cell(line, cell)
         try:
@@ -97,8 +134,15 @@ class TileMagics(Magics):
                 self._run_cpp(opts, body)
             else:
                 self._run_python(opts, body)
-        except TileLabError as err:
+        except TileLabError as err:  # any tile_lab error, whatever its class
             raise _relabel(err, body) from None
+
+    def _apply_defaults(self, opts: Any) -> None:
+        """Options the cell leaves out take the ``%config TileMagics`` defaults."""
+        if opts.arch is None and self.arch:
+            opts.arch = self.arch
+        if opts.show is None and self.show:
+            opts.show = self.show
 
     # -- the two languages ---------------------------------------------------------------
 
@@ -133,7 +177,19 @@ class TileMagics(Magics):
             if args is None or opts.grid is None:
                 raise UsageError("%%tile: running a kernel needs --grid and --args")
             grid = _eval_grid(opts.grid, body, ns)
+            if set(flags) & {"emulate", "trace", "sanitize"} or want_partition:
+                self._check_emulator_grid(grid, opts.grid, body)
             self._execute(kernels[chosen[0]], grid, args, flags, want_partition, opts.hints)
+
+    def _check_emulator_grid(self, grid: tuple[int, ...], text: str, body: _Cell) -> None:
+        blocks = math.prod(grid)
+        if blocks > self.emulator_max_blocks:
+            raise SignatureError(
+                f"--grid {grid} is {blocks:,} blocks: too many for the CPU emulator, which "
+                f"runs blocks one after another (this notebook's limit: "
+                f"{self.emulator_max_blocks:,})", _option_location(body, text.strip()),
+                hint="emulate a smaller problem (fewer, larger tiles), or raise the limit "
+                     "with %config TileMagics.emulator_max_blocks = N")
 
     def _explore(self, opts: Any, body: _Cell, kernels: dict[str, Any],
                  chosen: list[str]) -> None:
@@ -180,7 +236,8 @@ class TileMagics(Magics):
             if hints:
                 from ._inspect import parse_hints
                 hint_values = parse_hints(hints)
-            tile_lab.launch(kernel, grid, args, hints=hint_values, fallback="emulate")
+            fallback = "emulate" if self.launch_fallback == "emulate" else None
+            tile_lab.launch(kernel, grid, args, hints=hint_values, fallback=fallback)
 
     def _run_cpp(self, opts: Any, body: _Cell) -> None:
         import tile_lab
@@ -228,7 +285,7 @@ class TileMagics(Magics):
     def _register_cell(self, line: str, cell: str) -> _Cell:
         shell = self.shell
         text = "\n" + cell  # the %%tile line is line 1, so body line k is cell line k+1
-        number = shell.execution_count
+        number = _running_cell_number(shell)
         filename = shell.compile.cache(text, number, raw_code=text)
         named = shell.compile.format_code_name(filename)
         label = " ".join(named) if named else filename
@@ -259,6 +316,23 @@ class TileMagics(Magics):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+def _running_cell_number(shell: Any) -> int:
+    """The N of the cell now running, as IPython labels it ("Cell In[N]").
+
+    Not ``shell.execution_count``: IPython >= 9 has already incremented it when the cell
+    runs (and does not when history is off). The running cell's code is on the call stack,
+    compiled under a filename IPython registered with the cell's number, so that frame
+    says which cell this is, in a terminal IPython and in a Jupyter kernel alike.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        named = shell.compile.format_code_name(frame.f_code.co_filename)
+        if named and (m := re.fullmatch(r"In\[(\d+)\]", named[1])):
+            return int(m.group(1))
+        frame = frame.f_back
+    return shell.execution_count  # called outside any cell (run_cell_magic from code)
+
 
 def _unquote_options(opts: Any) -> None:
     # IPython splits the magic line shell-style but keeps the quotes (non-POSIX mode).
@@ -397,9 +471,12 @@ def _eval_grid(value: str, body: _Cell, ns: dict[str, Any],
 
 
 def _relabel(err: TileLabError, body: _Cell) -> TileLabError:
-    """Show the cell's label instead of IPython's cache filename, and the line text."""
+    """Show the cell's label instead of IPython's cache filename, and the line text; an
+    error that names no place (a refusal, a missing GPU) points at the ``%%tile`` line."""
     loc = err.location
-    if loc is not None and loc.filename == body.filename:
+    if loc is None:
+        err.location = SourceLocation(body.label, 1, None, body.magic_line)
+    elif loc.filename == body.filename:
         text = loc.text if loc.text is not None else _line_of(body.text, loc.line)
         err.location = replace(loc, filename=body.label, text=text)
     return err
