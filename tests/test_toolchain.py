@@ -134,11 +134,21 @@ def test_doctor_flags_a_driver_older_than_r580(monkeypatch, cuda, smi_driver):
     assert finding.level == "error" and "580" in finding.fix
 
 
+def _complete_front_end(monkeypatch):
+    """The extension, Node and Chromium all present, whatever this machine has."""
+    monkeypatch.setattr(toolchain, "_front_end_pieces", lambda: ([], []))
+
+
+def _findings_but_cuobjdump(report):
+    return [f for f in report.findings if "cuobjdump" not in f.message]
+
+
 def test_doctor_is_happy_with_a_good_gpu(monkeypatch):
     _fake_gpu(monkeypatch, (9, 0), (13, 0), ("NVIDIA H100", "580.65.06"))
+    _complete_front_end(monkeypatch)
     report = toolchain.doctor()
-    assert report.ok and report.findings == ()
-    assert "NVIDIA H100 (sm_90)" in str(report) and "No problems found." in str(report)
+    assert report.ok and _findings_but_cuobjdump(report) == []
+    assert "NVIDIA H100 (sm_90)" in str(report)
 
 
 def test_doctor_reports_a_missing_tool(monkeypatch):
@@ -151,20 +161,69 @@ def test_doctor_reports_a_missing_tool(monkeypatch):
 
     monkeypatch.setattr(toolchain, "find_tool", find_tool)
     report = toolchain.doctor()
-    assert ("nvdisasm", "missing") in [(c.name, c.version) for c in report.components]
-    assert "cuobjdump" not in [c.name for c in report.components]  # optional: not listed
+    versions = [(c.name, c.version) for c in report.components]
+    assert ("nvdisasm", "missing") in versions and ("cuobjdump", "missing") in versions
     [finding] = [f for f in report.findings if "nvdisasm" in f.message]
     assert finding.level == "error" and finding.fix == "pip install nvidia-cuda-nvdisasm"
+    assert "SASS and PTX panes" in finding.message  # what the missing tool disables
+    [optional] = [f for f in report.findings if "cuobjdump" in f.message]
+    assert optional.level == "info" and "nothing in tile_lab" in optional.message
+
+
+def test_doctor_says_a_missing_nvcc_disables_cpp(monkeypatch):
+    real_find_tool = toolchain.find_tool
+
+    def find_tool(name):
+        if name == "nvcc":
+            raise ToolchainError("nvcc was not found")
+        return real_find_tool(name)
+
+    monkeypatch.setattr(toolchain, "find_tool", find_tool)
+    [finding] = [f for f in toolchain.doctor().findings if "nvcc" in f.message]
+    assert finding.level == "warning" and "%%tile --lang c++" in finding.message
+
+
+def test_doctor_reports_extension_node_and_chromium_missing(tmp_path, monkeypatch):
+    monkeypatch.setattr("jupyter_core.paths.jupyter_path",
+                        lambda *parts: [str(tmp_path / "data" / Path(*parts))])
+    monkeypatch.delenv("TILE_LAB_CHROMIUM", raising=False)
+    monkeypatch.setattr(toolchain.shutil, "which", lambda name, **kw: None)
+    components, findings = toolchain._front_end_pieces()
+    rows = {c.name: c.version for c in components}
+    assert rows == {"JupyterLab extension": "not installed", "node": "missing",
+                    "chromium": "missing"}
+    text = " ".join(f.message for f in findings)
+    assert "JupyterLab extension is not installed" in text and "HTML fallback" in text
+    assert "Node.js not found" in text and "Chromium not found" in text
+    assert "browser tests" in text
+
+
+def test_doctor_sees_a_disabled_extension(tmp_path, monkeypatch):
+    ext = tmp_path / "data" / "labextensions" / "tile-lab"
+    ext.mkdir(parents=True)
+    (ext / "package.json").write_text("{}")
+    conf = tmp_path / "conf" / "labconfig"
+    conf.mkdir(parents=True)
+    monkeypatch.setattr("jupyter_core.paths.jupyter_path",
+                        lambda *parts: [str(tmp_path / "data" / Path(*parts))])
+    monkeypatch.setattr("jupyter_core.paths.jupyter_config_path",
+                        lambda: [str(tmp_path / "conf")])
+    assert toolchain.labextension_status() == (str(ext), True)
+    (conf / "page_config.json").write_text('{"disabledExtensions": {"tile-lab": true}}')
+    assert toolchain.labextension_status() == (str(ext), False)
 
 
 def test_doctor_report_without_gpu(monkeypatch):
     _fake_gpu(monkeypatch, None, None)
+    _complete_front_end(monkeypatch)
     report = toolchain.doctor()
     assert report.gpu is None and report.ok
-    assert [f.level for f in report.findings] == ["info"]
+    [no_gpu] = _findings_but_cuobjdump(report)
+    assert no_gpu.level == "info"
+    assert "need an NVIDIA GPU (Hopper or newer, driver ≥ r580)" in no_gpu.message
     text, html = str(report), report._repr_html_()
     assert str(toolchain.find_tool("tileiras")) in text
-    assert "<table>" in html and "tileiras" in html and "no CUDA GPU" in html
+    assert "<table>" in html and "tileiras" in html and "no NVIDIA GPU" in html
     assert toolchain.doctor()._repr_html_() == html  # deterministic
 
 

@@ -32,6 +32,17 @@ TOOL_PACKAGES: dict[str, str] = {
     "cuobjdump": "nvidia-cuda-cuobjdump (pip install nvidia-cuda-cuobjdump)",
 }
 
+# tool -> what a user loses without it (the doctor says so beside each missing tool)
+TOOL_DISABLES: dict[str, str] = {
+    "tileiras": "compiling anything: tile_lab.inspect, %%tile --sig/--args, tune, C++ cells",
+    "tileirdisasm": "the Tile IR pane of the inspect view",
+    "ptxas": "compiling anything (tileiras runs ptxas for its last step)",
+    "nvdisasm": "the SASS and PTX panes of the inspect view",
+    "nvcc": "CUDA Tile C++: %%tile --lang c++, inspect_cpp, compare, launch_cpp",
+    "cuobjdump": "nothing in tile_lab (listed for reading saved cubins by hand: "
+                 "cuobjdump -sass kernel.cubin)",
+}
+
 # Environment variables never passed to a tool (see module docstring).
 _STRIPPED_ENV = ("CUDA_HOME", "CUDA_PATH")
 
@@ -375,6 +386,78 @@ def _driver_too_old(gpu: GPUInfo, driver_cuda: tuple[int, int] | None) -> bool:
     return driver_cuda is not None and driver_cuda < MIN_DRIVER_CUDA_VERSION
 
 
+# -- the front ends: JupyterLab extension, Node, Chromium ----------------------------------
+
+EXTENSION_NAME = "tile-lab"
+
+
+def labextension_status() -> tuple[str | None, bool]:
+    """(folder where JupyterLab finds tile_lab's extension or None, whether it is enabled)."""
+    try:
+        from jupyter_core.paths import jupyter_config_path, jupyter_path
+    except ImportError:
+        return None, False
+    where = next((str(Path(d) / EXTENSION_NAME) for d in jupyter_path("labextensions")
+                  if (Path(d) / EXTENSION_NAME / "package.json").is_file()), None)
+    disabled = False
+    for d in jupyter_config_path():
+        page_config = Path(d) / "labconfig" / "page_config.json"
+        try:
+            data = json.loads(page_config.read_text())
+        except (OSError, ValueError):
+            continue
+        off = data.get("disabledExtensions", {})
+        if (off.get(EXTENSION_NAME) if isinstance(off, dict) else EXTENSION_NAME in off):
+            disabled = True
+    return where, where is not None and not disabled
+
+
+def _front_end_pieces() -> tuple[list[Component], list[Finding]]:
+    components: list[Component] = []
+    findings: list[Finding] = []
+    where, enabled = labextension_status()
+    if where is None:
+        components.append(Component("JupyterLab extension", "not installed"))
+        findings.append(Finding(
+            "warning", "tile_lab's JupyterLab extension is not installed (an editable install "
+                       "without Node builds none): JupyterLab shows the HTML fallback of the "
+                       "inspect view, without the linked-pane renderer and %%tile cell "
+                       "highlighting",
+            "install Node ≥ 20, then pip install -e . again (or install a wheel)"))
+    else:
+        components.append(Component("JupyterLab extension",
+                                    "enabled" if enabled else "disabled", where))
+        if not enabled:
+            findings.append(Finding("warning", "tile_lab's JupyterLab extension is disabled",
+                                    f"jupyter labextension enable {EXTENSION_NAME}"))
+    node = shutil.which("node")
+    components.append(Component("node", _node_version(node) if node else "missing", node or ""))
+    if node is None:
+        findings.append(Finding(
+            "info", "Node.js not found: no building the JupyterLab extension from source, "
+                    "no extension/browser tests", "install Node.js ≥ 20"))
+    chromium = next((p for p in (os.environ.get("TILE_LAB_CHROMIUM"),
+                                 *map(shutil.which, _CHROMIUM_NAMES)) if p), None)
+    components.append(Component("chromium", "found" if chromium else "missing", chromium or ""))
+    if chromium is None:
+        findings.append(Finding(
+            "info", "Chromium not found: the browser tests (diagram screenshots, the "
+                    "extension's UI test) skip; notebooks work in any browser",
+            "apt-get install chromium, or set TILE_LAB_CHROMIUM to a Chromium binary"))
+    return components, findings
+
+
+_CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def _node_version(node: str) -> str:
+    try:
+        proc = subprocess.run([node, "--version"], capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "broken"
+    return proc.stdout.decode("utf-8", "replace").strip().lstrip("v") or "broken"
+
+
 def doctor() -> DoctorReport:
     """Check the environment: versions and paths of everything tile_lab uses, the GPU,
     and known traps, each with its fix."""
@@ -397,15 +480,19 @@ def doctor() -> DoctorReport:
                                 "pip install 'cuda-tile[tileiras]>=1.7,<1.8'"))
 
     versions: dict[str, str | None] = {}
-    for name in (*_REQUIRED_TOOLS, "cuobjdump"):
+    for name in (*_REQUIRED_TOOLS, "nvcc", "cuobjdump"):
         try:
             path = find_tool(name)
         except ToolchainError:
             versions[name] = None
-            if name in _REQUIRED_TOOLS:
-                components.append(Component(name, "missing"))
-                findings.append(Finding("error", f"{name} not found",
-                                        f"pip install {TOOL_PACKAGES[name].split(' (')[0]}"))
+            components.append(Component(name, "missing"))
+            level = ("error" if name in _REQUIRED_TOOLS
+                     else "warning" if name == "nvcc" else "info")
+            findings.append(Finding(level, f"{name} not found: without it, no "
+                                           f"{TOOL_DISABLES[name]}"
+                                    if name != "cuobjdump" else
+                                    f"{name} not found; it is used by {TOOL_DISABLES[name]}",
+                                    f"pip install {TOOL_PACKAGES[name].split(' (')[0]}"))
             continue
         try:
             versions[name] = tool_version(name)
@@ -424,11 +511,17 @@ def doctor() -> DoctorReport:
                 f"reinstall {TOOL_PACKAGES['tileiras']}"))
     findings += _check_cuda_home(versions.get("tileiras"))
 
+    extras, extra_findings = _front_end_pieces()
+    components += extras
+    findings += extra_findings
+
     gpu = _detect_gpu()
     if gpu is None:
         findings.append(Finding(
-            "info", "no CUDA GPU found: compile, inspect and emulate work; "
-                    "launch and bench raise NoGPUError", ""))
+            "info", "no NVIDIA GPU found: compile, inspect, emulate, trace and sanitize work; "
+                    "launch, bench, tune and profiling need an NVIDIA GPU (Hopper or newer, "
+                    "driver ≥ r580) and raise NoGPUError here",
+            "run on a machine with such a GPU and pip install 'tile_lab[gpu]' (CuPy)"))
     else:
         if versions.get("tileiras"):
             try:
