@@ -1,7 +1,9 @@
 """Shared test configuration.
 
 * the ``gpu`` marker skips where no CUDA GPU is usable, saying what the test needs;
-* (the notebook options for nbval live in the repository's root ``conftest.py``);
+* the notebooks are tested with ``--nbval-lax`` and ``notebooks/sanitize.cfg`` where nbval
+  is installed: set here, not in ``addopts``, where they make pytest fail at start-up without
+  nbval (e.g. ``pytest -m gpu tests`` on a GPU machine with only the runtime dependencies);
 * the header says up front which groups of tests will skip on this machine, and why.
 """
 
@@ -11,6 +13,7 @@ import functools
 import importlib.util
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -18,11 +21,22 @@ import pytest
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 GPU_SKIP_REASON = "needs an NVIDIA GPU (Hopper or newer, driver ≥ r580) and CuPy"
+SANITIZE_CFG = Path(__file__).resolve().parent.parent / "notebooks" / "sanitize.cfg"
 _CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
 def nbval_installed() -> bool:
     return importlib.util.find_spec("nbval") is not None
+
+
+def pytest_configure(config):
+    if not config.pluginmanager.hasplugin("nbval"):
+        return  # the header says the notebooks are not tested
+    option = config.option  # options given on the command line win
+    if not (option.nbval or option.nbval_lax):
+        option.nbval_lax = True
+    if not (option.nbval_sanitize_with or getattr(option, "sanitize_with", None)):
+        option.nbval_sanitize_with = str(SANITIZE_CFG)
 
 
 @functools.cache

@@ -41,7 +41,13 @@ from typing import Any
 
 from . import _cutile_compat as compat
 from .artifacts import LazyStages, Remark, StageText
-from .errors import CompileError, SignatureError, SourceLocation, ToolchainError
+from .errors import (
+    CompileError,
+    SignatureError,
+    SourceLocation,
+    ToolchainError,
+    location_label,
+)
 from .toolchain import run_tool, tool_failure
 
 _TOOL_TIMEOUT = 300.0  # seconds; big tiles can make tileiras slow
@@ -114,16 +120,31 @@ def source_location(filename: str, line: int, col: int | None) -> SourceLocation
 def compile_error_from_tile_error(exc: BaseException) -> CompileError:
     """A CompileError pointing at the user's line for one of cuTile's TileErrors."""
     message = compat.tile_error_message(exc).strip()
-    sites = compat.tile_error_call_sites(exc)
+    # the innermost site in the user's code: a Tile method (t.reshape) is a cuTile stub
+    # that calls the op, and cuTile reports the stub's line first
+    all_sites = compat.tile_error_call_sites(exc)
+    sites = [site for site in all_sites if not _in_cutile(site[0])] or all_sites
     location = source_location(*sites[0]) if sites else None
     hint = None
     if len(sites) > 1:
-        hint = "called from " + ", ".join(f"{os.path.basename(f)}:{ln}" for f, ln, _ in sites[1:])
+        hint = "called from " + ", ".join(f"{_site_label(f)}, line {ln}"
+                                          for f, ln, _ in sites[1:])
     kind = _TILE_ERROR_KINDS.get(type(exc).__name__, type(exc).__name__)
     if type(exc).__name__ == "InternalError":
         kind, message, why = _internal_error_words(exc, message, location)
         hint = why if hint is None else f"{why}; {hint}"
     return CompileError(f"{kind}: {message}", location, hint)
+
+
+def _in_cutile(filename: str) -> bool:
+    import cuda.tile
+
+    return filename.startswith(os.path.dirname(cuda.tile.__file__) + os.sep)
+
+
+def _site_label(filename: str) -> str:
+    label = location_label(filename)
+    return label if label != filename else os.path.basename(filename)
 
 
 # cuTile reports some user mistakes as an InternalError wrapping the original exception

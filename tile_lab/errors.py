@@ -38,11 +38,14 @@ class TileLabError(Exception):
         return (type(self), (self.message, self.location, self.hint))
 
     def render(self) -> str:
-        """Plain-text rendering: message, location line, source line, caret, hint."""
+        """Plain-text rendering: message, location line, source line, caret, hint.
+
+        An error that carries no location of its own (a bad argument to a public function)
+        names the notebook cell line that made the call, found in its traceback."""
         out = [f"{type(self).__name__}: {self.message}"]
-        loc = self.location
+        loc = self.location if self.location is not None else _calling_cell(self)
         if loc is not None:
-            out.append(f"  at {_where(loc.filename)}, line {loc.line}")
+            out.append(f"  at {location_label(loc.filename)}, line {loc.line}")
             if loc.text is not None:
                 out.append(f"  {loc.line:>4} | {loc.text.rstrip()}")
                 if loc.col is not None:
@@ -56,7 +59,32 @@ class TileLabError(Exception):
         return self.render().splitlines()
 
 
-def _where(filename: str) -> str:
+def _calling_cell(exc: BaseException) -> SourceLocation | None:
+    """The innermost notebook-cell line in ``exc``'s traceback (the user's call), if any."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except Exception:  # no IPython
+        return None
+    if shell is None:
+        return None
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if shell.compile.format_code_name(filename):
+            found = (filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if found is None:
+        return None
+    import linecache
+
+    text = linecache.getline(*found).rstrip("\n") or None
+    return SourceLocation(found[0], found[1], None, text)
+
+
+def location_label(filename: str) -> str:
     """A notebook cell's code file as IPython names it ("Cell In[3]"), else the filename."""
     try:
         from IPython import get_ipython

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import linecache
+import re
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -183,7 +184,8 @@ def _parameters(pyfunc, args: Sequence[Any]) -> list[inspect.Parameter]:
         sig = ", ".join(p.name for p in params)
         raise EmulationError(
             f"{pyfunc.__name__}({sig}) takes {len(params)} argument"
-            f"{'s' if len(params) != 1 else ''} but {len(args)} were given",
+            f"{'s' if len(params) != 1 else ''} but {len(args)} "
+            f"{'was' if len(args) == 1 else 'were'} given",
             _def_location(pyfunc))
     return params
 
@@ -248,9 +250,11 @@ def _convert_args(kernel, pyfunc, params, args):
                                           copy_back))
         except ArgumentProblem as exc:  # named like inspect names it: position and name
             loc = _def_location(pyfunc)
-            col = (loc.text or "").find(p.name)  # caret under the parameter
+            text = loc.text or ""
+            m = re.search(rf"\b{re.escape(p.name)}\b", text[text.find("("):])  # the parameter
+            col = text.find("(") + m.start() if m and "(" in text else None
             raise EmulationError(f"argument {pos} ({p.name!r}): {exc}",
-                                 replace(loc, col=col if col >= 0 else None)) from None
+                                 replace(loc, col=col)) from None
     return converted, arrays, scalars, copy_back
 
 
