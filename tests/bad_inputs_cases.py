@@ -122,7 +122,7 @@ def spin(a, TILE: ct.Constant[int]):
 def dyn(a, n):
     t = ct.load(a, index=(0,), shape=(n,))
     ct.store(a, index=(0,), tile=t)
-"""), "CompileError", 4, (r"constant|compile.time",)),
+"""), "CompileError", 4, (r"Expected a constant integer tuple",)),
     Case("no-kernel-in-cell", "compile", tile(SIG, "x = 1\n"), "CompileError", 1,
          (r"defines no @ct.kernel function",)),
     Case("helper-error", "compile", tile(SIG, """\
@@ -134,10 +134,11 @@ def twice(t):
 def vh(a, b, c, TILE: ct.Constant[int]):
     ta = ct.load(a, index=(ct.bid(0),), shape=(TILE,))
     ct.store(c, index=(ct.bid(0),), tile=twice(ta))
-"""), "CompileError", 4, (r"reshape|shape",)),
+"""), "CompileError", 4, (r"Cannot reshape \(256,\) to \(3,\)",
+                          r"hint: called from Cell In\[\d+\], line 9")),
     Case("numpy-in-kernel", "compile",
          tile(SIG, vadd_with(7, "    ct.store(c, index=(bid,), tile=np.sqrt(ta))")),
-         "CompileError", 7, (r"np|numpy|not supported|unsupported",)),
+         "CompileError", 7, (r"numpy.ufunc", r"hint: kernels compute with cuTile operations")),
     Case("python-error-in-cell-body", "compile", tile(SIG, VADD + "y = 1 / 0\n"),
          "ZeroDivisionError", 8, (r"division by zero",)),
     Case("store-to-scalar", "compile", tile('--sig "f32[1024], f32[1024], i32"', """\
@@ -145,7 +146,7 @@ def vh(a, b, c, TILE: ct.Constant[int]):
 def st(a, b, n):
     t = ct.load(a, index=(0,), shape=(256,))
     ct.store(n, index=(0,), tile=t)
-"""), "CompileError", 5, (r"array|Array",)),
+"""), "CompileError", 5, (r"store\(\): Expected an array",)),
 
     # -- --sig ---------------------------------------------------------------------------
     Case("sig-count", "--sig", tile('--sig "f32[1024], f32[1024], 256"'), "SignatureError", 1,
@@ -164,7 +165,7 @@ def st(a, b, n):
     Case("sig-garbage-item", "--sig", tile('--sig "f32[1024], f32[1024], f32[1024], 12abc"'),
          "SignatureError", 1, (r"item 4", r"neither an array")),
     Case("sig-scalar-for-array", "--sig", tile('--sig "i32, f32[1024], f32[1024], 256"'),
-         "CompileError", 5, (r"load|array|Array",)),
+         "CompileError", 5, (r"load\(\): Expected an array",)),
     Case("sig-needs-spec", "--sig", tile('--sig "" --show tileir'), "SignatureError", 1,
          (r"takes 4 arguments",)),
 
@@ -227,9 +228,9 @@ def sc(a, n):
     Case("hints-unknown", "--hints", tile(SIG + " --hints bogus=2"), "CompileError", 1,
          (r"unknown kernel hint 'bogus'", r"valid hints: .*num_ctas")),
     Case("hints-bad-value", "--hints", tile(SIG + " --hints num_ctas=3"), "CompileError", 1,
-         (r"num_ctas",)),
+         (r"num_ctas should be power of 2, got 3",)),
     Case("hints-bad-occupancy", "--hints", tile(SIG + " --hints occupancy=0"), "CompileError",
-         1, (r"occupancy",)),
+         1, (r"occupancy should be \[1, 32\], got 0",)),
     Case("hints-cpp", "--hints", tile("--lang c++ --hints num_ctas=2", CPP), "UsageError",
          None, (r"--hints does not apply to C\+\+ cells",)),
 
@@ -279,17 +280,18 @@ def k3(x, TILE: ct.Constant[int]):
          "EmulationError", 12, (r"vadd\(a, b, c, TILE\) takes 4 arguments but 2 were given",),
          in_cell=SETUP_CELL),
     Case("emulate-grid-zero", "emulate", "tile_lab.emulate(vadd, (0,), (a, b, c, 256))\n",
-         "EmulationError", 1, (r"grid",)),
+         "EmulationError", 1, (r"grid must be a tuple of 1 to 3 positive ints, got \(0,\)",)),
     Case("emulate-array-for-constant", "emulate", "tile_lab.emulate(vadd, (4,), (a, b, c, a))\n",
          "EmulationError", 12, (r"'TILE'", r"ct.Constant"), in_cell=SETUP_CELL),
     Case("emulate-not-a-kernel", "emulate", "tile_lab.emulate(42, (4,), (a, b, c, 256))\n",
-         "EmulationError|TypeError|ArgumentTypeError", 1, (r"int",)),
+         "EmulationError", 1, (r"expected a @ct.kernel .*, got int",)),
     Case("emulate-torch-complex", "emulate", "import torch\ntile_lab.emulate(vadd, (4,), "
          "(torch.zeros(1024, dtype=torch.complex64), b, c, 256))\n", "EmulationError", 12,
-         (r"argument 1 \('a'\)", r"complex64"), needs=("torch",)),
+         (r"argument 1 \('a'\)", r"complex64"), needs=("torch",), in_cell=SETUP_CELL,
+         caret_under="a, b"),
     Case("trace-block-outside-grid", "emulate",
          "tile_lab.trace(vadd, (4,), (a, b, c, 256), blocks=[(9,)])\n", "EmulationError", 1,
-         (r"9|grid",)),
+         (r"\(9,\) is not a block id inside grid \(4, 1, 1\)",)),
     Case("sanitize-arg-count", "emulate", "tile_lab.sanitize(vadd, (4,), (a,))\n",
          "EmulationError", 12, (r"takes 4 arguments but 1 was given",), in_cell=SETUP_CELL),
     Case("emulate-magic-runtime-error", "emulate", tile('--emulate --args "a, 256" --grid "(4,)"',
@@ -332,7 +334,7 @@ def k4(x, TILE: ct.Constant[int]):
     # -- CUDA Tile C++ cells ---------------------------------------------------------------
     Case("cpp-syntax", "c++", tile("--lang c++ --arch sm_90",
                                    cpp_with(11, "  vc.store(va.load(bid) + vb.load(bid) bid);")),
-         "CompileError", 11, (r"expected|error",)),
+         "CompileError", 11, (r'expected a "\)"', r"Cell In\[\d+\]\(11\): error")),
     Case("cpp-undeclared", "c++", tile("--lang c++ --arch sm_90",
                                        cpp_with(11, "  vc.store(va.load(bid) + nope, bid);")),
          "CompileError", 11, (r"nope",)),

@@ -473,6 +473,8 @@ def _eval_grid(value: str, body: _Cell, ns: dict[str, Any],
 def _relabel(err: TileLabError, body: _Cell) -> TileLabError:
     """Show the cell's label instead of IPython's cache filename, and the line text; an
     error that names no place (a refusal, a missing GPU) points at the ``%%tile`` line."""
+    if err.hint and body.filename in err.hint:  # e.g. nvcc's full diagnostics
+        err.hint = err.hint.replace(body.filename, body.label)
     loc = err.location
     if loc is None:
         err.location = SourceLocation(body.label, 1, None, body.magic_line)
