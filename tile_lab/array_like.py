@@ -26,8 +26,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["ArgumentProblem", "ArrayInfo", "array_info", "host_view", "is_array_like",
-           "to_host"]
+__all__ = ["ArgumentProblem", "ArrayInfo", "array_info", "as_launch_args", "host_view",
+           "is_array_like", "to_host"]
 
 # NumPy dtype names that have a cuTile dtype (ml_dtypes provides bfloat16 and float8)
 SUPPORTED_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -139,6 +139,26 @@ def to_host(value: Any, copy_back: list[Callable[[], None]]) -> np.ndarray:
     host = device.get()
     copy_back.append(lambda: device.set(host))
     return host
+
+
+def as_launch_args(args: Any) -> Any:
+    """``args`` for a GPU launch: each host-resident array that is not NumPy (a torch CPU
+    tensor, a CPU DLPack or ``__array_interface__`` object) replaced by a zero-copy NumPy
+    view of its memory, so the launcher's NumPy path (copy to the device, run, copy the
+    results back into the view, i.e. into the caller's tensor) serves it; device arrays,
+    NumPy arrays and scalars are returned as they are (lists/tuples inside too)."""
+    if not isinstance(args, (list, tuple)):
+        return args  # the launcher reports a non-sequence itself
+    out = []
+    for value in args:
+        if isinstance(value, (list, tuple)):
+            out.append(type(value)(as_launch_args(value)))
+        elif is_array_like(value) and not isinstance(value, np.ndarray):
+            view = host_view(value)
+            out.append(value if view is None else view)
+        else:
+            out.append(value)
+    return type(args)(out) if isinstance(args, tuple) else out
 
 
 # -- producers ------------------------------------------------------------------------------
