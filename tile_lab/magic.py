@@ -32,7 +32,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
-from traitlets import Int, Unicode, validate
+from traitlets import Int, TraitError, Unicode, validate
 
 from .artifacts import STAGES
 from .errors import CompileError, EmulatorUnsupported, SignatureError, SourceLocation, TileLabError
@@ -80,20 +80,20 @@ class TileMagics(Magics):
         value = proposal["value"]
         bad = [n for n in (s.strip() for s in value.split(",")) if n and n not in PANES]
         if bad:
-            raise ValueError(f"unknown pane {bad[0]!r}; panes: {', '.join(PANES)}")
+            raise TraitError(f"unknown pane {bad[0]!r}; panes: {', '.join(PANES)}")
         return value
 
     @validate("launch_fallback")
     def _valid_fallback(self, proposal: Any) -> str:
         if proposal["value"] not in ("emulate", "error"):
-            raise ValueError("launch_fallback is 'emulate' or 'error', not "
+            raise TraitError("launch_fallback is 'emulate' or 'error', not "
                              f"{proposal['value']!r}")
         return proposal["value"]
 
     @validate("emulator_max_blocks")
     def _valid_max_blocks(self, proposal: Any) -> int:
         if proposal["value"] < 1:
-            raise ValueError("emulator_max_blocks must be at least 1")
+            raise TraitError("emulator_max_blocks must be at least 1")
         return proposal["value"]
 
     @magic_arguments()
