@@ -14,7 +14,8 @@ from tile_lab.errors import SourceLocation
 def _located(source: str, line: int) -> SourceLocation:
     name = f"<loop test {abs(hash(source))}>"
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-    return SourceLocation(name, line, 4, source.splitlines()[line - 1])
+    rows = source.splitlines()
+    return SourceLocation(name, line, 4, rows[line - 1] if line <= len(rows) else None)
 
 
 @pytest.mark.parametrize("body, never_ends", [
