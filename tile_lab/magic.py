@@ -167,9 +167,16 @@ class TileMagics(Magics):
             spec = opts.sig if opts.sig is not None else args
             if spec is None:
                 raise UsageError("%%tile: inspecting needs --args or --sig")
+            option = opts.sig if opts.sig is not None else opts.args
             for name in chosen:
-                display(tile_lab.inspect(kernels[name], spec, arch=opts.arch,
-                                         hints=opts.hints, show=show))
+                try:
+                    insp = tile_lab.inspect(kernels[name], spec, arch=opts.arch,
+                                            hints=opts.hints, show=show)
+                except SignatureError as err:
+                    if err.location is None:  # caret under the item the message names
+                        err.location = _item_location(body, option, err.message)
+                    raise
+                display(insp)
         if flags or want_partition:
             if len(chosen) != 1:
                 raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
@@ -426,6 +433,24 @@ def _option_location(body: _Cell, value: str, offset: int = 0) -> SourceLocation
     idx = body.magic_line.find(value)
     col = idx + offset if idx >= 0 else None
     return SourceLocation(body.label, 1, col, body.magic_line)
+
+
+def _item_location(body: _Cell, option_text: str, message: str) -> SourceLocation | None:
+    """The ``%%tile`` line with the caret under the comma-separated item of ``option_text``
+    that ``message`` names ("argument 2 (...)", "spec item 2"); None when it names none."""
+    m = re.search(r"\b(?:argument|item) (\d+)\b", message)
+    if m is None:
+        return None
+    wanted, depth, start, items = int(m.group(1)), 0, 0, []
+    for i, ch in enumerate(option_text + ","):
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == "," and depth == 0:
+            items.append(start + len(option_text[start:i]) - len(option_text[start:i].lstrip()))
+            start = i + 1
+    if not 1 <= wanted <= len(items):
+        return None
+    return _option_location(body, option_text.strip(), items[wanted - 1]
+                            - (len(option_text) - len(option_text.lstrip())))
 
 
 def _eval_option(value: str, option: str, body: _Cell, ns: dict[str, Any],
