@@ -269,8 +269,8 @@ def sc(a, n):
 
     # -- emulate with wrong arrays / failing kernels ---------------------------------------
     Case("emulate-complex64", "emulate", tile('--emulate --args "cz, b, c, 256" --grid "(4,)"'),
-         "EmulationError", 3, (r"argument 1 \('a'\)", r"complex64 have no cuTile equivalent"),
-         caret_under="a, b"),
+         "EmulationError", 1, (r"argument 1 \('a'\)", r"complex64 have no cuTile equivalent"),
+         caret_under="cz"),
     Case("emulate-defined-earlier-plain", "emulate",
          "tile_lab.emulate(k2, (4,), (a, 256))\n", "EmulationError", 4,
          (r"cannot reshape a tile of shape \(256,\) to \(3,\)",), in_cell=0, before=("""\

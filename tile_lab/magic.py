@@ -186,7 +186,13 @@ class TileMagics(Magics):
             grid = _eval_grid(opts.grid, body, ns)
             if set(flags) & {"emulate", "trace", "sanitize"} or want_partition:
                 self._check_emulator_grid(grid, opts.grid, body)
-            self._execute(kernels[chosen[0]], grid, args, flags, want_partition, opts.hints)
+            try:
+                self._execute(kernels[chosen[0]], grid, args, flags, want_partition,
+                              opts.hints)
+            except TileLabError as err:  # a bad argument: point at what the user typed
+                if re.match(r"argument \d+ \(", err.message):
+                    err.location = _item_location(body, opts.args, err.message) or err.location
+                raise
 
     def _check_emulator_grid(self, grid: tuple[int, ...], text: str, body: _Cell) -> None:
         blocks = math.prod(grid)
