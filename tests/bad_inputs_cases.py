@@ -342,6 +342,14 @@ def k4(x, TILE: ct.Constant[int]):
          "tile_lab.diagram(t, view='bogus')\n", "DiagramError", 2,
          (r"view='bogus' is not a diagram view",)),
 
+    Case("tune-not-a-space", "api", "tile_lab.tune(vadd, 42, lambda cfg: (4,),\n"
+         "              lambda cfg: (a, b, c, 256))\n", "ArgumentTypeError", 1,
+         (r"argument 2 \(space\) must be a tile_lab.Space, got int",)),
+    Case("space-empty", "api", "tile_lab.Space()\n", "SpaceError", 1,
+         (r"a Space needs at least one knob",)),
+    Case("sanitize-int-grid", "api", "tile_lab.sanitize(vadd, 4, (a, b, c, 256))\n",
+         "EmulationError", 1, (r"grid must be a tuple of 1 to 3 positive ints, got 4",)),
+
     # -- CUDA Tile C++ cells ---------------------------------------------------------------
     Case("cpp-syntax", "c++", tile("--lang c++ --arch sm_90",
                                    cpp_with(11, "  vc.store(va.load(bid) + vb.load(bid) bid);")),
@@ -351,6 +359,8 @@ def k4(x, TILE: ct.Constant[int]):
          "CompileError", 11, (r"nope",)),
     Case("cpp-emulate", "c++", tile("--lang c++ --emulate " + RUN, CPP), "EmulatorUnsupported",
          1, (r"runs cuTile Python kernels only",)),
+    Case("cpp-source-int", "c++", "tile_lab.inspect_cpp(42)\n", "ArgumentTypeError", 1,
+         (r"argument 1 \(source\) must be C\+\+ text or a path, got int",)),
     Case("cpp-no-kernel", "c++", tile("--lang c++", "int x = 1;\n"), "CompileError", 1,
          (r"defines no __tile_global__ kernel",)),
     Case("cpp-sig", "c++", tile("--lang c++ " + SIG, CPP), "UsageError", None,
