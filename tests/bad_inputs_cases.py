@@ -315,7 +315,8 @@ def k4(x, TILE: ct.Constant[int]):
 
     # -- bad calls to the Python API ---------------------------------------------------------
     Case("diagram-int", "api", "x = 1\ntile_lab.diagram(42)\n", "ArgumentTypeError", 2,
-         (r"argument 1 \(trace\) must be a tile_lab.Trace, got int", r"hint: .*trace\(")),
+         (r"argument 1 \(trace\) must be a tile_lab.Trace, got int", r"hint: .*trace\("),
+         caret_under="tile_lab.diagram(42)"),
     Case("inspect-not-a-kernel", "api", "tile_lab.inspect(42, 'f32[4]')\n", "SignatureError", 1,
          (r"expects a @ct.kernel function", r"got int")),
     Case("inspect-int-signature", "api", "tile_lab.inspect(vadd, 42)\n", "SignatureError", 1,

@@ -72,16 +72,23 @@ def _calling_cell(exc: BaseException) -> SourceLocation | None:
     found = None
     tb = exc.__traceback__
     while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if shell.compile.format_code_name(filename):
-            found = (filename, tb.tb_lineno)
+        code = tb.tb_frame.f_code
+        if shell.compile.format_code_name(code.co_filename):
+            found = (code, tb.tb_lineno, tb.tb_lasti)
         tb = tb.tb_next
     if found is None:
         return None
     import linecache
 
-    text = linecache.getline(*found).rstrip("\n") or None
-    return SourceLocation(found[0], found[1], None, text)
+    code, line, lasti = found
+    text = linecache.getline(code.co_filename, line).rstrip("\n") or None
+    col = None
+    if hasattr(code, "co_positions"):  # Python >= 3.11: where on the line the call is
+        positions = list(code.co_positions())
+        if 0 <= lasti // 2 < len(positions):
+            start_line, _, start_col, _ = positions[lasti // 2]
+            col = start_col if start_line == line else None
+    return SourceLocation(code.co_filename, line, col, text)
 
 
 def location_label(filename: str) -> str:
