@@ -13,7 +13,7 @@ class Case:
     entry: str  # which entry point: compile, --sig, --args, --grid, --hints, options, ...
     cell: str  # the cell that must fail
     error: str  # the exception class name
-    line: int | None = None  # "at Cell In[N], line L": L (None: not located, e.g. UsageError)
+    line: int | None = None  # "at Cell In[N], line L": L (None: not located)
     words: tuple[str, ...] = ()  # regexes the shown error must contain
     in_cell: int | None = None  # index into ``before`` of the cell the line is in (None: this
     # cell, SETUP_CELL: the SETUP cell, which defines vadd)
@@ -229,9 +229,11 @@ def sc(a, n):
     Case("grid-float", "--grid", tile('--emulate --args "a, b, c, 256" --grid "(2.5,)"'),
          "SignatureError", 1, (r"positive ints", r"2\.5")),
     Case("grid-without-flag", "--grid", tile('--args "a, b, c, 256" --grid "(4,)"'),
-         "UsageError", None, (r"--grid is for running a kernel",)),
-    Case("grid-missing", "--grid", tile('--emulate --args "a, b, c, 256"'), "UsageError",
-         None, (r"needs --grid and --args",)),
+         "OptionError", 1, (r"--grid is for running a kernel",),
+         caret_under='--grid'),
+    Case("grid-missing", "--grid", tile('--emulate --args "a, b, c, 256"'), "OptionError",
+         1, (r"needs --grid and --args",),
+         caret_under='--args'),
 
     # -- --hints -------------------------------------------------------------------------
     Case("hints-not-int", "--hints", tile(SIG + " --hints num_ctas=x"), "CompileError", 1,
@@ -242,30 +244,37 @@ def sc(a, n):
          (r"num_ctas should be power of 2, got 3",)),
     Case("hints-bad-occupancy", "--hints", tile(SIG + " --hints occupancy=0"), "CompileError",
          1, (r"occupancy should be \[1, 32\], got 0",)),
-    Case("hints-cpp", "--hints", tile("--lang c++ --hints num_ctas=2", CPP), "UsageError",
-         None, (r"--hints does not apply to C\+\+ cells",)),
+    Case("hints-cpp", "--hints", tile("--lang c++ --hints num_ctas=2", CPP), "OptionError",
+         1, (r"--hints does not apply to C\+\+ cells",),
+         caret_under='--hints'),
 
     # -- magic options -------------------------------------------------------------------
-    Case("show-unknown-pane", "options", tile(SIG + " --show bogus"), "UsageError", None,
-         (r"unknown pane 'bogus'",)),
-    Case("lang-unknown", "options", tile("--lang fortran"), "UsageError", None,
-         (r"--lang must be python or c\+\+",)),
-    Case("two-run-flags", "options", tile("--emulate --trace " + RUN), "UsageError", None,
-         (r"one of --emulate, --trace",)),
-    Case("kernel-unknown", "options", tile(SIG + " --kernel nope"), "UsageError", None,
-         (r"--kernel nope: the cell defines no",)),
+    Case("show-unknown-pane", "options", tile(SIG + " --show bogus"), "OptionError", 1,
+         (r"unknown pane 'bogus'",),
+         caret_under='--show'),
+    Case("lang-unknown", "options", tile("--lang fortran"), "OptionError", 1,
+         (r"--lang must be python or c\+\+",),
+         caret_under='--lang'),
+    Case("two-run-flags", "options", tile("--emulate --trace " + RUN), "OptionError", 1,
+         (r"one of --emulate, --trace",),
+         caret_under='--emulate'),
+    Case("kernel-unknown", "options", tile(SIG + " --kernel nope"), "OptionError", 1,
+         (r"--kernel nope: the cell defines no",),
+         caret_under='--kernel'),
     Case("arch-unknown", "options", tile(SIG + " --arch sm_12"), "CompileError", 1,
          (r"arch 'sm_12' is not a GPU architecture", r"use one of .*sm_90")),
     Case("explore-not-a-space", "options",
          tile('--explore 42 --grid "(4,)" --args "a, b, c, cfg[\'TILE\']"'),
          "SignatureError", 1, (r"--explore needs one tile_lab.Space, got int",),
          caret_under="42"),
-    Case("explore-with-flag", "options", tile('--explore s --emulate ' + RUN), "UsageError",
-         None, (r"--explore runs the kernel itself",)),
-    Case("unknown-option", "options", tile("--bogus 3"), "UsageError", None,
-         (r"unrecognized arguments|bogus",)),
+    Case("explore-with-flag", "options", tile('--explore s --emulate ' + RUN), "OptionError",
+         1, (r"--explore runs the kernel itself",),
+         caret_under='--explore'),
+    Case("unknown-option", "options", tile("--bogus 3"), "OptionError", 1,
+         (r"unrecognized arguments|bogus",),
+         caret_under='--bogus'),
     Case("two-kernels-run", "options", tile("--emulate " + RUN, VADD + VADD.replace(
-        "vadd_t", "vadd_u")), "UsageError", None, (r"pick the one to run with --kernel",)),
+        "vadd_t", "vadd_u")), "OptionError", 1, (r"pick the one to run with --kernel",)),
 
     # -- emulate with wrong arrays / failing kernels ---------------------------------------
     Case("emulate-complex64", "emulate", tile('--emulate --args "cz, b, c, 256" --grid "(4,)"'),
@@ -364,8 +373,9 @@ def k4(x, TILE: ct.Constant[int]):
          (r"argument 1 \(source\) must be C\+\+ text or a path, got int",)),
     Case("cpp-no-kernel", "c++", tile("--lang c++", "int x = 1;\n"), "CompileError", 1,
          (r"defines no __tile_global__ kernel",)),
-    Case("cpp-sig", "c++", tile("--lang c++ " + SIG, CPP), "UsageError", None,
-         (r"--sig is for Python kernels",)),
-    Case("cpp-partition", "c++", tile("--lang c++ --show partition", CPP), "UsageError", None,
+    Case("cpp-sig", "c++", tile("--lang c++ " + SIG, CPP), "OptionError", 1,
+         (r"--sig is for Python kernels",),
+         caret_under='--sig'),
+    Case("cpp-partition", "c++", tile("--lang c++ --show partition", CPP), "OptionError", 1,
          (r"partition diagram needs the CPU emulator",)),
 ]

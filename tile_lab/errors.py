@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from IPython.core.error import UsageError
+
 
 @dataclass(frozen=True)
 class SourceLocation:
@@ -106,6 +108,12 @@ def location_label(filename: str) -> str:
 class ArgumentTypeError(TileLabError, TypeError):
     """A public function got an argument of the wrong type; the message names the argument
     (position and name) and the type it expects."""
+
+
+class OptionError(TileLabError, UsageError):
+    """A ``%%tile`` option is wrong or missing. Also an IPython ``UsageError`` (what magics
+    raise for usage mistakes), but shown like every tile_lab error: at the ``%%tile`` line,
+    with a caret under the option."""
 
 
 class CompileError(TileLabError):

@@ -14,7 +14,8 @@ The magic
    shows ``tile_lab.explore``'s sliders (``--grid``/``--args`` are then expressions of the
    slider config ``cfg``).
 
-Every failure raises: option errors are ``UsageError``; errors in the cell (syntax,
+Every failure raises: option errors are ``OptionError`` (an IPython ``UsageError``) at the
+``%%tile`` line, caret under the option; errors in the cell (syntax,
 cuTile typing, tileiras, bad ``--args``) are TileLabErrors located at the cell line, which
 IPython renders through ``_render_traceback_``. The shell keeps working afterwards.
 """
@@ -35,7 +36,14 @@ from IPython.display import display
 from traitlets import Int, TraitError, Unicode, validate
 
 from .artifacts import STAGES
-from .errors import CompileError, EmulatorUnsupported, SignatureError, SourceLocation, TileLabError
+from .errors import (
+    CompileError,
+    EmulatorUnsupported,
+    OptionError,
+    SignatureError,
+    SourceLocation,
+    TileLabError,
+)
 
 __all__ = ["TileMagics", "register"]
 
@@ -124,18 +132,22 @@ class TileMagics(Magics):
     @cell_magic
     def tile(self, line: str, cell: str) -> None:
         """Define tile kernels in this cell, then inspect and/or run them."""
-        opts = parse_argstring(self.tile, line)
-        _unquote_options(opts)
-        self._apply_defaults(opts)
-        _check_options(opts)
         body = self._register_cell(line, cell)
         try:
+            opts = parse_argstring(self.tile, line)
+            _unquote_options(opts)
+            self._apply_defaults(opts)
+            _check_options(opts)
             if opts.lang.lower() in CPP_LANGS:
                 self._run_cpp(opts, body)
             else:
                 self._run_python(opts, body)
         except TileLabError as err:  # any tile_lab error, whatever its class
             raise _relabel(err, body) from None
+        except UsageError as err:  # an option mistake: at the %%tile line, like the rest
+            if type(err) is not UsageError:
+                raise
+            raise _option_error(str(err), body) from None
 
     def _apply_defaults(self, opts: Any) -> None:
         """Options the cell leaves out take the ``%config TileMagics`` defaults."""
@@ -499,6 +511,23 @@ def _eval_grid(value: str, body: _Cell, ns: dict[str, Any],
         raise SignatureError(f"--grid must be 1 to 3 positive ints, e.g. \"(8,)\", "
                              f"got {items!r}", _option_location(body, value.strip()))
     return tuple(int(v) for v in items)
+
+
+def _option_error(message: str, body: _Cell) -> OptionError:
+    """An OptionError at the ``%%tile`` line, the caret under the first option the message
+    names that the line has."""
+    text = message.removeprefix("%%tile: ")
+    col = None
+    said = text.split(": ", 1)[1] if text.startswith("%%tile --") else text  # skip "--lang c++:"
+    for m in re.finditer(r"--[a-z+]+", said):
+        idx = body.magic_line.find(m.group(0))
+        if idx >= 0:
+            col = idx
+            break
+    hint = ("%%tile? lists the options" if "unrecognized arguments" in text
+            or "expected one argument" in text else None)
+    text = text if text.startswith("%%tile") else f"%%tile: {text}"
+    return OptionError(text, SourceLocation(body.label, 1, col, body.magic_line), hint=hint)
 
 
 def _relabel(err: TileLabError, body: _Cell) -> TileLabError:
