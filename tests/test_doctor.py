@@ -93,7 +93,7 @@ def test_doctor_reports_a_missing_tool(monkeypatch):
     assert finding.level == "error" and finding.fix == "pip install nvidia-cuda-nvdisasm"
     assert "SASS and PTX panes" in finding.message  # what the missing tool disables
     [optional] = [f for f in report.findings if "cuobjdump" in f.message]
-    assert optional.level == "info" and "nothing in tile_lab" in optional.message
+    assert optional.level == "info" and "tile_lab itself does not use it" in optional.message
 
 
 def test_doctor_says_a_missing_nvcc_disables_cpp(monkeypatch):

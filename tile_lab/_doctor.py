@@ -293,10 +293,8 @@ def doctor() -> DoctorReport:
             components.append(Component(name, "missing"))
             level = ("error" if name in tc.REQUIRED_TOOLS
                      else "warning" if name == "nvcc" else "info")
-            findings.append(Finding(level, f"{name} not found: without it, no "
-                                           f"{tc.TOOL_DISABLES[name]}"
-                                    if name != "cuobjdump" else
-                                    f"{name} not found; it is used by {tc.TOOL_DISABLES[name]}",
+            findings.append(Finding(level, f"{name} not found; without it you lose "
+                                           f"{tc.TOOL_DISABLES[name]}",
                                     f"pip install {tc.TOOL_PACKAGES[name].split(' (')[0]}"))
             continue
         try:

@@ -36,8 +36,8 @@ TOOL_DISABLES: dict[str, str] = {
     "ptxas": "compiling anything (tileiras runs ptxas for its last step)",
     "nvdisasm": "the SASS and PTX panes of the inspect view",
     "nvcc": "CUDA Tile C++: %%tile --lang c++, inspect_cpp, compare, launch_cpp",
-    "cuobjdump": "nothing in tile_lab (listed for reading saved cubins by hand: "
-                 "cuobjdump -sass kernel.cubin)",
+    "cuobjdump": "nothing: tile_lab itself does not use it (it is handy for reading a saved "
+                 "cubin by hand: cuobjdump -sass kernel.cubin)",
 }
 
 # Environment variables never passed to a tool (see module docstring).
