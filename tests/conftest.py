@@ -61,6 +61,9 @@ def pytest_report_header(config):
     if shutil.which("node") is None:
         lines.append("tile_lab: no Node.js: the JupyterLab extension's tests skip "
                      "(install Node >= 20)")
+    if importlib.util.find_spec("torch") is None:
+        lines.append("tile_lab: torch is not installed: the torch-tensor tests skip "
+                     "(tile_lab does not need torch; pip install torch to run them)")
     if not nbval_installed():
         lines.append("tile_lab: nbval is not installed: the notebooks are not tested "
                      "(pip install -e '.[test]')")
