@@ -18,7 +18,7 @@ class Case:
     in_cell: int | None = None  # index into ``before`` of the cell the line is in (None: this
     # cell, SETUP_CELL: the SETUP cell, which defines vadd)
     before: tuple[str, ...] = ()  # cells run first (they must succeed)
-    caret_under: str | None = None  # the text the caret must point at
+    caret_under: str | None = None  # the text the caret must point at ("": after the line)
     needs: tuple[str, ...] = ()  # importable modules the case needs (skipped without)
 
 
@@ -232,8 +232,7 @@ def sc(a, n):
          "OptionError", 1, (r"--grid is for running a kernel",),
          caret_under='--grid'),
     Case("grid-missing", "--grid", tile('--emulate --args "a, b, c, 256"'), "OptionError",
-         1, (r"needs --grid and --args",),
-         caret_under='--args'),
+         1, (r"needs --grid and --args",), caret_under=""),  # after the line: add it there
 
     # -- --hints -------------------------------------------------------------------------
     Case("hints-not-int", "--hints", tile(SIG + " --hints num_ctas=x"), "CompileError", 1,

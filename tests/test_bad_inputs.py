@@ -79,6 +79,7 @@ def test_bad_input(shell, capsys, case: Case):
             i = next(i for i, t in enumerate(row) if t.startswith(f"{case.line:>6} | "))
             caret = row[i + 1].index("^") - len("       | ")
             assert line_text[caret:].startswith(case.caret_under), (line_text, caret)
+            assert caret > len(line_text) or case.caret_under, (line_text, caret)
     for words in case.words:
         assert re.search(words, text), f"{words!r} not in:\n{text}"
     assert "InternalError" not in text and not re.search(r":\s*$", str(err)), text

@@ -350,9 +350,10 @@ def _running_cell_number(shell: Any) -> int:
     compiled under a filename IPython registered with the cell's number, so that frame
     says which cell this is, in a terminal IPython and in a Jupyter kernel alike.
     """
-    frame = sys._getframe(1)
+    format_code_name = getattr(shell.compile, "format_code_name", None)
+    frame = sys._getframe(1) if format_code_name is not None else None
     while frame is not None:
-        named = shell.compile.format_code_name(frame.f_code.co_filename)
+        named = format_code_name(frame.f_code.co_filename)
         if named and (m := re.fullmatch(r"In\[(\d+)\]", named[1])):
             return int(m.group(1))
         frame = frame.f_back
@@ -515,15 +516,14 @@ def _eval_grid(value: str, body: _Cell, ns: dict[str, Any],
 
 def _option_error(message: str, body: _Cell) -> OptionError:
     """An OptionError at the ``%%tile`` line, the caret under the first option the message
-    names that the line has."""
+    names, or just after the line when the option is missing from it."""
     text = message.removeprefix("%%tile: ")
     col = None
     said = text.split(": ", 1)[1] if text.startswith("%%tile --") else text  # skip "--lang c++:"
-    for m in re.finditer(r"--[a-z+]+", said):
-        idx = body.magic_line.find(m.group(0))
-        if idx >= 0:
-            col = idx
-            break
+    named = re.search(r"--[a-z+]+", said)
+    if named is not None:  # under that option, or after the line when it is missing there
+        idx = body.magic_line.find(named.group(0))
+        col = idx if idx >= 0 else len(body.magic_line) + 1
     hint = ("%%tile? lists the options" if "unrecognized arguments" in text
             or "expected one argument" in text else None)
     text = text if text.startswith("%%tile") else f"%%tile: {text}"
