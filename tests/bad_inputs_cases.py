@@ -25,6 +25,7 @@ class Case:
 SETUP_CELL = -1  # Case.in_cell for a line of SETUP
 
 SETUP = """\
+import math
 import numpy as np
 import cuda.tile as ct
 import tile_lab
@@ -41,7 +42,7 @@ def vadd(a, b, c, TILE: ct.Constant[int]):
     ta = ct.load(a, index=(bid,), shape=(TILE,))
     tb = ct.load(b, index=(bid,), shape=(TILE,))
     ct.store(c, index=(bid,), tile=ta + tb)
-"""
+"""  # vadd's def is line 13 of this cell
 
 SIG = '--sig "f32[1024], f32[1024], f32[1024], 256"'
 RUN = '--args "a, b, c, 256" --grid "(4,)"'
@@ -139,6 +140,10 @@ def vh(a, b, c, TILE: ct.Constant[int]):
     Case("numpy-in-kernel", "compile",
          tile(SIG, vadd_with(7, "    ct.store(c, index=(bid,), tile=np.sqrt(ta))")),
          "CompileError", 7, (r"numpy.ufunc", r"hint: kernels compute with cuTile operations")),
+    Case("math-in-kernel", "compile",
+         tile(SIG, vadd_with(6, "    tb = math.sqrt(ct.load(b, index=(bid,), shape=(TILE,)))")),
+         "CompileError", 6, (r"not callable in a kernel: .*sqrt\(\) is not supported",
+                             r"hint: kernels compute with cuTile operations")),
     Case("python-error-in-cell-body", "compile", tile(SIG, VADD + "y = 1 / 0\n"),
          "ZeroDivisionError", 8, (r"division by zero",)),
     Case("store-to-scalar", "compile", tile('--sig "f32[1024], f32[1024], i32"', """\
@@ -296,23 +301,23 @@ def k3(x, TILE: ct.Constant[int]):
     ct.store(x, index=(ct.bid(0),), tile=t.reshape((3,)))
 """,)),
     Case("emulate-arg-count", "emulate", "tile_lab.emulate(vadd, (4,), (a, b))\n",
-         "EmulationError", 12, (r"vadd\(a, b, c, TILE\) takes 4 arguments but 2 were given",),
+         "EmulationError", 13, (r"vadd\(a, b, c, TILE\) takes 4 arguments but 2 were given",),
          in_cell=SETUP_CELL),
     Case("emulate-grid-zero", "emulate", "tile_lab.emulate(vadd, (0,), (a, b, c, 256))\n",
          "EmulationError", 1, (r"grid must be a tuple of 1 to 3 positive ints, got \(0,\)",)),
     Case("emulate-array-for-constant", "emulate", "tile_lab.emulate(vadd, (4,), (a, b, c, a))\n",
-         "EmulationError", 12, (r"'TILE'", r"ct.Constant"), in_cell=SETUP_CELL),
+         "EmulationError", 13, (r"'TILE'", r"ct.Constant"), in_cell=SETUP_CELL),
     Case("emulate-not-a-kernel", "emulate", "tile_lab.emulate(42, (4,), (a, b, c, 256))\n",
          "EmulationError", 1, (r"expected a @ct.kernel .*, got int",)),
     Case("emulate-torch-complex", "emulate", "import torch\ntile_lab.emulate(vadd, (4,), "
-         "(torch.zeros(1024, dtype=torch.complex64), b, c, 256))\n", "EmulationError", 12,
+         "(torch.zeros(1024, dtype=torch.complex64), b, c, 256))\n", "EmulationError", 13,
          (r"argument 1 \('a'\)", r"complex64"), needs=("torch",), in_cell=SETUP_CELL,
          caret_under="a, b"),
     Case("trace-block-outside-grid", "emulate",
          "tile_lab.trace(vadd, (4,), (a, b, c, 256), blocks=[(9,)])\n", "EmulationError", 1,
          (r"\(9,\) is not a block id inside grid \(4, 1, 1\)",)),
     Case("sanitize-arg-count", "emulate", "tile_lab.sanitize(vadd, (4,), (a,))\n",
-         "EmulationError", 12, (r"takes 4 arguments but 1 was given",), in_cell=SETUP_CELL),
+         "EmulationError", 13, (r"takes 4 arguments but 1 was given",), in_cell=SETUP_CELL),
     Case("emulate-magic-runtime-error", "emulate", tile('--emulate --args "a, 256" --grid "(4,)"',
                                                         """\
 @ct.kernel

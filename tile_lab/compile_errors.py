@@ -44,9 +44,9 @@ def compile_error_from_tile_error(exc: BaseException) -> CompileError:
     if type(exc).__name__ == "InternalError":
         kind, message, why = _internal_error_words(exc, message, location)
         hint = why if hint is None else f"{why}; {hint}"
-    elif "numpy" in message:
-        why = ("kernels compute with cuTile operations (ct.sqrt, ct.sum, ...), not NumPy "
-               "functions, which run on the host")
+    elif "numpy" in message or type(exc).__name__ == "UnsupportedCallError":
+        why = ("kernels compute with cuTile operations (ct.sqrt, ct.sum, ...), not NumPy, "
+               "math or other Python functions, which run on the host")
         hint = why if hint is None else f"{why}; {hint}"
     return CompileError(f"{kind}: {message}", location, hint)
 
@@ -131,4 +131,5 @@ _TILE_ERROR_KINDS = {
     "RecursionLimitError": "recursion limit",
     "CompilerExecutionError": "tileiras error",
     "CompilerTimeoutError": "tileiras timeout",
+    "UnsupportedCallError": "not callable in a kernel",
 }

@@ -31,6 +31,8 @@ class TileLabError(Exception):
 
     def __init__(self, message: str, location: SourceLocation | None = None,
                  hint: str | None = None) -> None:
+        if not message.strip():  # never an empty message: say at least what kind of error
+            message = (type(self).__doc__ or type(self).__name__).strip().splitlines()[0]
         super().__init__(message)
         self.message = message
         self.location = location
