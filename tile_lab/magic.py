@@ -536,8 +536,11 @@ def _relabel(err: TileLabError, body: _Cell) -> TileLabError:
     if err.hint and body.filename in err.hint:  # e.g. nvcc's full diagnostics
         err.hint = err.hint.replace(body.filename, body.label)
     loc = err.location
-    if loc is None:
-        err.location = SourceLocation(body.label, 1, None, body.magic_line)
+    if loc is None:  # e.g. a refusal: under the option the message is about, if it says
+        words = re.findall(r"\b(grid|hint|arch|args|sig|kernel)s?\b", err.message)
+        col = next((i for i in (body.magic_line.find(f"--{w}{'s' * (w == 'hint')}")
+                                for w in words) if i >= 0), None)
+        err.location = SourceLocation(body.label, 1, col, body.magic_line)
     elif loc.filename == body.filename:
         text = loc.text if loc.text is not None else _line_of(body.text, loc.line)
         err.location = replace(loc, filename=body.label, text=text)
