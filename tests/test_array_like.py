@@ -96,6 +96,16 @@ def test_signature_of_a_device_array_comes_from_its_metadata():
     assert misaligned.kernel_signature.parameters[0].base_addr_divisible_by == 1
 
 
+def test_launch_args_without_host_arrays_are_returned_as_they_are():
+    # the launch fast path: NumPy, device arrays and scalars need no view (and no copy)
+    args = (np.zeros(4, np.float32), DeviceArray("<f4", (4,), 256), 3, 2.5)
+    assert as_launch_args(args) is args
+    dl = DLPackOnly(np.arange(4, dtype=np.float32))
+    out = as_launch_args([dl, 1])
+    assert isinstance(out[0], np.ndarray) and out[1] == 1
+    assert np.shares_memory(out[0], dl._array)
+
+
 def test_inspect_and_emulate_take_dlpack_objects():
     a, b = np.arange(1024, dtype=np.float32), np.ones(1024, np.float32)
     c = np.zeros(1024, np.float32)

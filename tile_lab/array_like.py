@@ -146,19 +146,43 @@ def as_launch_args(args: Any) -> Any:
     tensor, a CPU DLPack or ``__array_interface__`` object) replaced by a zero-copy NumPy
     view of its memory, so the launcher's NumPy path (copy to the device, run, copy the
     results back into the view, i.e. into the caller's tensor) serves it; device arrays,
-    NumPy arrays and scalars are returned as they are (lists/tuples inside too)."""
+    NumPy arrays and scalars stay as they are (lists/tuples inside too). Returns ``args``
+    itself when nothing needs a view: the common CuPy/NumPy launch pays only a type check
+    per argument (no CUDA-array-interface dict is built)."""
     if not isinstance(args, (list, tuple)):
         return args  # the launcher reports a non-sequence itself
-    out = []
-    for value in args:
-        if isinstance(value, (list, tuple)):
-            out.append(type(value)(as_launch_args(value)))
-        elif is_array_like(value) and not isinstance(value, np.ndarray):
-            view = host_view(value)
-            out.append(value if view is None else view)
-        else:
-            out.append(value)
-    return type(args)(out) if isinstance(args, tuple) else out
+    verdicts = _VERDICT_BY_TYPE
+    for v in args:  # a plain loop: this runs on every launch
+        if verdicts.get(type(v)) != "no" and _needs_host_view(v):
+            break
+    else:
+        return args
+    out = [type(v)(as_launch_args(v)) if isinstance(v, (list, tuple))
+           else host_view(v) if _needs_host_view(v) else v for v in args]
+    return tuple(out) if isinstance(args, tuple) else out
+
+
+def _needs_host_view(value: Any) -> bool:
+    verdict = _VERDICT_BY_TYPE.get(type(value))
+    if verdict is None:  # first argument of this type: decide what its type alone says
+        verdict = _VERDICT_BY_TYPE[type(value)] = _type_verdict(type(value))
+    if verdict != "per value":
+        return verdict == "yes"
+    if isinstance(value, (list, tuple)):
+        return any(_needs_host_view(v) for v in value)
+    if _is_torch(value):
+        return value.device.type == "cpu"
+    return is_array_like(value) and not hasattr(value, "__cuda_array_interface__")
+
+
+def _type_verdict(kind: type) -> str:
+    if kind in (np.ndarray, int, float, bool, type(None), str) or issubclass(kind, np.generic) \
+            or kind.__module__.split(".")[0] == "cupy":
+        return "no"  # NumPy: the launcher's own path; CuPy: device memory
+    return "per value"
+
+
+_VERDICT_BY_TYPE: dict[type, str] = {}
 
 
 # -- producers ------------------------------------------------------------------------------
