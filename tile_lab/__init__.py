@@ -16,7 +16,7 @@ _EXPORTS: dict[str, str] = {
     # compile + inspect (source -> artifacts)
     "inspect": "._inspect",
     "Inspection": ".artifacts",
-    "doctor": ".toolchain",
+    "doctor": "._doctor",
     # emulator, trace, sanitizer (artifacts -> execution on CPU)
     "emulate": ".emulator",
     "trace": ".emulator",

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..array_like import as_launch_args
 from ..errors import LaunchError, TileLabError
 from .device import gpu_available, require_gpu
 
@@ -112,6 +113,7 @@ def launch(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any]
     one notice line. Without a GPU and without the fallback: NoGPUError.
     """
     grid = check_grid(grid)
+    args = as_launch_args(args)  # torch CPU tensors, CPU DLPack: zero-copy NumPy views
     if not isinstance(args, (tuple, list)):
         raise LaunchError(f"args must be a tuple or list of kernel arguments, got "
                           f"{type(args).__name__}")

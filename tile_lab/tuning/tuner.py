@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import TileLabError
+from ..errors import ArgumentTypeError, TileLabError
 from .result import Failure, Success, TuningResult
 from .space import Config, Space
 from .store import StoredRecord, TuningStore, config_key
@@ -77,6 +77,10 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
     if not race_keep >= 1.0 or not race_prune >= race_keep:
         raise TuneError(f"need 1 <= race_keep <= race_prune, got race_keep={race_keep}, "
                         f"race_prune={race_prune}")
+    if not isinstance(space, Space):
+        raise ArgumentTypeError(f"tile_lab.tune: argument 2 (space) must be a tile_lab.Space, "
+                                f"got {type(space).__name__}",
+                                hint="e.g. tile_lab.Space(TILE=[256, 512, 1024])")
     own_kinds = getattr(kernel, "knob_kinds", None)
     kinds = own_kinds(space) if own_kinds is not None else space.classify(kernel)
     if measure is None:
