@@ -113,9 +113,14 @@ class Gpu:
         side.states += [before, after]
 
 
-def compare(gpu: Gpu, sides: Sequence[Side], regime: str, rounds: int = 4,
-            per_group: int = 8) -> dict[str, Any]:
-    """Mirrored rounds over ``sides`` (sides[0] is ours) in one regime; summary dict."""
+def compare(gpu: Gpu, sides: Sequence[Side], regime: str, rounds: int = 6,
+            per_group: int = 6) -> dict[str, Any]:
+    """Rounds over ``sides`` (sides[0] is ours) in one regime; summary dict.
+
+    Round r runs the sides rotated by r, then in the reverse of that order, so with ``rounds``
+    a multiple of len(sides) every side sits in every position equally often (under a power
+    cap the clock falls within a burst, so position matters). Burst: the GPU rests (capped
+    wait) before every group, so each group starts from boost clock and idle power."""
     for s in sides:
         s.samples_ms, s.states = [], []
     waited = []
@@ -126,13 +131,14 @@ def compare(gpu: Gpu, sides: Sequence[Side], regime: str, rounds: int = 4,
                 s.run()
             gpu.torch.cuda.synchronize()
     per_round: list[list[float]] = []
-    for _ in range(rounds):
+    k = len(sides)
+    for r in range(rounds):
         marks = [len(s.samples_ms) for s in sides]
-        for order in (sides, list(reversed(sides))):
+        turn = [sides[(r + j) % k] for j in range(k)]
+        for s in turn + turn[::-1]:
             if regime == "burst":
                 waited.append(gpu.wait_rested())
-            for s in order:
-                gpu.group(s, per_group)
+            gpu.group(s, per_group)
         per_round.append([statistics.median(s.samples_ms[m:]) for s, m in zip(sides, marks)])
     out: dict[str, Any] = dict(regime=regime, rounds=rounds, per_group=per_group,
                                burst_wait_s=waited, sides={})
