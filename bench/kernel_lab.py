@@ -5,14 +5,15 @@ purpose (torch + cuTile + NVML only). Protocol, the same for our kernel and its 
 
 * every sample is one launch between two CUDA events, after a 256 MiB write that evicts L2
   (cold caches); samples of a group are queued back to back and read after one sync;
-* a comparison runs rounds of groups in mirrored order (A B C, then C B A), so drift and
-  duty cycle hit every side alike; ratios are medians over all samples of each side, with the
-  spread of the per-round ratios;
+* a comparison runs rounds of groups in rotated, mirrored order (A B C C B A, B C A A C B,
+  ...), so drift and position in a burst hit every side alike; ratios are medians over all
+  samples of each side, with the spread of the per-round ratios;
 * NVML (SM/memory clock, instantaneous power, temperature, clocks-event reasons) is read
   before and after every group;
-* regimes: ``burst`` waits (capped) before each half-round until the SM clock is back at its
-  boost clock and power is near idle; ``sustained`` first keeps the GPU busy with all sides
-  alternating for 3 s, then runs the rounds without waits.
+* regimes: ``burst`` rests before every group (at least 0.5 s, then until the SM clock is at
+  boost, the averaged power near idle and no power-cap/thermal reason is set; capped at 2 s);
+  ``sustained`` first keeps the GPU busy with all sides alternating for 3 s, then runs the
+  rounds without waits.
 
 Phases: ``gemm`` (fp16 8192³ vs the faster of torch.matmul and cupy.matmul), ``norms``
 (softmax / LayerNorm / RMSNorm fp32 vs torch, with a D2D copy of the same bytes as the roof)
@@ -39,7 +40,11 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 FLUSH_BYTES = 256 << 20
-BURST_WAIT_CAP_S = 1.5
+BURST_WAIT_CAP_S = 2.0
+MIN_REST_S = 0.5
+# NVML clocks-event reasons that mean "held back": SW power cap, HW slowdown, SW/HW thermal,
+# power brake (0x4, 0x8, 0x20, 0x40, 0x80)
+THROTTLE_BITS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 SUSTAIN_S = 3.0
 
 
@@ -69,29 +74,39 @@ class Gpu:
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         torch.cuda.synchronize()
         time.sleep(1.0)
-        self.idle_w = self.state()["power_w"]
+        rested = self.state()
+        self.idle_w = rested["power_avg_w"] or rested["power_w"]
 
     def state(self) -> dict[str, Any]:
         n = self.nvml
+        instant = average = None
         try:
-            power = n.nvmlDeviceGetFieldValues(self.h, [n.NVML_FI_DEV_POWER_INSTANT])[0]
-            watts = power.value.uiVal / 1000 if power.nvmlReturn == 0 else None
+            fields = n.nvmlDeviceGetFieldValues(
+                self.h, [n.NVML_FI_DEV_POWER_INSTANT, n.NVML_FI_DEV_POWER_AVERAGE])
+            instant, average = (f.value.uiVal / 1000 if f.nvmlReturn == 0 else None
+                                for f in fields)
         except Exception:
-            watts = None
-        if watts is None:
-            watts = n.nvmlDeviceGetPowerUsage(self.h) / 1000
+            pass
+        if instant is None:
+            instant = n.nvmlDeviceGetPowerUsage(self.h) / 1000
         return dict(sm_mhz=n.nvmlDeviceGetClockInfo(self.h, n.NVML_CLOCK_SM),
                     mem_mhz=n.nvmlDeviceGetClockInfo(self.h, n.NVML_CLOCK_MEM),
-                    power_w=watts,
+                    power_w=instant, power_avg_w=average,
                     temp_c=n.nvmlDeviceGetTemperature(self.h, n.NVML_TEMPERATURE_GPU),
                     reasons=int(n.nvmlDeviceGetCurrentClocksEventReasons(self.h)), t=time.time())
 
     def wait_rested(self) -> float:
-        """Wait (capped) until the SM clock is at boost and power near idle; seconds waited."""
+        """Rest at least MIN_REST_S (the power controller's state is not visible the moment the
+        work stops: instantaneous power and the SM clock read as rested at once), then until
+        the SM clock is at boost, the averaged power near idle and no power-cap or thermal
+        clocks-event reason is set; capped at BURST_WAIT_CAP_S. Seconds waited."""
         t0 = time.perf_counter()
+        time.sleep(MIN_REST_S)
         while time.perf_counter() - t0 < BURST_WAIT_CAP_S:
             s = self.state()
-            if s["sm_mhz"] >= 0.97 * self.boost_mhz and s["power_w"] < self.idle_w + 60:
+            avg = s["power_avg_w"] if s["power_avg_w"] is not None else s["power_w"]
+            if (s["sm_mhz"] >= 0.97 * self.boost_mhz and avg < self.idle_w + 40
+                    and not s["reasons"] & THROTTLE_BITS):
                 break
             time.sleep(0.02)
         return time.perf_counter() - t0
