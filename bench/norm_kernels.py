@@ -12,8 +12,10 @@ reduces it there and stores the result. Knobs a sweep turns (all ``ct.Constant``
   blocks, so LayerNorm/RMSNorm load their weights once per block, not once per row.
 
 The transcendental steps use the hardware's fast paths (``exp`` with ``RoundingMode.APPROX``,
-one reciprocal per row and multiplies), as torch's kernels do; results stay within 1e-6
-relative of NumPy's float64 softmax for the benchmark's inputs.
+one reciprocal per row and multiplies). On an H100 the max abs difference from a float64
+reference was the same as torch's (softmax 3.7e-9, norms 1.9e-6, for N(0,1) inputs), and every
+kernel here ran at 0.95-1.03 of a device-to-device copy's bandwidth, 1.26-1.60x torch
+(measured configs and protocol: KERNELS.md).
 """
 
 from __future__ import annotations
