@@ -37,6 +37,7 @@ from ..errors import CheckMismatch, TileLabError
 from . import metrics
 from .arrays import copy_into, host_copy, same_bytes
 from .inprocess import (
+    Amounts,
     Sampled,
     Writes,
     as_stream,
@@ -265,9 +266,9 @@ def bench_work(work: Timeable, *, bytes: int | None = None, flops: int | None = 
     nflops = flops if flops is not None else getattr(work, "flops", None)
     name = label or work.name
     return build_measurement(
-        name, t, (), sampled, (), bytes_=nbytes, flops=nflops,
-        options=BenchOptions(label=name, params=params), peaks=device_peaks(),
-        provenance=prov, baseline=baseline or getattr(work, "baseline", None))
+        name, t, (), sampled, (),
+        amounts=Amounts(nbytes, nflops, None, baseline or getattr(work, "baseline", None)),
+        options=BenchOptions(label=name, params=params), peaks=device_peaks(), provenance=prov)
 
 
 def bench_function(fn: Callable[[], Any], *, bytes: int | None = None,
@@ -290,6 +291,7 @@ def _measurement(kernel: str, mode: str, grid: tuple[int, ...], times: Sequence[
     # the pre-TimingOptions signature, for tests that build measurements from fixed samples
     return build_measurement(
         kernel, TimingOptions(mode=mode), grid,
-        Sampled(tuple(times), per_sample, fresh, tuple(notes), None), args, bytes_=bytes,
-        flops=flops, options=BenchOptions(label=label, params=params, trace=trace),
-        peaks=peaks, provenance=provenance, flops_source=flops_source)
+        Sampled(tuple(times), per_sample, fresh, tuple(notes), None), args,
+        amounts=Amounts(bytes, flops, flops_source),
+        options=BenchOptions(label=label, params=params, trace=trace), peaks=peaks,
+        provenance=provenance)

@@ -20,7 +20,7 @@ from ..errors import LaunchError, TileLabError
 from . import metrics
 from .arrays import copy_back, copy_into, device_args, device_copy, same_bytes
 
-__all__ = ["KernelWork", "Sampled", "Writes", "as_stream", "bench_in_process",
+__all__ = ["Amounts", "KernelWork", "Sampled", "Writes", "as_stream", "bench_in_process",
            "build_measurement", "check_grid", "copy_back", "detect_writes_here",
            "detect_writes_of", "device_args", "kernel_name", "kernel_work", "launch_in_process",
            "time_work", "with_hints"]
@@ -215,7 +215,7 @@ def bench_in_process(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequen
     learn what the kernel writes, time with state, build the Measurement. ``timing`` is a
     :class:`~tile_lab.gpu.options.TimingOptions`, ``options`` a
     :class:`~tile_lab.gpu.options.BenchOptions`."""
-    from .device import device_info, provenance
+    from .device import provenance
     from .peaks import device_peaks
 
     k = with_hints(kernel, options.hints)
@@ -265,8 +265,8 @@ def bench_in_process(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequen
     return build_measurement(
         work.name, timing, grid, Sampled(sampled.times, sampled.per_sample, writes.in_place,
                                          tuple(notes), sampled.samples),
-        args, bytes_=bytes_, flops=flops, options=options, peaks=device_peaks(),
-        provenance=prov, flops_source=flops_source, l2_bytes=device_info().l2_bytes)
+        args, amounts=Amounts(bytes_, flops, flops_source), options=options,
+        peaks=device_peaks(), provenance=prov)
 
 
 def time_work(cupy: Any, s: Any, work: Any, timing: Any, *, warmup_done: int = 0,
@@ -307,12 +307,23 @@ def _graph_launches(cupy: Any, s: Any, work: Any) -> int:
     return int(min(MAX_GRAPH_LAUNCHES, max(1, math.ceil(GRAPH_REPLAY_TARGET_S / per))))
 
 
+@dataclass(frozen=True)
+class Amounts:
+    """What one launch moves and computes, as the caller knows it (None: derive or leave out),
+    and the library baseline it is, if any."""
+
+    bytes: int | None = None
+    flops: int | None = None
+    flops_source: str | None = None
+    baseline: str | None = None
+
+
 def build_measurement(kernel: str, timing: Any, grid: tuple[int, ...], sampled: Sampled,
-                      args: Sequence[Any], *, bytes_: int | None, flops: int | None,
-                      options: Any, peaks: Any, provenance: Any,
-                      flops_source: str | None = None, l2_bytes: int | None = None,
-                      baseline: str | None = None) -> Measurement:
+                      args: Sequence[Any], *, amounts: Amounts, options: Any, peaks: Any,
+                      provenance: Any) -> Measurement:
     """A :class:`Measurement` from samples (pure: no GPU; tests build them from fakes)."""
+    bytes_, flops, flops_source = amounts.bytes, amounts.flops, amounts.flops_source
+    baseline = amounts.baseline
     times = sampled.times
     stats = summarize(times)
     trace = getattr(options, "trace", None)

@@ -112,3 +112,24 @@ class TuningStore:
             cut = data.rfind(b"\n") + 1
             with open(self.path, "r+b") as f:
                 f.truncate(cut)
+
+
+def recorded_measurement(data: dict[str, Any]) -> Any:
+    """A stored measurement as a :class:`~tile_lab.gpu.measurement.Measurement`, or, when that
+    class cannot rebuild it (a fake's record), an object with the stored fields."""
+    try:
+        from ..gpu.measurement import Measurement
+
+        return Measurement.from_json_dict(data)
+    except Exception:
+        return RecordedMeasurement(data)
+
+
+class RecordedMeasurement:
+    """A stored measurement's fields as attributes (records Measurement cannot rebuild)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.__dict__.update(data)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
