@@ -185,7 +185,7 @@ def phase_tile_lab(size, variant, store, profile_to=None):
     sampler = _StackSampler() if profile_to else None
     t0 = time.perf_counter()
     result = tile_lab.tune(kernel, tile_lab.Space(**space), grid_fn, args_fn, store=store,
-                           progress=False, samples=20, race_samples=5, flops=flops)
+                           options=TuneOptions(progress=False, flops=flops, race=RaceOptions(samples=5), timing=TimingOptions(samples=20)))
     wall = time.perf_counter() - t0
     if sampler is not None:
         Path(profile_to).write_text(sampler.stop())
