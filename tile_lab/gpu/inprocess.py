@@ -273,9 +273,8 @@ def time_work(cupy: Any, s: Any, work: Any, timing: Any, *, warmup_done: int = 0
               l2_bytes: int | None = None) -> Sampled:
     """Warm up, then time ``work`` (a Timeable) on stream ``s`` with ``timing``, recording the
     GPU state with every sample (NVML; nothing recorded without it)."""
-    from .device import device_info
+    from .device import device_info, nvml_reader
     from .sampling import CudaEventTimer, sample_with_state
-    from .state import nvml_reader
 
     for _ in range(max(0, timing.warmup - warmup_done)):
         with s:

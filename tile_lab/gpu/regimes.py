@@ -211,9 +211,8 @@ def compare_timed(a: Timeable, b: Timeable, options: CompareOptions | None = Non
 
 
 def _gpu_timer_and_reader(mode: str) -> tuple[Timer, StateReader]:
-    from .device import device_info, require_gpu
+    from .device import device_info, nvml_reader, require_gpu
     from .sampling import CudaEventTimer
-    from .state import nvml_reader
 
     cupy = require_gpu("tile_lab.compare_timed")
     stream = cupy.cuda.Stream(non_blocking=True)

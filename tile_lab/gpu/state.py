@@ -11,7 +11,8 @@ NVML names a power-cap, thermal or power-brake reason. After throttling, nvbench
 ``recovery_delay_s`` (its ``--throttle-recovery-delay``, 0.05 s) before timing again.
 
 The reader is a protocol (:class:`StateReader`) so the CPU tests replay recorded traces
-(:class:`TraceReader`) through the same code the GPU path runs.
+(:class:`TraceReader`) through the same code the GPU path runs; on a GPU,
+:func:`tile_lab.gpu.device.nvml_reader` makes the NVML one.
 """
 
 from __future__ import annotations
@@ -249,22 +250,6 @@ class TraceReader:
     def sleep(self, seconds: float) -> None:
         self.now += seconds
         self.slept += seconds
-
-
-def nvml_reader(index: int | None = None) -> NvmlReader | NullReader:
-    """An :class:`NvmlReader` for CUDA device ``index`` (default: the current one), or a
-    :class:`NullReader` when NVML is unavailable."""
-    from .device import _nvml, _nvml_handle, current_device_index, gpu_available
-
-    pynvml = _nvml()
-    if pynvml is None:
-        return NullReader()
-    if index is None:
-        index = current_device_index() if gpu_available() else 0
-    try:
-        return NvmlReader(_nvml_handle(pynvml, index), pynvml)
-    except Exception:
-        return NullReader()
 
 
 # ---- recorded traces ------------------------------------------------------------
