@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
-from .sampling import TimedWork, Timer
+from .sampling import Timeable, TimedWork, Timer
+
+W = TypeVar("W", bound=Timeable)
 
 
 def _torch() -> Any:
@@ -68,10 +71,10 @@ def gemm_candidates(a: Any, b: Any, c: Any) -> list[TimedWork]:
     ]
 
 
-def fastest(candidates: Sequence[TimedWork], timer: Timer, *, rounds: int = 3,
-            samples: int = 5) -> TimedWork:
+def fastest(candidates: Sequence[W], timer: Timer, *, rounds: int = 3, samples: int = 5) -> W:
     """The candidate with the lowest median time over ``rounds`` interleaved rounds (the
-    strongest baseline); its ``baseline`` text names the candidates it beat."""
+    strongest baseline, or the best of a few kernel configs); a TimedWork's ``baseline`` text
+    then names the candidates it beat."""
     import statistics
 
     if not candidates:
@@ -83,10 +86,13 @@ def fastest(candidates: Sequence[TimedWork], timer: Timer, *, rounds: int = 3,
             times[c.name] += timer.time(c, samples, first=first[c.name])
             first[c.name] = False
     best = min(candidates, key=lambda c: statistics.median(times[c.name]))
-    others = [c.name for c in candidates if c is not best]
-    note = (f"{best.baseline}; faster than {', '.join(others)} here" if others
-            else str(best.baseline))
-    return TimedWork(best.name, best.run_fn, best.prepare_fn, best.bytes, best.flops, note)
+    others = [f"{c.name} ({statistics.median(times[c.name]) * 1e6:.1f} us)"
+              for c in candidates if c is not best]
+    if isinstance(best, TimedWork) and best.baseline and others:
+        mine = statistics.median(times[best.name]) * 1e6
+        return replace(best, baseline=f"{best.baseline}; the faster here ({mine:.1f} us vs "
+                                      f"{', '.join(others)}, interleaved)")
+    return best
 
 
 # ---- row-wise norms -----------------------------------------------------------------------------
