@@ -45,7 +45,7 @@ def kernel_args(variant, cfg, a, b, c, size):
         kernel, grid = gemm_naive, (tiles_m, tiles_n)
         consts = (cfg["TM"], cfg["TN"], cfg["TK"])
     else:
-        kernel = gemm_grouped if variant == "grouped" else gemm_persistent
+        kernel = gemm_persistent if variant == "persistent" else gemm_grouped
         grid = (tiles_m * tiles_n,)
         if variant == "persistent":
             sms = device_info().sm_count

@@ -45,7 +45,7 @@ def candidates(kind, x, w, b, y, eps):
                      (x, w, b, y, eps, n, tile_n))]
         return []
     out = []
-    for per in (1, 2, 4):
+    for per in (1, 2):
         if per * tile_n > 16384 or rows % per:
             continue
         for tma in (0, 1):

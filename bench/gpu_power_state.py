@@ -24,6 +24,7 @@ def main() -> None:
     p.add_argument("--size", type=int, default=8192)
     p.add_argument("--load-s", type=float, default=3.0, help="seconds of warm-up load")
     opts = p.parse_args()
+    os.makedirs(opts.out, exist_ok=True)
     import cupy
 
     from tile_lab.gpu import TimedWork, bench_work, save_measurements
@@ -81,14 +82,15 @@ def main() -> None:
                                    throttled=hot.throttled_samples)),
               opts.out, "power_state_summary.json")
     peak_sm = max((s.sm_mhz or 0) for s in trace)
-    low_sm = min((s.sm_mhz or 1e9) for s in trace if s.power_w and s.power_w > 200)
+    low_sm = min(((s.sm_mhz or 1e9) for s in trace if s.power_w and s.power_w > 200),
+                 default=float("nan"))
     print(f"\n== power state on {info.name} ==")
     print(f"trace: {len(trace)} readings; SM clock {low_sm:.0f}..{peak_sm:.0f} MHz under load, "
           f"power up to {max((s.power_w or 0) for s in trace):.0f} W, reasons seen "
           f"{sorted({hex(s.reasons) for s in trace})}")
     for m in (rested, hot):
-        print(f"{m.label:44} {m.tflops:7.1f} TFLOPS at SM {m.sm_mhz:.0f} MHz, "
-              f"{m.power_w:.0f} W, {m.throttled_samples}/{m.n} samples throttled")
+        print(f"{m.label:44} {m.tflops:7.1f} TFLOPS at SM {m.sm_mhz} MHz, "
+              f"{m.power_w} W, {m.throttled_samples}/{m.n} samples throttled")
     print(f"same call, ratio rested/after-load: {rested.tflops / hot.tflops:.3f}")
 
 
