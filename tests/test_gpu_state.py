@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from gpu_sim import SimGPU, Work
 
-from tile_lab.gpu.sampling import sample_with_state
+from tile_lab.gpu.sampling import ramp_up, sample_with_state
 from tile_lab.gpu.state import (
     GpuState,
     SampleState,
@@ -41,6 +41,10 @@ def test_clock_below_the_threshold_of_the_max_clock_is_throttled():
     assert ThrottlePolicy(threshold=0.9).throttled(state(0, 1700), MAX)
     assert not POLICY.throttled(None, MAX)  # no NVML: nothing is flagged
     assert not POLICY.throttled(state(0, 1000), None)  # unknown max clock: clock test skipped
+
+
+def test_an_idle_gpu_clocked_down_is_not_throttled():
+    assert not POLICY.throttled(state(0, 345, reasons=0x1), MAX)  # idle: clocks down, no cap
 
 
 def test_policy_rejects_unknown_actions_and_thresholds():
@@ -122,3 +126,63 @@ def test_unknown_regime_is_an_error():
     gpu = hot_gpu()
     with pytest.raises(ValueError, match="regime 'steady'"):
         sample_with_state(gpu, Work("k"), 1, gpu, POLICY, regime="steady")
+
+
+class IdleThenBusy:
+    """NVML of a rested GPU: idle clocks (345 MHz, reason gpu_idle) until work has run for a
+    few samples, then boost. Also the timer (it counts the samples it ran)."""
+
+    def __init__(self, ramp_samples):
+        self.ramp, self.ran = ramp_samples, 0
+
+    def time(self, work, samples, *, first):
+        self.ran += samples
+        return [1e-5] * samples
+
+    def read(self):
+        up = self.ran >= self.ramp
+        return state(0, 1980 if up else 345, reasons=0 if up else 0x1)
+
+    def max_sm_mhz(self):
+        return MAX
+
+    def sleep(self, seconds):
+        pass
+
+
+def test_a_burst_ramps_an_idle_gpu_up_before_its_timed_samples():
+    gpu = IdleThenBusy(ramp_samples=7)
+    assert ramp_up(gpu, Work("k"), gpu, POLICY, first=True) is False
+    assert gpu.ran == 7  # untimed samples until NVML showed the boost clock
+    gpu = IdleThenBusy(ramp_samples=4)
+    got = sample_with_state(gpu, Work("k"), 3, gpu, POLICY)
+    assert gpu.ran == 4 + 3 and all(s.sm_mhz == 1980 for s in got.states)
+    # the sustained regime measures what it finds: no ramp
+    gpu = IdleThenBusy(ramp_samples=4)
+    sample_with_state(gpu, Work("k"), 3, gpu, POLICY, regime="sustained")
+    assert gpu.ran == 3
+
+
+# ---- the recorded H100 trace ---------------------------------------------------------------------
+def test_recorded_h100_cublas_trace_is_flagged_under_load_and_recovers_after():
+    from pathlib import Path
+
+    from tile_lab.gpu.state import load_trace
+
+    states, top, device = load_trace(Path(__file__).parent / "fixtures"
+                                     / "nvml_trace_h100_cublas.json")
+    assert device == "NVIDIA H100 80GB HBM3" and top == 1980.0
+    flags = [POLICY.throttled(s, top) for s in states]
+    capped = [s for s, f in zip(states, flags) if f]
+    # every reading at the 700 W cap is flagged (reason 0x4), none of the idle ones before it
+    assert all(s.reasons & 0x4 for s in capped) and len(capped) > len(states) // 2
+    assert not any(flags[:10]) and all(f for s, f in zip(states, flags) if s.power_w > 650)
+    assert min(s.sm_mhz for s in capped) < 0.75 * top  # below nvbench's threshold too
+    # replayed from the first capped reading, the wait ends when the card has cooled down
+    start = next(i for i, f in enumerate(flags) if f)
+    reader = TraceReader(states[start:], max_sm_mhz=top)
+    ok, waited = wait_for_recovery(reader, POLICY)
+    cool = next(s for s in states[start:] if not s.reasons & 0x4 and s.power_w < 350)
+    assert cool.t_s - states[start].t_s > 3.0  # the load lasted 4 s; the card needs it all
+    assert ok and waited == pytest.approx(cool.t_s - states[start].t_s + 0.05,
+                                          abs=POLICY.poll_s + 1e-9)

@@ -106,6 +106,27 @@ def _torch_stream(ptr: int) -> Callable[[], Any]:
     return lambda: torch.cuda.stream(external)
 
 
+RAMP_LIMIT = 64  # untimed samples a burst may run to bring an idle GPU up to its clocks
+
+
+def ramp_up(timer: Timer, work: Timeable, reader: StateReader, policy: ThrottlePolicy, *,
+            first: bool) -> bool:
+    """A rested GPU idles at low clocks (an H100 at 345 MHz) and takes a few hundred
+    microseconds of work to reach them again: run ``work`` untimed until NVML shows an SM clock
+    at or above the throttle threshold (at most RAMP_LIMIT samples), so a burst measures the
+    boost clock, not the ramp. Returns the ``first`` flag for the timer's next call."""
+    top = reader.max_sm_mhz()
+    if top is None:
+        return first
+    for _ in range(RAMP_LIMIT):
+        state = reader.read()
+        if state is None or state.sm_mhz is None or state.sm_mhz >= policy.threshold * top:
+            break
+        timer.time(work, 1, first=first)
+        first = False
+    return first
+
+
 @dataclass(frozen=True)
 class StateSamples:
     """Samples kept for the statistics, the state recorded with each, and what was dropped."""
@@ -139,6 +160,8 @@ def sample_with_state(timer: Timer, work: Timeable, samples: int, reader: StateR
         ok, waited = wait_for_recovery(reader, policy)
         if not ok:
             notes.append(f"GPU still throttled after waiting {policy.max_wait_s:g} s")
+    if burst:
+        first = ramp_up(timer, work, reader, policy, first=first)
     times: list[float] = []
     states: list[SampleState] = []
     throttled = discarded = 0

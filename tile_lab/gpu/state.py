@@ -39,6 +39,7 @@ REASONS: dict[int, str] = {
 }
 # the reasons that mean "this sample ran slower than the card can run": power and heat
 THROTTLE_REASONS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+GPU_IDLE = 0x1
 
 POLICIES = ("wait", "discard", "keep")
 
@@ -109,6 +110,8 @@ class ThrottlePolicy:
             return False
         if state.reasons & THROTTLE_REASONS:
             return True
+        if state.reasons & GPU_IDLE:
+            return False  # an idle GPU clocks down; the next work ramps it up (not throttling)
         return (state.sm_mhz is not None and max_sm_mhz is not None
                 and state.sm_mhz < self.threshold * max_sm_mhz)
 
