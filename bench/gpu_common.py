@@ -65,7 +65,7 @@ def compare_options(quick: bool):
 
     if quick:
         return CompareOptions(rounds=4, samples_per_round=3, sustain_s=0.5)
-    return CompareOptions(rounds=8, samples_per_round=5, sustain_s=2.0)
+    return CompareOptions(rounds=10, samples_per_round=8, sustain_s=2.0)
 
 
 def comparison_rows(name: str, comparison, *, ours_bytes=None, ours_flops=None) -> list[dict]:
