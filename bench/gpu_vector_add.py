@@ -116,7 +116,7 @@ def main() -> None:
     save_json(dict(env=environment(), rows=rows, comparison=c_roof.to_json_dict(),
                    copy_roof=roof.to_json_dict(), cupy_add=cupy_add.to_json_dict(),
                    launch_us=dict(ct_launch=bare, tile_lab_launch=mine)),
-              opts.out, "gpu_vector_add_roof.json")
+              opts.out, "regimes_vector_add.json")
 
 
 if __name__ == "__main__":

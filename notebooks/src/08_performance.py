@@ -183,7 +183,7 @@ import json
 
 from tile_lab.gpu import Comparison
 
-roof_run = json.load(open("data/gpu_vector_add_roof.json"))
+roof_run = json.load(open("data/regimes_vector_add.json"))
 print(Comparison.from_json_dict(roof_run["comparison"]).summary())
 copy = roof_run["copy_roof"]
 print(f"copy roof {copy['gbps']:.0f} GB/s measured = {copy['gbps'] / copy['peak_gbps']:.2f} of "

@@ -108,7 +108,7 @@ heatmap(recorded, "TM", "TN", metric="tflops")
 # NBVAL_CHECK_OUTPUT
 from tile_lab.gpu import Comparison
 
-regimes = json.load(open("data/gpu_gemm_regimes.json"))
+regimes = json.load(open("data/regimes_gemm.json"))
 print(f"fp16 GEMM {regimes['size']}^3 on {regimes['env']['provenance']['gpu']}")
 print(f"baseline: {regimes['baseline'].split(';')[0]}")
 for variant, rec in regimes["comparisons"].items():
