@@ -133,3 +133,21 @@ def test_knob_bars_svg_draws_one_bar_per_value_around_a_config():
     assert f">{lat4.tflops:.3g}<" in svg  # the other bar's value label
     assert "fixed: TM=128, TN=128, TK=64," in svg and "GROUP=8, occupancy=2, num_ctas=1" in svg
     assert "TFLOPS vs LAT" in svg
+
+
+def test_a_config_timed_once_has_no_interval():
+    from types import SimpleNamespace
+
+    from tile_lab.tuning.result import Success, TuningResult
+    from tile_lab.tuning.space import Config
+
+    def success(n: int) -> Success:
+        m = SimpleNamespace(mean_s=1e-5 * n, ci95_s=0.0 if n == 1 else 2e-7, gbps=None,
+                            tflops=None, mode="cold", n=n)
+        return Success(config=Config((("TILE", 64 * n),)), measurement=m)
+
+    r = TuningResult(kernel_name="k", successes=(success(1), success(5)), failures=())
+    table = result_table_html(r)
+    assert "n/a (1 sample)" in table and "±0.2" in table and "±0.0" not in table
+    text = r.summary()
+    assert "(1 sample)" in text and "± 0.2" in text and "± 0.0" not in text
