@@ -33,7 +33,7 @@ from pathlib import Path as FilePath
 import numpy as np
 
 from ..access_trace import ATOMIC_KINDS, READ_KINDS, WRITE_KINDS, Block, MemoryAccess, Trace
-from ..errors import DiagramError
+from ..errors import ArgumentTypeError, DiagramError
 from . import palette
 from .svg import Scene, paint_png
 from .tma import TmaReport
@@ -738,6 +738,11 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
     ``tma=tile_lab.render.tma.tma_report(inspection)`` (an inspection of the same kernel
     source) marks each legend line "TMA" or "no TMA" with the reason.
     """
+    if not isinstance(trace, (Trace, IndexedTrace)):
+        raise ArgumentTypeError(
+            f"tile_lab.diagram: argument 1 (trace) must be a tile_lab.Trace, got "
+            f"{type(trace).__name__}", hint="t = tile_lab.trace(kernel, grid, args); "
+                                            "tile_lab.diagram(t)")
     index = trace if isinstance(trace, IndexedTrace) else IndexedTrace(trace)
     t = index.trace
     if view not in VIEWS:
