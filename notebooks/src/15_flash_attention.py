@@ -254,8 +254,30 @@ ax.legend(fontsize=8)
 plt.tight_layout()
 
 # %% [markdown]
-# **The honest reading:** this straightforward kernel runs at about 0.5–0.65× of torch's SDPA on
-# the H100 — correct (max difference from SDPA's output ≤ 4e-3 in bf16), but not competitive; the
+# Which SDPA matters. `bench/gpu_attention.py` (the project's comparison harness: ABBA rounds,
+# cold L2, bootstrap CI) timed the same kernel against SDPA **pinned to its FlashAttention
+# backend** on the same H100 model. Against that backend the kernel wins; against torch's default
+# choice (above, which ran about twice as fast as the flash backend on 4×16×2048×128) it loses:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+flash = json.load(open("data/regimes_attention.json"))
+fp = flash["env"]["provenance"]
+print(f"{fp['gpu']}, driver {fp['driver']}, torch {flash['env']['torch']}, cuda.tile {fp['cuda_tile']}")
+for r in flash["rows"]:
+    print(f"{r['row']:32} {r['regime']:9} ours {r['ours_tflops']:4.0f} TFLOPS vs "
+          f"{r['baseline']} {r['baseline_tflops']:4.0f}: {r['ratio']:.2f}x "
+          f"[CI {r['ci_low']:.2f}-{r['ci_high']:.2f}] at {r['ours_sm_mhz']:.0f} MHz")
+default = [r for r in rec["results"] if r["shape"] == [4, 16, 2048, 128] and not r["causal"]
+           and r["dtype"] == "fp16"]
+for r in default:
+    print(f"default-dispatch SDPA, 4x16x2048x128 fp16, {r['regime']:9}: "
+          f"{r['sdpa_tflops']:4.0f} TFLOPS; ours {r['ours_tflops']:4.0f}")
+
+# %% [markdown]
+# **The honest reading:** this straightforward kernel runs at about 0.5–0.65× of torch's SDPA
+# (default backend choice, the one a user gets) on the H100, and at 1.05–1.18× of SDPA's
+# FlashAttention-2 backend — correct (max difference from SDPA's output ≤ 4e-3 in bf16), but not competitive; the
 # goal of ≥ 1.0× is not met. The gap is larger in the sustained regime, where both run at a
 # lower, power-capped clock. Production attention kernels on Hopper overlap the softmax
 # arithmetic of one tile with the tensor-core work of the next (warp specialisation, ping-pong
