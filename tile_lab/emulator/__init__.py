@@ -15,8 +15,10 @@ cuTile's stub at import) or raises ``EmulatorUnsupported`` naming it.
 
 Where the emulator has to choose (the device result is unspecified):
 
-* ``PaddingMode.UNDETERMINED`` pads with zeros; a tile entirely outside its array (undefined
-  behaviour) is padded / discarded like a partial one and recorded for the sanitizer.
+* ``PaddingMode.UNDETERMINED`` pads with poison (NaN, or bytes 0xDB for integers; ``padding=
+  "zero"`` for zeros) whose taint is tracked to every store (``poison.py``); a tile entirely
+  outside its array (undefined behaviour) is padded / discarded like a partial one and
+  recorded for the sanitizer.
 * Blocks run one after another, and the lanes of one atomic in lane order. A spin on
   ``atomic_cas`` that fails 1000 times in a row on the same element can never succeed
   in that order and raises ``EmulationError``.

@@ -6,8 +6,9 @@ Coordinates in the trace are element indices of the *kernel argument* (a sliced 
 accesses are shifted back into its parent's coordinates).
 
 Semantics follow cuTile's API reference: a tile partly outside the array is padded on a
-load (``padding_mode``; UNDETERMINED pads with zeros here) and its outside lanes are
-discarded on a store; gather/scatter/atomics skip out-of-bounds and masked-off lanes.
+load (``padding_mode``; UNDETERMINED lanes are poisoned: see ``poison.py``) and its
+outside lanes are discarded on a store; gather/scatter/atomics skip out-of-bounds and
+masked-off lanes.
 A tile *entirely* outside the array is undefined behaviour in cuTile: the emulator pads /
 discards it like a partial tile and records it, so the sanitizer can report it.
 """
@@ -21,7 +22,7 @@ import numpy as np
 
 from ..access_trace import MemoryAccess
 from ..errors import EmulatorUnsupported
-from . import dtypes
+from . import dtypes, poison
 from .registry import IMPLEMENTATIONS, emulates, emulates_method
 from .state import current, kernel_error, record_site
 from .tile import Tile, is_loose
@@ -158,10 +159,11 @@ class TiledView:
         arr = self._array
         start, idx = self._start(index)
         shape = self._full_shape()
-        values = _read_box(arr, arr._data, start, shape, self._padding)
+        tile = _read_box(arr, arr._data, start, shape, self._padding, self._tile_shape,
+                         "tiled_view.load")
         _record_box("load", "tiled_view.load", arr, idx, shape, start, None, self._padding,
                     not check_bounds)
-        return Tile(values.reshape(self._tile_shape), arr._dtype)
+        return tile
 
     @emulates_method(ct.TiledView.store)
     def store(self, index, tile, *, check_bounds=True, latency=None, allow_tma=None) -> None:
@@ -169,6 +171,8 @@ class TiledView:
         start, idx = self._start(index)
         shape = self._full_shape()
         _write_box(arr, arr._data, start, shape, _store_values(tile, arr, shape, "tile"))
+        if type(tile) is poison.Poisoned:
+            poison.sink_box(tile, arr, start, shape, None, "tiled_view.store")
         _record_box("store", "tiled_view.store", arr, idx, shape, start, None, None,
                     not check_bounds)
 
@@ -183,6 +187,8 @@ class TiledView:
             from .ops_atomic import RMW
 
             view[...] = RMW[op](view, values[src], arr._dtype)
+        if type(update) is poison.Poisoned:
+            poison.sink_box(update, arr, start, shape, None, f"atomic_store_{op}")
         _record_box("atomic", f"atomic_store_{op}", arr, idx, shape, start, None, None, False)
 
     @emulates_method(ct.TiledView.atomic_store_add)
@@ -322,19 +328,28 @@ def _clip(dshape, start, shape):
     return tuple(arr_sl), tuple(tile_sl)
 
 
-def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode) -> np.ndarray:
+def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode,
+              tile_shape, op: str) -> Tile:
+    """The box as a tile of ``tile_shape``; lanes padded under ``UNDETERMINED`` are poisoned."""
     inside = True
     for st, sz, n in zip(start, shape, data.shape):
         if st < 0 or st + sz > n:
             inside = False
             break
     if inside:
-        return data[tuple([slice(st, st + sz) for st, sz in zip(start, shape)])].copy()
+        values = data[tuple([slice(st, st + sz) for st, sz in zip(start, shape)])].copy()
+        return Tile(values.reshape(tile_shape), arr._dtype)
     out = np.full(shape, pad_value(padding_mode, arr), dtype=data.dtype)
     sl, src = _clip(data.shape, start, shape)
     if sl is not None:
         out[src] = data[sl]
-    return out
+    if padding_mode is not _UNDETERMINED:
+        return Tile(out.reshape(tile_shape), arr._dtype)
+    padded = np.ones(shape, dtype=bool)
+    if sl is not None:
+        padded[src] = False
+    return poison.padded(out.reshape(tile_shape), padded.reshape(tile_shape), arr._dtype,
+                         arr.name, op)
 
 
 def _write_box(arr: Array, data: np.ndarray, start, shape, values: np.ndarray) -> None:
@@ -438,9 +453,9 @@ def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check
     perm = _order(order, nd)
     data = arr._data if perm is None else arr._data.transpose(perm)
     start = [i * s for i, s in zip(idx, box)]
-    values = _read_box(arr, data, start, box, padding_mode)
+    tile = _read_box(arr, data, start, box, padding_mode, tshape, "load")
     _record_box("load", "load", arr, idx, box, start, perm, padding_mode, not check_bounds)
-    return Tile(values.reshape(tshape) if not tshape else values, arr._dtype)
+    return tile
 
 
 @emulates(ct.store)
@@ -458,6 +473,8 @@ def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None,
     data = arr._data if perm is None else arr._data.transpose(perm)
     start = [i * s for i, s in zip(idx, box)]
     _write_box(arr, data, start, box, _store_values(tile, arr, box, "tile"))
+    if type(tile) is poison.Poisoned:
+        poison.sink_box(tile, arr, start, box, perm, "store")
     _record_box("store", "store", arr, idx, box, start, perm, None, not check_bounds)
 
 

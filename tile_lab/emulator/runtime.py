@@ -22,14 +22,15 @@ import numpy as np
 from .._cutile_compat import is_kernel, kernel_parameters
 from ..access_trace import ArrayInfo, Trace
 from ..errors import EmulationError, SourceLocation, TileLabError
-from . import dtypes, state
+from . import dtypes, poison, state
 from ._kernel_access import kernel_function
 from .namespace import Rebuilder
 from .ops_memory import Array, int32
 from .tile import Tile
 
 
-def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> None:
+def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
+            padding: str = "poison") -> None:
     """Run ``kernel`` over ``grid`` on the CPU, updating array arguments in place.
 
     Args:
@@ -43,12 +44,17 @@ def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> None:
         EmulationError: bad arguments or grid, or the kernel did something invalid; the
             error points at the kernel line. EmulatorUnsupported: an operation the
             emulator does not implement.
+
+    ``padding``: what lanes padded under ``PaddingMode.UNDETERMINED`` (cuTile's default)
+    hold: ``"poison"`` (NaN for floats, bytes 0xDB for integers), or ``"zero"``. Either way
+    a warning names the load and the store when such lanes reach an output (see
+    ``tile_lab.sanitize`` for the full report).
     """
-    _launch(kernel, grid, args, record=False)
+    _launch(kernel, grid, args, record=False, padding=padding)
 
 
 def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
-          blocks: Sequence[Sequence[int]] | None = None) -> Trace:
+          blocks: Sequence[Sequence[int]] | None = None, padding: str = "poison") -> Trace:
     """Run ``kernel`` like :func:`emulate` and return every memory access it made, as a
     :class:`~tile_lab.access_trace.Trace` (per access: block, kind, op, argument name, tile index
     and element box or element indices, lanes padded/discarded, source line, iteration),
@@ -57,8 +63,10 @@ def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
     ``blocks``: run only these block ids (each 1 to 3 ints inside ``grid``), in grid order,
     e.g. to sample a GPU-sized launch. The other blocks do not run, so the arrays hold a
     partial result and the trace (``Trace.blocks_run``) describes only these blocks.
+    ``padding`` as for :func:`emulate`; undetermined values written to memory are listed in
+    ``Trace.undetermined``.
     """
-    result = _launch(kernel, grid, args, record=True, blocks=blocks)
+    result = _launch(kernel, grid, args, record=True, blocks=blocks, padding=padding)
     assert result is not None
     return result
 
@@ -66,7 +74,9 @@ def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
 # ---- the launch ---------------------------------------------------------------------------
 
 def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bool,
-            blocks: Sequence[Sequence[int]] | None = None):
+            blocks: Sequence[Sequence[int]] | None = None, padding: str = "poison"):
+    if padding not in ("poison", "zero"):
+        raise EmulationError(f"padding must be 'poison' or 'zero', got {padding!r}")
     pyfunc = kernel_function(kernel)
     grid3 = _check_grid(grid)
     subset = None if blocks is None else _check_blocks(blocks, grid3)
@@ -77,6 +87,9 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     recorder: list | None = [] if record else None
     run = state.RunState(grid3, recorder, rebuilder.user_codes)
     run.grid_tiles = tuple(int32(g) for g in grid3)
+    run.poison_values = padding == "poison"
+    if not state.running():
+        poison.ACTIVE = False
     state.push(run)
     try:
         with np.errstate(all="ignore"):  # device arithmetic never warns (inf, NaN, wraparound)
@@ -98,9 +111,10 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     for restore in copy_back:
         restore()
     if not record:
+        _warn_undetermined(run.undetermined)
         return None
     return _make_trace(pyfunc, grid3, arrays, scalars, recorder or [], run.mma_recorder or [],
-                       subset)
+                       subset, run.undetermined)
 
 
 def _run_grid(fn: Callable[..., Any], grid: tuple[int, int, int], args: list[Any],
@@ -332,7 +346,27 @@ def _location_in_traceback(exc: BaseException, user_codes) -> SourceLocation | N
                           text=linecache.getline(filename, found.tb_lineno) or None)
 
 
-def _make_trace(pyfunc, grid, arrays, scalars, accesses, mma_calls, subset) -> Trace:
+def _warn_undetermined(writes) -> None:
+    """One warning per (writing line, load line): undetermined values reached memory."""
+    import warnings
+
+    seen = {}
+    for w in writes:
+        seen.setdefault((w.filename, w.line, w.load_line, w.arg), []).append(w)
+    for (filename, line, load_line, arg), ws in seen.items():
+        mixed = ws[0].mix_line
+        how = f", mixed into kept lanes by {ws[0].mix_op} at line {mixed}" if mixed else ""
+        n = sum(w.elements for w in ws)
+        warnings.warn_explicit(
+            f"undetermined values reach {arg!r} ({n} element{'s' if n != 1 else ''}, "
+            f"{len(ws)} block{'s' if len(ws) != 1 else ''}): padded by the load at line "
+            f"{load_line} (PaddingMode.UNDETERMINED){how}; on a GPU these elements can hold "
+            "garbage. Mask the padded lanes with ct.where, or load with "
+            "padding_mode=ct.PaddingMode.ZERO", poison.UndeterminedValueWarning, filename, line)
+
+
+def _make_trace(pyfunc, grid, arrays, scalars, accesses, mma_calls, subset,
+                undetermined=()) -> Trace:
     code = pyfunc.__code__
     try:
         lines, first = inspect.getsourcelines(pyfunc)
@@ -342,4 +376,4 @@ def _make_trace(pyfunc, grid, arrays, scalars, accesses, mma_calls, subset) -> T
     return Trace(kernel=pyfunc.__name__, grid=grid, arrays=tuple(arrays),
                  accesses=tuple(accesses), source=source, first_line=first,
                  filename=code.co_filename, scalars=scalars, mma_calls=tuple(mma_calls),
-                 blocks_run=subset)
+                 blocks_run=subset, undetermined=tuple(undetermined))

@@ -18,7 +18,7 @@ class RunState:
     """Mutable per-launch state (a stack per thread: launches may nest or run in threads)."""
 
     __slots__ = ("bid", "bid_tiles", "cas_failures", "grid", "grid_tiles", "line_counts",
-                 "mma_recorder", "recorder", "user_codes")
+                 "mma_recorder", "poison_values", "recorder", "undetermined", "user_codes")
 
     def __init__(self, grid: tuple[int, int, int], recorder, user_codes: set[CodeType]) -> None:
         self.grid = grid
@@ -30,6 +30,8 @@ class RunState:
         self.user_codes = user_codes  # code objects of the kernel and its emulated helpers
         self.line_counts: dict[tuple[str, int], int] = {}  # per block: executions of a line
         self.cas_failures: dict[tuple[str, int], int] = {}  # per block: consecutive CAS fails
+        self.poison_values = True  # undetermined lanes hold NaN / 0xDB.. (False: zeros)
+        self.undetermined: list = []  # UndeterminedWrite records (always collected)
 
 
 class _Stack(threading.local):
@@ -46,6 +48,11 @@ def current() -> RunState:
         raise EmulationError("cuTile operations can only run inside an emulated kernel "
                              "(tile_lab.emulate / tile_lab.trace)")
     return runs[-1]
+
+
+def running() -> bool:
+    """True while an emulated launch is in progress on this thread."""
+    return bool(_LOCAL.runs)
 
 
 def push(state: RunState) -> None:
