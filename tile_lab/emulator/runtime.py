@@ -22,7 +22,7 @@ import numpy as np
 from .._cutile_compat import is_kernel, kernel_parameters
 from ..access_trace import ArrayInfo, Trace
 from ..errors import EmulationError, SourceLocation, TileLabError
-from . import dtypes, poison, state
+from . import dtypes, gate, poison, state
 from ._kernel_access import kernel_function
 from .namespace import Rebuilder
 from .ops_memory import Array, int32
@@ -79,6 +79,7 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
         raise EmulationError(f"padding must be 'poison' or 'zero', got {padding!r}")
     pyfunc = kernel_function(kernel)
     grid3 = _check_grid(grid)
+    gate.check(kernel, args)  # what cuTile's compiler rejects does not run here either
     subset = None if blocks is None else _check_blocks(blocks, grid3)
     params = _parameters(pyfunc, args)
     converted, arrays, scalars, copy_back = _convert_args(kernel, pyfunc, params, args)
