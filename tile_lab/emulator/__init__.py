@@ -4,7 +4,10 @@ NumPy, and record every memory access into a :class:`tile_lab.access_trace.Trace
 ``emulate(kernel, grid, args)`` updates array arguments in place (CuPy/torch/DLPack
 arrays are copied to the host and back); ``trace(kernel, grid, args)`` does the same and
 returns the access trace, including the shapes of every ``mma``/``matmul`` (for FLOPs);
-``trace(..., blocks=[...])`` runs only some blocks (to sample a GPU-sized launch).
+``trace(..., blocks=[...])`` runs only some blocks (to sample a GPU-sized launch);
+``with emulation():`` (``program.py``) makes ``ct.launch`` itself run on the emulator, so
+whole programs run on the CPU (also ``TILE_LAB_EMULATE=1`` and ``python -m
+tile_lab.emulator script.py``).
 
 How it runs: the kernel's Python function is rebuilt against an emulated ``cuda.tile``
 namespace (``namespace.py``; the real module is never patched), then called once per
@@ -32,6 +35,7 @@ Where the emulator has to choose (the device result is unspecified):
 
 from __future__ import annotations
 
+from .program import emulation
 from .runtime import emulate, trace
 
-__all__ = ["emulate", "trace"]
+__all__ = ["emulate", "emulation", "trace"]
