@@ -237,3 +237,30 @@ def test_undetermined_writes_survive_trace_json():
     x, y, _ = _rows()
     t = trace(rmsnorm, (4,), (x, y, N, TN))
     assert Trace.from_json(t.to_json()).undetermined == t.undetermined
+
+
+# ---- the partition diagram draws poison -------------------------------------------------------
+
+@ct.kernel
+def rows_norm(x, y, n: ct.Constant[int], tn: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, index=(row, 0), shape=(2, tn))
+    ss = ct.sum(t * t, axis=1, keepdims=True)
+    ct.store(y, index=(row, 0), tile=t * ct.rsqrt(ss / n + 1e-6))
+
+
+def test_diagram_marks_undetermined_padding_and_the_elements_it_reaches():
+    import tile_lab
+    from tile_lab.render.diagram_layout import POISON
+    x = np.ones((8, 12), np.float32)
+    d = tile_lab.diagram(trace(rows_norm, (4,), (x, np.zeros_like(x), 12, 16)), block=1)
+    [load] = d.geometry.panel("x").footprints
+    assert load.undetermined and load.outside  # the 2x4 padded lanes
+    [(box, why)] = d.geometry.panel("y").poisoned
+    assert (box.start, box.stop) == ((2, 0), (4, 12))
+    assert f"ct.sum at line {_line(rows_norm, 'ct.sum(')}" in why
+    svg = d._repr_svg_()
+    assert POISON in svg and "undetermined padding (poison)" in svg
+    clean = tile_lab.diagram(trace(rows_norm, (4,), (np.ones((8, 16), np.float32),
+                                                     np.zeros((8, 16), np.float32), 16, 16)))
+    assert POISON not in clean._repr_svg_()
