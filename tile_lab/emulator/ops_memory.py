@@ -24,7 +24,7 @@ from ..access_trace import MemoryAccess
 from ..errors import EmulatorUnsupported
 from . import dtypes, poison
 from .registry import IMPLEMENTATIONS, emulates, emulates_method
-from .state import current, kernel_error, record_site
+from .state import current, kernel_error, note_outside_tile, record_site
 from .tile import Tile, is_loose
 
 _WEAK, _NOSCOPE = ct.MemoryOrder.WEAK, ct.MemoryScope.NONE
@@ -343,6 +343,8 @@ def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode,
     sl, src = _clip(data.shape, start, shape)
     if sl is not None:
         out[src] = data[sl]
+    else:
+        note_outside_tile(op, arr.name, tuple(st // max(sz, 1) for st, sz in zip(start, shape)))
     if padding_mode is not _UNDETERMINED:
         return Tile(out.reshape(tile_shape), arr._dtype)
     padded = np.ones(shape, dtype=bool)
@@ -362,6 +364,9 @@ def _write_box(arr: Array, data: np.ndarray, start, shape, values: np.ndarray) -
     sl, src = _clip(data.shape, start, shape)
     if sl is not None:
         data[sl] = values[src]
+    else:
+        note_outside_tile("store", arr.name,
+                          tuple(st // max(sz, 1) for st, sz in zip(start, shape)))
 
 
 def _store_values(tile: Any, arr: Array, shape: tuple[int, ...], what: str) -> np.ndarray:

@@ -9,8 +9,10 @@ compile-time Python values. Blocks run one after another, x fastest.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import linecache
+import time
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ import numpy as np
 from .._cutile_compat import is_kernel, kernel_parameters
 from ..access_trace import ArrayInfo, Trace
 from ..errors import EmulationError, SourceLocation, TileLabError
+from . import blocks as blocks_mod
 from . import dtypes, gate, poison, state
 from ._kernel_access import kernel_function
 from .namespace import Rebuilder
@@ -91,10 +94,17 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     run.poison_values = padding == "poison"
     if not state.running():
         poison.ACTIVE = False
+    _, total = blocks_mod.block_ids(grid3, subset)
+    limit = blocks_mod.current_limits()
+    if total > limit.probe_blocks and limit.max_seconds != float("inf"):
+        estimate = _probe(fn, converted, run, subset, total)
+        if estimate is not None:
+            blocks_mod.check_budget(estimate, pyfunc.__name__, limit)
     state.push(run)
     try:
         with np.errstate(all="ignore"):  # device arithmetic never warns (inf, NaN, wraparound)
-            _run_grid(fn, grid3, converted, run, subset)
+            blocks_mod.run_blocks(fn, converted, run, grid3, subset,
+                                  f"{'trace' if record else 'emulate'} {pyfunc.__name__}")
     except TileLabError as exc:
         if exc.location is None:
             exc.location = _location_in_traceback(exc, rebuilder.user_codes)
@@ -113,34 +123,45 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
         restore()
     if not record:
         _warn_undetermined(run.undetermined)
+        _warn_outside(run.outside_tiles)
         return None
     return _make_trace(pyfunc, grid3, arrays, scalars, recorder or [], run.mma_recorder or [],
                        subset, run.undetermined)
 
 
-def _run_grid(fn: Callable[..., Any], grid: tuple[int, int, int], args: list[Any],
-              run: state.RunState, subset: tuple[tuple[int, int, int], ...] | None) -> None:
-    """Every block in turn (or those of ``subset``), x fastest: set the block context, call
-    the kernel."""
-    if subset is not None:
-        for x, y, z in subset:
-            run.bid = (x, y, z)
-            run.bid_tiles = (int32(x), int32(y), int32(z))
-            run.line_counts = {}
-            run.cas_failures = {}
-            fn(*args)
-        return
-    gx, gy, gz = grid
-    for z in range(gz):
-        tz = int32(z)
-        for y in range(gy):
-            ty = int32(y)
-            for x in range(gx):
-                run.bid = (x, y, z)
-                run.bid_tiles = (int32(x), ty, tz)
-                run.line_counts = {}
-                run.cas_failures = {}
-                fn(*args)
+def _probe(fn, converted: list[Any], run: state.RunState, subset, total: int
+           ) -> blocks_mod.Estimate | None:
+    """Time a few blocks on copies of the arrays (nothing the user passed is written)."""
+    probe = state.RunState(run.grid, [], run.user_codes)
+    probe.grid_tiles = run.grid_tiles
+    probe.poison_values = run.poison_values
+    copies = [_copy_arg(a) for a in converted]
+    picks = blocks_mod.probe_blocks(total, run.grid, subset)
+    state.push(probe)
+    try:
+        with np.errstate(all="ignore"):
+            started = time.perf_counter()
+            for b in picks:
+                probe.bid, probe.bid_tiles = b, tuple(int32(v) for v in b)
+                probe.line_counts, probe.cas_failures = {}, {}
+                fn(*copies)
+            elapsed = time.perf_counter() - started
+    except Exception:  # the real run reports it, at the right block
+        return None
+    finally:
+        state.pop()
+    n = len(picks)
+    return blocks_mod.Estimate(total, elapsed / n, len(probe.recorder or ()) / n)
+
+
+def _copy_arg(value: Any) -> Any:
+    if isinstance(value, Array):
+        twin = copy.copy(value)
+        twin._data = value._data.copy()
+        return twin
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy_arg(v) for v in value)
+    return value
 
 
 def _check_grid(grid: Any) -> tuple[int, int, int]:
@@ -345,6 +366,20 @@ def _location_in_traceback(exc: BaseException, user_codes) -> SourceLocation | N
     filename = found.tb_frame.f_code.co_filename
     return SourceLocation(filename, found.tb_lineno,
                           text=linecache.getline(filename, found.tb_lineno) or None)
+
+
+def _warn_outside(outside: dict) -> None:
+    """One warning per line whose tiles lay entirely outside their array (the sanitizer's
+    tile_out_of_bounds, which plain emulate would otherwise run silently)."""
+    import warnings
+
+    for (filename, line), (op, arg, tile, block, count) in outside.items():
+        more = f" ({count} times on this line)" if count > 1 else ""
+        warnings.warn_explicit(
+            f"{op} of tile {tile} of {arg!r} (block {block}) lies entirely outside the array"
+            f"{more}: undefined behaviour in cuTile; the emulator padded / discarded it. "
+            "tile_lab.sanitize lists every occurrence", blocks_mod.OutOfArrayTileWarning,
+            filename, line)
 
 
 def _warn_undetermined(writes) -> None:

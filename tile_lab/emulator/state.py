@@ -18,7 +18,8 @@ class RunState:
     """Mutable per-launch state (a stack per thread: launches may nest or run in threads)."""
 
     __slots__ = ("bid", "bid_tiles", "cas_failures", "grid", "grid_tiles", "line_counts",
-                 "mma_recorder", "poison_values", "recorder", "undetermined", "user_codes")
+                 "mma_recorder", "outside_tiles", "poison_values", "recorder", "undetermined",
+                 "user_codes")
 
     def __init__(self, grid: tuple[int, int, int], recorder, user_codes: set[CodeType]) -> None:
         self.grid = grid
@@ -32,6 +33,8 @@ class RunState:
         self.cas_failures: dict[tuple[str, int], int] = {}  # per block: consecutive CAS fails
         self.poison_values = True  # undetermined lanes hold NaN / 0xDB.. (False: zeros)
         self.undetermined: list = []  # UndeterminedWrite records (always collected)
+        # (file, line) -> (op, arg, tile index, first block, count): tiles entirely outside
+        self.outside_tiles: dict[tuple[str, int], tuple] = {}
 
 
 class _Stack(threading.local):
@@ -85,6 +88,18 @@ def record_site(state: RunState) -> tuple[str, int, int]:
     it = counts.get(key, 0)
     counts[key] = it + 1
     return frame.f_code.co_filename, frame.f_lineno, it
+
+
+def note_outside_tile(op: str, arg: str, tile: tuple[int, ...]) -> None:
+    """A tile-space access lying entirely outside its array (undefined behaviour)."""
+    run = _LOCAL.runs[-1] if _LOCAL.runs else None
+    frame = user_frame(2)
+    if run is None or frame is None:
+        return
+    key = (frame.f_code.co_filename, frame.f_lineno)
+    seen = run.outside_tiles.get(key)
+    run.outside_tiles[key] = (op, arg, tile, run.bid, 1) if seen is None else \
+        (*seen[:4], seen[4] + 1)
 
 
 def location_of(frame: FrameType | None) -> SourceLocation | None:
