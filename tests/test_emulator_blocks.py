@@ -99,4 +99,4 @@ def test_tiles_outside_the_array_warn_once_per_line_in_plain_emulate():
     outside = [w for w in caught if issubclass(w.category, OutOfArrayTileWarning)]
     assert len(outside) == 1
     assert "tile (2,) of 'x'" in str(outside[0].message) and "2 times" in str(outside[0].message)
-    assert outside[0].lineno == past_the_end._pyfunc.__code__.co_firstlineno + 3  # decorator, def, pid
+    assert outside[0].lineno == past_the_end._pyfunc.__code__.co_firstlineno + 3  # @, def, pid
