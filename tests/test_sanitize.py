@@ -475,3 +475,24 @@ def test_the_k_loop_bug_is_pinned_to_the_last_loop_iteration():
     n_k = args[0].shape[1] // args[5]
     assert f.iteration == n_k - 1 and f.occurrences == grid[0] * grid[1]
     assert f.boxes[0] == ((0, 64), (32, 80)) and f"iteration {n_k - 1}" in f.message
+
+
+def test_big_traces_show_progress_per_check(monkeypatch):
+    import tile_lab.progress
+    import tile_lab.sanitizer as sanitizer_module
+
+    seen = []
+    real = tile_lab.progress.progress
+
+    def spy(total, desc, **kw):
+        seen.append((total, desc))
+        return real(total, desc, **kw)
+
+    monkeypatch.setattr(tile_lab.progress, "progress", spy)
+    t = _Builder()
+    t.box(0, "store", "y", (0,), (4,))
+    check_trace(t.trace(("y", (4,)), ("x", (4,))))
+    assert seen == []
+    monkeypatch.setattr(sanitizer_module, "PROGRESS_MIN_ACCESSES", 1)
+    check_trace(t.trace(("y", (4,)), ("x", (4,))))
+    assert seen == [(9, "sanitize k")]

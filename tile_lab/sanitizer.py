@@ -55,6 +55,7 @@ block drawing the last ticket reads every partial) is reported as order-dependen
 
 from __future__ import annotations
 
+import contextlib
 import html
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ SEVERITIES = ("error", "warning")
 # ops whose tile entirely outside the array is undefined (partly outside is fine); for
 # these the trace records lanes, not a box
 _ADVANCED_INDEXING = frozenset({"load_advanced_indexing", "store_advanced_indexing"})
+PROGRESS_MIN_ACCESSES = 50_000  # smaller traces check in well under a second: no bar
 _MAX_BOXES = 8  # element ranges kept per finding; ``count`` always has the full total
 
 
@@ -209,26 +211,48 @@ def check_trace(trace: Trace, *, outputs: Iterable[str] | None = None,
                 partial: Iterable[str] | None = None) -> SanitizerReport:
     """Check a trace you already have; see the module docstring for the checks."""
     contract = _Contract.of(trace, outputs, partial)
-    blocks = _block_ids(trace)
-    locks = _locksets(trace)
-    by_arg: dict[str, list[int]] = {}
-    for i, a in enumerate(trace.accesses):
-        by_arg.setdefault(a.arg, []).append(i)
-    findings: list[Finding] = []
-    for info in trace.arrays:
-        accesses = by_arg.get(info.name)
-        if not accesses:
-            continue
-        checker = _ArrayChecker(trace, info, accesses, blocks, locks)
-        findings += checker.bounds_findings()
-        findings += checker.write_findings()
-        findings += checker.read_findings()
-        findings += checker.coverage_findings(contract)
-    findings += undetermined_findings(trace)
+    with _progress(trace) as bar:
+        blocks = _block_ids(trace)
+        locks = _locksets(trace)
+        bar.update(1)
+        by_arg: dict[str, list[int]] = {}
+        for i, a in enumerate(trace.accesses):
+            by_arg.setdefault(a.arg, []).append(i)
+        findings: list[Finding] = []
+        for info in trace.arrays:
+            accesses = by_arg.get(info.name)
+            if not accesses:
+                bar.update(4)
+                continue
+            checker = _ArrayChecker(trace, info, accesses, blocks, locks)
+            for check in (checker.bounds_findings, checker.write_findings,
+                          checker.read_findings, lambda c=checker: c.coverage_findings(contract)):
+                bar.set_postfix_str(info.name)
+                findings += check()
+                bar.update(1)
+        findings += undetermined_findings(trace)
     order = {k: i for i, k in enumerate(KINDS)}
     findings.sort(key=lambda f: (order[f.kind], f.line or 0, f.arg))
     return SanitizerReport(kernel=trace.kernel, grid=trace.grid, findings=tuple(findings),
                            accesses=len(trace.accesses), arrays=trace.arrays)
+
+
+def _progress(trace: Trace):
+    """A bar over the checks (one per array and check) for traces big enough to take a
+    while; a no-op otherwise (tqdm is not even imported)."""
+    if len(trace.accesses) < PROGRESS_MIN_ACCESSES:
+        return contextlib.nullcontext(_NoBar())
+    from .progress import progress
+
+    return progress(1 + 4 * len(trace.arrays), f"sanitize {trace.kernel}", unit="check")
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
 
 
 # ---- helpers on boxes -------------------------------------------------------------------
