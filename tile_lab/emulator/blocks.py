@@ -1,6 +1,6 @@
 """The block loop: every block of the grid in turn, bounded, visible and interruptible.
 
-* **Bounded.** A launch of more than ``Limits.probe_blocks`` blocks is first *probed*: a few
+* **Bounded.** A launch of more than ``Limits.probe_blocks`` blocks (65,536) is first *probed*: a few
   blocks (first, middle, last) run on copies of the arrays, timed, with their memory ops
   counted. When blocks × time per block exceeds ``Limits.max_seconds`` the launch is refused
   before anything is written, with the estimate and what to do instead (a smaller grid, or
@@ -39,7 +39,9 @@ class Limits:
     """How much work one emulated launch may do."""
 
     max_seconds: float = 600.0  # refuse launches estimated to take longer (inf: never)
-    probe_blocks: int = 2048  # launches with more blocks are probed before they run
+    # launches with more blocks are probed before they run (the probe copies the arrays,
+    # so smaller launches, which Ctrl-C and the progress bar cover, skip it)
+    probe_blocks: int = 65_536
 
 
 _LIMITS: list[Limits] = []
@@ -132,8 +134,10 @@ def run_blocks(fn: Callable[..., Any], args: list[Any], run: state.RunState, gri
                     tz, z_last = int32(z), z
                 run.bid = current
                 run.bid_tiles = (int32(x), ty, tz)
-                run.line_counts = {}
-                run.cas_failures = {}
+                if run.line_counts:  # per-block state, reset only when used
+                    run.line_counts = {}
+                if run.cas_failures:
+                    run.cas_failures = {}
                 fn(*args)
                 done += 1
                 if not done & 63:

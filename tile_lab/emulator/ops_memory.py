@@ -25,7 +25,7 @@ from ..errors import EmulatorUnsupported
 from . import dtypes, poison
 from .registry import IMPLEMENTATIONS, emulates, emulates_method
 from .state import current, kernel_error, note_outside_tile, record_site
-from .tile import Tile, is_loose
+from .tile import _INDEX_DTYPES, Tile, is_loose
 
 _WEAK, _NOSCOPE = ct.MemoryOrder.WEAK, ct.MemoryScope.NONE
 _ACQ_REL, _DEVICE = ct.MemoryOrder.ACQ_REL, ct.MemoryScope.DEVICE
@@ -273,6 +273,12 @@ def check_array(array: Any, op: str) -> Array:
 
 
 def _tile_index(index: Any, ndim: int) -> tuple[int, ...]:
+    if type(index) is tuple and ndim == 1 == len(index):  # the common 1-d case, first
+        i = index[0]
+        if type(i) is int:
+            return index
+        if type(i) is Tile and i._dtype in _INDEX_DTYPES and not i._a.ndim:
+            return (int(i._a),)
     idx = index if isinstance(index, (tuple, list)) else (index,)
     if len(idx) != ndim:
         raise kernel_error(f"index {tuple(idx)} has {len(idx)} components but the array has "
@@ -494,6 +500,8 @@ def num_tiles(array, /, axis, shape, order="C") -> Tile:
 
 
 def _grid_axis(axis) -> int:
+    if type(axis) is int and 0 <= axis <= 2:  # the common case, first
+        return axis
     a = const_int(axis, "axis")
     if not 0 <= a <= 2:
         raise kernel_error(f"grid axis must be 0, 1 or 2, got {a}")
