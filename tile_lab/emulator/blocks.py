@@ -2,9 +2,9 @@
 
 * **Bounded.** A launch of more than ``Limits.probe_blocks`` blocks (65,536) is first
   *probed*: a few blocks (first, middle, last) run on copies of the arrays, timed, with
-  their memory ops counted. When blocks × time per block exceeds ``Limits.max_seconds`` the launch is refused
-  before anything is written, with the estimate and what to do instead (a smaller grid, or
-  ``tile_lab.trace(..., blocks=[...])`` for a sample of blocks). Set the limit with
+  their memory ops counted. When blocks × time per block exceeds ``Limits.max_seconds``
+  the launch is refused before anything is written, with the estimate and what to do
+  instead (a smaller grid, or ``tile_lab.trace(..., blocks=[...])`` for a sample of blocks). Set the limit with
   ``set_limits(max_seconds=...)``, ``with limits(max_seconds=...)``, or the environment
   variable ``TILE_LAB_EMULATE_MAX_SECONDS``.
 * **Visible.** A run still going after a second shows a ``tqdm.auto`` bar (blocks done,
