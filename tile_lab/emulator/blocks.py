@@ -4,9 +4,9 @@
   *probed*: a few blocks (first, middle, last) run on copies of the arrays, timed, with
   their memory ops counted. When blocks × time per block exceeds ``Limits.max_seconds``
   the launch is refused before anything is written, with the estimate and what to do
-  instead (a smaller grid, or ``tile_lab.trace(..., blocks=[...])`` for a sample of blocks). Set the limit with
-  ``set_limits(max_seconds=...)``, ``with limits(max_seconds=...)``, or the environment
-  variable ``TILE_LAB_EMULATE_MAX_SECONDS``.
+  instead (a smaller grid, or ``tile_lab.trace(..., blocks=[...])`` for a sample of
+  blocks). Set the limit with ``set_limits(max_seconds=...)``, ``with
+  limits(max_seconds=...)``, or the environment variable ``TILE_LAB_EMULATE_MAX_SECONDS``.
 * **Visible.** A run still going after a second shows a ``tqdm.auto`` bar (blocks done,
   ETA), through :mod:`tile_lab.progress`; short runs import nothing and print nothing.
 * **Interruptible.** Ctrl-C (SIGINT, in the main thread) is deferred to the end of the
