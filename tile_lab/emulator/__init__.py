@@ -35,7 +35,8 @@ Where the emulator has to choose (the device result is unspecified):
 
 from __future__ import annotations
 
+from .blocks import limits, set_limits
 from .program import emulation
 from .runtime import emulate, trace
 
-__all__ = ["emulate", "emulation", "trace"]
+__all__ = ["emulate", "emulation", "limits", "set_limits", "trace"]

@@ -145,7 +145,8 @@ def load_advanced_indexing(array, indices, /, *, padding_mode=_UNDETERMINED, lat
     out[live] = arr._data[sel]
     record_points("gather", "load_advanced_indexing", arr, sel, oob, 0, False)
     if padding_mode is _UNDETERMINED and oob:
-        return poison.padded(out, ~live, arr._dtype, arr.name, "load_advanced_indexing")
+        return poison.padded(out, ~live, arr._dtype, arr.name, "load_advanced_indexing",
+                             filled=False)
     return Tile(out, arr._dtype)
 
 

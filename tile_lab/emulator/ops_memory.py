@@ -345,13 +345,15 @@ def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode,
     if inside:
         values = data[tuple([slice(st, st + sz) for st, sz in zip(start, shape)])].copy()
         return Tile(values.reshape(tile_shape), arr._dtype)
-    out = np.full(shape, pad_value(padding_mode, arr), dtype=data.dtype)
+    undetermined = padding_mode is _UNDETERMINED
+    fill = poison.fill_value(arr._dtype) if undetermined else pad_value(padding_mode, arr)
+    out = np.full(shape, fill, dtype=data.dtype)
     sl, src = _clip(data.shape, start, shape)
     if sl is not None:
         out[src] = data[sl]
     else:
         note_outside_tile(op, arr.name, tuple(st // max(sz, 1) for st, sz in zip(start, shape)))
-    if padding_mode is not _UNDETERMINED:
+    if not undetermined:
         return Tile(out.reshape(tile_shape), arr._dtype)
     padded = np.ones(shape, dtype=bool)
     if sl is not None:

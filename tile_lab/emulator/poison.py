@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import cuda.tile as ct
@@ -106,16 +106,30 @@ def _here() -> tuple[str, int]:
     return frame.f_code.co_filename, frame.f_lineno
 
 
+_ORIGINS: dict[tuple, Origin] = {}  # one Origin object per distinct (load, mix) site
+
+
+def _origin(*key) -> Origin:
+    found = _ORIGINS.get(key)
+    if found is None:
+        if len(_ORIGINS) > 10_000:
+            _ORIGINS.clear()
+        found = _ORIGINS[key] = Origin(*key)
+    return found
+
+
 def mixed(origin: Origin, op: str) -> Origin:
     """``origin`` with its first mixing op recorded (the current user line)."""
     if origin.mix_line is not None:
         return origin
     filename, line = _here()
-    return replace(origin, mix_file=filename, mix_line=line, mix_op=op)
+    return _origin(origin.load_file, origin.load_line, origin.load_arg, origin.load_op,
+                   filename, line, op)
 
 
 # ---- sources ----------------------------------------------------------------------------------
 
+@functools.cache
 def poison_value(dtype: object) -> Any:
     if dtypes.is_float(dtype):
         return float("nan")
@@ -125,13 +139,19 @@ def poison_value(dtype: object) -> Any:
     return np.frombuffer(bytes([POISON_BYTE]) * np_dtype.itemsize, dtype=np_dtype)[0]
 
 
-def padded(values: np.ndarray, mask: np.ndarray, dtype: object, arg: str, op: str) -> Tile:
-    """A loaded tile whose ``mask`` lanes were padded with undetermined values."""
-    run = state.current()
-    if run.poison_values:
+def fill_value(dtype: object) -> Any:
+    """What a load pads undetermined lanes with in the launch running now."""
+    return poison_value(dtype) if state.current().poison_values else 0
+
+
+def padded(values: np.ndarray, mask: np.ndarray, dtype: object, arg: str, op: str,
+           *, filled: bool = True) -> Tile:
+    """A loaded tile whose ``mask`` lanes were padded with undetermined values (already
+    ``fill_value`` unless ``filled`` is False)."""
+    if not filled and state.current().poison_values:
         values[mask] = poison_value(dtype)
     filename, line = _here()
-    return tag(Tile(values, dtype), mask, Origin(filename, line, arg, op))
+    return tag(Tile(values, dtype), mask, _origin(filename, line, arg, op))
 
 
 # ---- sinks ------------------------------------------------------------------------------------
@@ -140,12 +160,17 @@ def report(origin: Origin, arg: str, op: str, coords: tuple[np.ndarray, ...]) ->
     """Record that undetermined lanes were written to the elements ``coords`` of ``arg``."""
     if not coords or coords[0].size == 0:
         return
+    _record(origin, arg, op, tuple(int(c.min()) for c in coords),
+            tuple(int(c.max()) + 1 for c in coords), int(coords[0].size))
+
+
+def _record(origin: Origin, arg: str, op: str, start: tuple[int, ...], stop: tuple[int, ...],
+            count: int) -> None:
     run = state.current()
     filename, line = _here()
     run.undetermined.append(UndeterminedWrite(
         run.bid, op, arg, line, filename, origin.load_line, origin.load_arg, origin.load_op,
-        origin.mix_line, origin.mix_op, tuple(int(c.min()) for c in coords),
-        tuple(int(c.max()) + 1 for c in coords), int(coords[0].size)))
+        origin.mix_line, origin.mix_op, start, stop, count))
 
 
 def sink_box(tile: Any, arr: Any, start, shape, perm, op: str) -> None:
@@ -166,15 +191,33 @@ def sink_box(tile: Any, arr: Any, start, shape, perm, op: str) -> None:
             return
         src.append(slice(a - st, b - st))
         lo.append(a)
-    hits = np.nonzero(mask[tuple(src)])
-    coords = [h + o for h, o in zip(hits, lo)]
+    kept = mask[tuple(src)]
+    nd = kept.ndim
+    if kept.all():  # the common case once padding has mixed in: every kept lane
+        _record_box(tile._origin, arr, op, lo, [a + (sl.stop - sl.start)
+                                                for a, sl in zip(lo, src)], kept.size, perm)
+        return
+    count = int(np.count_nonzero(kept))
+    if not count:
+        return
+    box_lo, box_hi = [], []
+    for k in range(nd):  # bounding box per axis, without listing every element
+        along = np.flatnonzero(kept.any(axis=tuple(j for j in range(nd) if j != k))
+                               if nd > 1 else kept)
+        box_lo.append(int(along[0]) + lo[k])
+        box_hi.append(int(along[-1]) + 1 + lo[k])
+    _record_box(tile._origin, arr, op, box_lo, box_hi, count, perm)
+
+
+def _record_box(origin: Origin, arr: Any, op: str, box_lo, box_hi, count: int, perm) -> None:
     if perm is not None:  # back to the array's own axes
-        back = [None] * len(coords)
+        a_lo, a_hi = [0] * len(perm), [0] * len(perm)
         for k, ax in enumerate(perm):
-            back[ax] = coords[k]
-        coords = back
-    coords = [c + o for c, o in zip(coords, arr._origin)]
-    report(tile._origin, arr.name, op, tuple(coords))
+            a_lo[ax], a_hi[ax] = box_lo[k], box_hi[k]
+        box_lo, box_hi = a_lo, a_hi
+    at = arr._origin
+    _record(origin, arr.name, op, tuple(a + o for a, o in zip(box_lo, at)),
+            tuple(b + o for b, o in zip(box_hi, at)), int(count))
 
 
 def sink_points(value: Any, arr: Any, parts: tuple[np.ndarray, ...], live: np.ndarray | None,
@@ -211,19 +254,19 @@ def _any_of(xs) -> Origin | None:
 
 
 def _rule_reduce(impl, bound, out, name):
-    from . import ops_reduce
+    from .ops_reduce import _axes
     x = bound.arguments["x"]
     xs = x if isinstance(x, (tuple, list)) else (x,)
     origin = _any_of(xs)
     if origin is None:
         return out
-    axis, keepdims = bound.arguments.get("axis"), bound.arguments.get("keepdims", False)
-    total = None
+    axis, keepdims = bound.arguments.get("axis"), bool(bound.arguments.get("keepdims", False))
+    mask = None
     for t in xs:
-        if isinstance(t, Tile):
-            c = ops_reduce.sum(_count_tile(t), axis, keepdims=keepdims)._a
-            total = c if total is None else total + c
-    mask = np.asarray(total) > 0
+        m = taint_of(t)
+        if m is not None:
+            r = np.logical_or.reduce(m, axis=_axes(axis, m.ndim), keepdims=keepdims)
+            mask = r if mask is None else (mask | r)
     origin = mixed(origin, name)
     if isinstance(out, tuple):
         return tuple(tag(o, mask, origin) for o in out)
@@ -231,19 +274,21 @@ def _rule_reduce(impl, bound, out, name):
 
 
 def _rule_scan(impl, bound, out, name):
-    from . import ops_reduce
+    from .ops_reduce import _axes
     x = bound.arguments["x"]
     xs = x if isinstance(x, (tuple, list)) else (x,)
     origin = _any_of(xs)
     if origin is None:
         return out
     axis, reverse = bound.arguments.get("axis", 0), bound.arguments.get("reverse", False)
-    total = None
+    mask = None
     for t in xs:
-        if isinstance(t, Tile):
-            c = ops_reduce.cumsum(_count_tile(t), axis, reverse=reverse)._a
-            total = c if total is None else total + c
-    mask = np.asarray(total) > 0
+        m = taint_of(t)
+        if m is not None:
+            ax = _axes(axis, m.ndim)
+            r = np.flip(np.logical_or.accumulate(np.flip(m, ax), axis=ax), ax) if reverse \
+                else np.logical_or.accumulate(m, axis=ax)
+            mask = r if mask is None else (mask | r)
     origin = mixed(origin, name)
     if isinstance(out, tuple):
         return tuple(tag(o, mask, origin) for o in out)
@@ -357,19 +402,44 @@ def wrap(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
     if rule is None:
         return impl
     sig = inspect.signature(impl)
+    defaults = name in ("reduce", "scan", "sum", "prod", "max", "min", "argmax", "argmin",
+                        "cumsum", "cumprod")
 
     @functools.wraps(impl)
     def with_taint(*args, **kwargs):
         out = impl(*args, **kwargs)
-        if not ACTIVE:
+        if not ACTIVE or not _any_tainted(args, kwargs):
             return out
+        if name in _SIMPLE_REDUCTIONS and len(args) <= 2:  # (x, axis=..., keepdims=...)
+            return rule(impl, _Bound({"x": args[0],
+                                      "axis": args[1] if len(args) > 1 else
+                                      kwargs.get("axis"),
+                                      "keepdims": kwargs.get("keepdims", False)}), out, name)
         bound = sig.bind(*args, **kwargs)
-        if name in ("reduce", "scan", "sum", "prod", "max", "min", "argmax", "argmin",
-                    "cumsum", "cumprod"):
+        if defaults:
             bound.apply_defaults()
         return rule(impl, bound, out, name)
 
     return with_taint
+
+
+_SIMPLE_REDUCTIONS = frozenset({"sum", "prod", "max", "min", "argmax", "argmin"})
+
+
+class _Bound:
+    """The part of inspect.BoundArguments a rule reads (built without binding)."""
+
+    __slots__ = ("arguments",)
+
+    def __init__(self, arguments: dict) -> None:
+        self.arguments = arguments
+
+
+def _any_tainted(args, kwargs) -> bool:
+    for a in args:
+        if type(a) is Poisoned or (type(a) in (tuple, list) and _any_tainted(a, {})):
+            return True
+    return any(type(v) is Poisoned for v in kwargs.values())
 
 
 # ---- elementwise (called from tile.py's operator core) ----------------------------------------
@@ -378,12 +448,15 @@ def elementwise(out: Any, *operands: Any) -> Any:
     """``out`` of a lane-by-lane op, tainted where any (broadcast) operand lane is."""
     mask, origin = None, None
     for x in operands:
-        m = taint_of(x)
-        if m is None:
+        if type(x) is not Poisoned:
             continue
+        m = x._taint
         if origin is None or (origin.mix_line is None and x._origin.mix_line is not None):
             origin = x._origin  # a mixed origin explains more than a plain padded one
         mask = m if mask is None else (mask | m)  # broadcasting OR
     if mask is None or not isinstance(out, Tile):
         return out
-    return tag(out, np.broadcast_to(mask, out.shape), origin)
+    if mask.shape != out.shape:
+        mask = np.broadcast_to(mask, out.shape)
+    # every Poisoned mask has a True lane, and broadcasting keeps it: no need to test
+    return Poisoned(out._a, out._dtype, mask, origin)
