@@ -456,14 +456,14 @@ def record_points(kind: str, op: str, arr: Array, sel: tuple[np.ndarray, ...], o
 @emulates(ct.load)
 def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check_bounds=True,
          latency=None, allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> Tile:
-    arr = check_array(array, "load")
+    arr = array if type(array) is Array else check_array(array, "load")
     tshape = const_shape(shape, "shape")
     nd = arr._data.ndim
     box = tshape if tshape else (1,) * nd
     if len(box) != nd:
         raise kernel_error(f"tile shape {tshape} must have the rank of {arr.name} ({nd})")
     idx = _tile_index(index, nd)
-    perm = _order(order, nd)
+    perm = None if order == "C" else _order(order, nd)
     data = arr._data if perm is None else arr._data.transpose(perm)
     start = [i * s for i, s in zip(idx, box)]
     tile = _read_box(arr, data, start, box, padding_mode, tshape, "load")
@@ -474,15 +474,15 @@ def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check
 @emulates(ct.store)
 def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None,
           allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> None:
-    arr = check_array(array, "store")
+    arr = array if type(array) is Array else check_array(array, "store")
     nd = arr._data.ndim
-    tshape = tile.shape if isinstance(tile, Tile) else ()
+    tshape = tile._a.shape if isinstance(tile, Tile) else ()
     if tshape and len(tshape) != nd:
         raise kernel_error(f"tile of shape {tshape} must have the rank of {arr.name} ({nd}), "
                            "or be a scalar")
     box = tshape if tshape else (1,) * nd
     idx = _tile_index(index, nd)
-    perm = _order(order, nd)
+    perm = None if order == "C" else _order(order, nd)
     data = arr._data if perm is None else arr._data.transpose(perm)
     start = [i * s for i, s in zip(idx, box)]
     _write_box(arr, data, start, box, _store_values(tile, arr, box, "tile"))
