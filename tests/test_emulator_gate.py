@@ -114,3 +114,11 @@ def test_emulate_cell_fails_at_the_cell_line(capsys):
     assert err.location.filename.startswith("Cell In[") and err.location.line == 7
     assert "Step must be positive" in out and "for _ in range(4, 0, -1):" in out
     assert (shell.user_ns["gy"] == 0).all()
+
+
+def test_torch_cpu_tensors_are_gated_too():
+    torch = pytest.importorskip("torch")
+    x, y = torch.ones(8), torch.zeros(8)
+    with pytest.raises(CompileError, match="Step must be positive"):
+        tile_lab.emulate(negative_step, (1,), (x, y))
+    assert (y == 0).all()

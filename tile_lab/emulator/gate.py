@@ -36,7 +36,7 @@ def check(kernel: Any, args: Sequence[Any]) -> None:
     from ..signature import build_signature
 
     try:
-        signature = build_signature(kernel, list(args)).kernel_signature
+        signature = build_signature(kernel, [_describable(a) for a in args]).kernel_signature
     except (TileLabError, TypeError, ValueError):
         return  # arguments the signature cannot describe: the emulator reports them
     key = repr(signature)
@@ -75,6 +75,20 @@ def disabled() -> Iterator[None]:
         yield
     finally:
         _OFF[0] -= 1
+
+
+def _describable(value: Any) -> Any:
+    """``value`` as the signature builder reads it: torch CPU tensors as NumPy views (no
+    copy; same dtype, shape, strides and alignment); everything else unchanged."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_describable(v) for v in value)
+    if type(value).__module__.split(".")[0] == "torch" and hasattr(value, "numpy"):
+        try:
+            if value.device.type == "cpu":
+                return value.detach().numpy()
+        except (TypeError, RuntimeError):  # e.g. bfloat16, which NumPy lacks: not gated
+            pass
+    return value
 
 
 def clear_cache() -> None:
