@@ -70,6 +70,39 @@ def test_env_var_runs_a_whole_program_on_the_cpu(tmp_path):
     assert "vector_add OK 5000" in done.stdout
 
 
+TORCH_SAMPLE = textwrap.dedent('''\
+    import torch
+    import cuda.tile as ct
+    import tile_lab
+
+
+    @ct.kernel
+    def scale_rows(x, out, alpha: float, tile: ct.Constant[int]):
+        row = ct.bid(0)
+        t = ct.load(x, index=(row, 0), shape=(1, tile), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(out, index=(row, 0), tile=t * alpha)
+
+
+    def scale_rows_host(x, alpha, stream=None):
+        out = torch.empty_like(x)
+        ct.launch(stream, (x.shape[0],), scale_rows, (x, out, alpha, 64))
+        return out
+
+
+    if __name__ == "__main__":
+        x = torch.randn(16, 48)
+        torch.testing.assert_close(scale_rows_host(x, 0.5), x * 0.5)
+        print("scale_rows OK")
+    ''')
+
+
+def test_env_var_runs_a_torch_program_on_the_cpu(tmp_path):
+    pytest.importorskip("torch")
+    done = _run(TORCH_SAMPLE, env={"TILE_LAB_EMULATE": "1"}, tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "scale_rows OK" in done.stdout
+
+
 def test_without_the_switch_launch_needs_a_gpu(tmp_path):
     script = SAMPLE.format(extra_import="import tile_lab")
     done = _run(script, env={"TILE_LAB_EMULATE": "0"}, tmp_path=tmp_path)
