@@ -453,9 +453,39 @@ def record_points(kind: str, op: str, arr: Array, sel: tuple[np.ndarray, ...], o
 
 # ---- tile-space load / store ----------------------------------------------------------------
 
+def _inside_slices(array: Any, index: Any, shape: Any) -> tuple[slice, ...] | None:
+    """The common case of a tile access, decided with as little Python as possible: an
+    Array, an already-validated tile shape of its rank, an index of ints / 0-d int tiles,
+    and a box entirely inside the array. None means "take the general path"."""
+    if type(array) is not Array or type(index) is not tuple:
+        return None
+    try:
+        tshape = _VALID_SHAPES.get(shape)
+    except TypeError:  # a shape holding a tile: unhashable
+        return None
+    dshape = array._data.shape
+    if tshape is None or len(tshape) != len(dshape) or len(index) != len(dshape):
+        return None
+    out = []
+    for i, s, n in zip(index, tshape, dshape):
+        if type(i) is not int:
+            if type(i) is not Tile or i._dtype not in _INDEX_DTYPES or i._a.ndim:
+                return None
+            i = int(i._a)
+        st = i * s
+        if st < 0 or st + s > n:
+            return None
+        out.append(slice(st, st + s))
+    return tuple(out)
+
+
 @emulates(ct.load)
 def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check_bounds=True,
          latency=None, allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> Tile:
+    if order == "C" and current().recorder is None:
+        box = _inside_slices(array, index, shape)
+        if box is not None:  # fast path: nothing to pad, nothing to record
+            return Tile(array._data[box].copy(), array._dtype)
     arr = array if type(array) is Array else check_array(array, "load")
     tshape = const_shape(shape, "shape")
     nd = arr._data.ndim
@@ -474,6 +504,12 @@ def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check
 @emulates(ct.store)
 def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None,
           allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> None:
+    if type(tile) is Tile and tile._dtype is getattr(array, "_dtype", None) \
+            and order == "C" and current().recorder is None:
+        box = _inside_slices(array, index, tile._a.shape)
+        if box is not None:  # fast path: same dtype, inside, untainted, not recorded
+            array._data[box] = tile._a
+            return
     arr = array if type(array) is Array else check_array(array, "store")
     nd = arr._data.ndim
     tshape = tile._a.shape if isinstance(tile, Tile) else ()
