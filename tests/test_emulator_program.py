@@ -208,6 +208,15 @@ def test_magic_switches_launch_on_and_off(capsys):
     assert ct.launch is real and not program.is_enabled()
 
 
+def test_a_bad_env_var_value_warns_and_leaves_launch_alone(tmp_path):
+    done = _run("import tile_lab, cuda.tile as ct\n"
+                "from tile_lab.emulator import program\n"
+                "print('enabled', program.is_enabled())\n",
+                env={"TILE_LAB_EMULATE": "maybe"}, tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "enabled False" in done.stdout and "TILE_LAB_EMULATE='maybe'" in done.stderr
+
+
 def test_env_var_values():
     assert program.mode_from_env("1") == "emulate" and program.mode_from_env("0") is None
     assert program.mode_from_env("Sanitize") == "sanitize"

@@ -130,7 +130,12 @@ def mode_from_env(value: str | None = None) -> str | None:
 def install_from_env() -> bool:
     """Called when tile_lab is imported: switch emulation on for the whole process if
     ``TILE_LAB_EMULATE`` asks for it, and explain GPU-only calls in uncaught errors."""
-    mode = mode_from_env()
+    try:
+        mode = mode_from_env()
+    except ValueError as exc:  # a typo must not break `import tile_lab`
+        import warnings
+        warnings.warn(f"{exc}; emulation stays off", stacklevel=2)
+        return False
     if mode is None or is_enabled():
         return False
     enable(sanitize=mode == "sanitize")
