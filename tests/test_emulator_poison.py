@@ -232,6 +232,23 @@ def test_scatter_reports_only_lanes_inside_the_array():
     assert (u.op, u.box_start, u.box_stop, u.elements) == ("scatter", (5,), (7,), 2)
 
 
+@ct.kernel
+def gather_by_loaded_index(idx, x, out, n: ct.Constant[int]):
+    i = ct.load(idx, index=(0,), shape=(8,))  # lanes >= n padded: undetermined indices
+    valid = ct.arange(8, dtype=ct.int32) < n
+    ct.store(out, index=(0,), tile=ct.sum(ct.gather(x, i, mask=valid)) + ct.zeros((1,),
+                                                                              ct.float32))
+
+
+def test_gathers_masked_off_where_the_index_is_undetermined_are_clean():
+    idx, x = np.array([0, 1, 2, 3, 4], np.int32), np.arange(10, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    assert _written(gather_by_loaded_index, (1,), (idx, x, out, 5)) == ()
+    assert out[0] == 10
+    [u] = _written(gather_by_loaded_index, (1,), (idx, x, out, 8))  # mask lets padding in
+    assert u.mix_op == "sum"
+
+
 def test_undetermined_writes_survive_trace_json():
     from tile_lab.access_trace import Trace
     x, y, _ = _rows()

@@ -37,8 +37,9 @@ class UndeterminedValueWarning(TileLabWarning):
     """Plain ``emulate`` wrote undetermined values (padding, or values computed from it)."""
 
 
-# True once a launch on any thread has made a Poisoned tile; structural ops test it first.
-# (It only gates a check; the check itself looks at the operands.)
+# True once any launch in this process has made a Poisoned tile; structural ops test it
+# first. It only gates a check (the check itself looks at the operands), and it is never
+# reset, so launches on other threads cannot switch tracking off under a running one.
 ACTIVE = False
 POISON_BYTE = 0xDB
 
@@ -381,6 +382,9 @@ def _rule_gather(impl, bound, out, name):
         tm = taint_of(t)
         if tm is not None:
             m = m | np.broadcast_to(tm, out.shape)
+    if mask_arg is not None and taint_of(mask_arg) is None:
+        # lanes masked off read nothing: they hold padding_value, whatever their index
+        m = m & np.broadcast_to(np.asarray(getattr(mask_arg, "_a", mask_arg), bool), out.shape)
     return tag(out, m, origin)
 
 

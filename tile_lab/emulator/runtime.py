@@ -92,8 +92,6 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     run = state.RunState(grid3, recorder, rebuilder.user_codes)
     run.grid_tiles = tuple(int32(g) for g in grid3)
     run.poison_values = padding == "poison"
-    if not state.running():
-        poison.ACTIVE = False
     _, total = blocks_mod.block_ids(grid3, subset)
     limit = blocks_mod.current_limits()
     if total > limit.probe_blocks and limit.max_seconds != float("inf"):
