@@ -27,9 +27,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import cuda.tile as ct
+import numpy as np
+
 from ..errors import EmulationError, TileLabWarning
 from . import state
 from .ops_memory import int32
+from .tile import Tile
+
+_I32, _CT_I32 = np.dtype(np.int32), ct.int32
 
 Block3 = tuple[int, int, int]
 
@@ -133,7 +139,7 @@ def run_blocks(fn: Callable[..., Any], args: list[Any], run: state.RunState, gri
                 if z != z_last:
                     tz, z_last = int32(z), z
                 run.bid = current
-                run.bid_tiles = (int32(x), ty, tz)
+                run.bid_tiles = (Tile(np.array(x, _I32), _CT_I32), ty, tz)  # int32(x), inlined
                 if run.line_counts:  # per-block state, reset only when used
                     run.line_counts = {}
                 if run.cas_failures:

@@ -24,6 +24,7 @@ from ..access_trace import MemoryAccess
 from ..errors import EmulatorUnsupported
 from . import dtypes, poison
 from .registry import IMPLEMENTATIONS, emulates, emulates_method
+from .state import RECORDING as _RECORDING
 from .state import current, kernel_error, note_outside_tile, record_site
 from .tile import _INDEX_DTYPES, Tile, is_loose
 
@@ -482,9 +483,9 @@ def _inside_slices(array: Any, index: Any, shape: Any) -> tuple[slice, ...] | No
 @emulates(ct.load)
 def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check_bounds=True,
          latency=None, allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> Tile:
-    if order == "C" and current().recorder is None:
+    if order == "C":
         box = _inside_slices(array, index, shape)
-        if box is not None:  # fast path: nothing to pad, nothing to record
+        if box is not None and (not _RECORDING[0] or current().recorder is None):
             return Tile(array._data[box].copy(), array._dtype)
     arr = array if type(array) is Array else check_array(array, "load")
     tshape = const_shape(shape, "shape")
@@ -505,7 +506,7 @@ def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check
 def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None,
           allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> None:
     if type(tile) is Tile and tile._dtype is getattr(array, "_dtype", None) \
-            and order == "C" and current().recorder is None:
+            and order == "C" and (not _RECORDING[0] or current().recorder is None):
         box = _inside_slices(array, index, tile._a.shape)
         if box is not None:  # fast path: same dtype, inside, untainted, not recorded
             array._data[box] = tile._a

@@ -58,12 +58,21 @@ def running() -> bool:
     return bool(_LOCAL.runs)
 
 
+# how many launches, on any thread, are recording a trace: while 0 the memory ops' fast
+# paths need not look up the current launch to know that nothing is recorded
+RECORDING = [0]
+
+
 def push(state: RunState) -> None:
     _LOCAL.runs.append(state)
+    if state.recorder is not None:
+        RECORDING[0] += 1
 
 
 def pop() -> None:
-    _LOCAL.runs.pop()
+    state = _LOCAL.runs.pop()
+    if state.recorder is not None:
+        RECORDING[0] -= 1
 
 
 def user_frame(depth: int = 2) -> FrameType | None:
