@@ -467,6 +467,15 @@ def _inside_slices(array: Any, index: Any, shape: Any) -> tuple[slice, ...] | No
     dshape = array._data.shape
     if tshape is None or len(tshape) != len(dshape) or len(index) != len(dshape):
         return None
+    if len(dshape) == 1:  # 1-d, unrolled
+        i = index[0]
+        if type(i) is not int:
+            if type(i) is not Tile or i._dtype not in _INDEX_DTYPES or i._a.ndim:
+                return None
+            i = int(i._a)
+        s = tshape[0]
+        st = i * s
+        return (slice(st, st + s),) if 0 <= st and st + s <= dshape[0] else None
     out = []
     for i, s, n in zip(index, tshape, dshape):
         if type(i) is not int:
