@@ -475,7 +475,7 @@ def _inside_slices(array: Any, index: Any, shape: Any) -> tuple[slice, ...] | No
             i = int(i._a)
         s = tshape[0]
         st = i * s
-        return (slice(st, st + s),) if 0 <= st and st + s <= dshape[0] else None
+        return (slice(st, st + s),) if st >= 0 and st + s <= dshape[0] else None
     out = []
     for i, s, n in zip(index, tshape, dshape):
         if type(i) is not int:
