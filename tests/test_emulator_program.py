@@ -203,6 +203,9 @@ def test_magic_switches_launch_on_and_off(capsys):
         shell.run_line_magic("tile_emulate", "sanitize")
         ct.launch(None, (2,), scale, (x, y, 1.0, 16))
         assert "no problems found" in capsys.readouterr().out
+        shell.run_line_magic("tile_emulate", "")  # status only
+        assert program.is_enabled()
+        assert "CPU emulator (sanitizing every launch)" in capsys.readouterr().out
     finally:
         shell.run_line_magic("tile_emulate", "off")
     assert ct.launch is real and not program.is_enabled()

@@ -55,12 +55,14 @@ def tile_emulate(line: str) -> None:
     mode = line.strip().lower()
     if mode not in ("on", "sanitize", "off", ""):
         raise UsageError(f"%tile_emulate {line.strip()}: use on, sanitize or off")
-    while program.is_enabled():  # one switch at a time: 'sanitize' after 'on' replaces it
-        program.disable()
-    if mode in ("on", "sanitize"):
-        program.enable(sanitize=mode == "sanitize")
+    if mode:  # no argument: only say where launches go
+        while program.is_enabled():  # one switch at a time: 'sanitize' replaces 'on'
+            program.disable()
+        if mode in ("on", "sanitize"):
+            program.enable(sanitize=mode == "sanitize")
+    sanitizing = program.is_enabled() and program.ct.launch.sanitize
     print(f"ct.launch runs on {'the CPU emulator' if program.is_enabled() else 'the GPU'}"
-          f"{' (sanitizing every launch)' if mode == 'sanitize' else ''}")
+          f"{' (sanitizing every launch)' if sanitizing else ''}")
 
 
 @dataclass(frozen=True)
