@@ -60,7 +60,7 @@ def tile_emulate(line: str) -> None:
             program.disable()
         if mode in ("on", "sanitize"):
             program.enable(sanitize=mode == "sanitize")
-    sanitizing = program.is_enabled() and program.ct.launch.sanitize
+    sanitizing = program.mode() == "sanitize"
     print(f"ct.launch runs on {'the CPU emulator' if program.is_enabled() else 'the GPU'}"
           f"{' (sanitizing every launch)' if sanitizing else ''}")
 

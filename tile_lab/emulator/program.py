@@ -101,6 +101,14 @@ def is_enabled() -> bool:
     return isinstance(ct.launch, _EmulatedLaunch)
 
 
+def mode() -> str | None:
+    """``"emulate"``, ``"sanitize"``, or None when ``ct.launch`` is cuTile's own."""
+    launch = ct.launch
+    if not isinstance(launch, _EmulatedLaunch):
+        return None
+    return "sanitize" if launch.sanitize else "emulate"
+
+
 @contextlib.contextmanager
 def emulation(*, sanitize: bool = False) -> Iterator[None]:
     """Run ``ct.launch`` calls inside this block on the CPU emulator (sanitizing each launch
