@@ -73,9 +73,9 @@ def _name(kernel: Any) -> str:
 
 def launch_site(frame: Any) -> str:
     """``Cell In[3], line 7`` / ``script.py:12``: where the user's code called launch."""
-    from ..errors import _where  # one notion of "which cell" for every message
+    from ..errors import location_label  # one notion of "which cell" for every message
     filename, line = frame.f_code.co_filename, frame.f_lineno
-    where = _where(filename)
+    where = location_label(filename)
     if where.startswith("Cell In["):
         return f"{where}, line {line}"
     return f"{os.path.basename(filename)}:{line}"

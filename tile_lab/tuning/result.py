@@ -37,7 +37,7 @@ class Success:
 @dataclass(frozen=True)
 class Failure:
     config: Config
-    stage: str  # "compile" | "launch" | "check" | "timeout"
+    stage: str  # "setup" | "compile" | "launch" | "verify" | "measure"
     error: str
     from_store: bool = False
 
@@ -60,6 +60,8 @@ class TuningResult:
     timings: dict[str, float] = field(default_factory=dict)
     # config key -> seconds its compile took in a worker process (parallel compiles only)
     compile_s: dict[str, float] = field(default_factory=dict)
+    # the GPU regime every config was measured (and is ranked) in: "burst" | "sustained"
+    regime: str | None = None
 
     @property
     def best(self) -> Success | None:
@@ -86,7 +88,8 @@ class TuningResult:
     def summary(self, top_k: int = 10) -> str:
         lines = [f"{self.kernel_name}: {len(self.successes)} succeeded, "
                  f"{len(self.failures)} failed, {len(self.rejected)} filtered out"
-                 + (f", {self.wall_s:.1f} s" if self.wall_s else "")]
+                 + (f", {self.wall_s:.1f} s" if self.wall_s else "")
+                 + (f"; ranked in the {self.regime} regime" if self.regime else "")]
         for i, s in enumerate(self.ranked()[:top_k]):
             extra = []
             if s.gbps is not None:
@@ -94,8 +97,13 @@ class TuningResult:
             if s.tflops is not None:
                 extra.append(f"{s.tflops:.1f} TFLOPS")
             mark = "best " if i == 0 else "     "
+            # one sample has no interval: "± 0.0" would read as zero uncertainty
+            n = getattr(s.measurement, "n", None)
+            if n is None:  # a recorded measurement
+                n = len(getattr(s.measurement, "samples_s", None) or (0, 0))
+            ci = "(1 sample)" if n < 2 else f"± {s.ci95_s * 1e6:.1f}"
             lines.append(f"  {mark}{s.config.label():<48} {s.time_s * 1e6:10.1f} µs "
-                         f"± {s.ci95_s * 1e6:.1f}  {' '.join(extra)}")
+                         f"{ci}  {' '.join(extra)}")
         for f in self.failures:
             lines.append(f"  FAIL {f.config.label():<48} [{f.stage}] {f.error.splitlines()[0]}")
         return "\n".join(lines)
