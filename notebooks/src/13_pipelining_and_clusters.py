@@ -104,10 +104,11 @@ for n in (1, 2):
     print(f"num_ctas={n}: PTX {ptx or '-'}; SASS {', '.join(sass)}")
 
 # %% [markdown]
-# What the two blocks of a cluster share, from an emulated trace: a 2×2-block GEMM where blocks
-# `(0, 0)` and `(1, 0)` form one cluster. They compute C tiles in the same column, so they read
-# the *same* B panel — every B element there is read by both (2), which one multicast load
-# serves — and different A panels (1 each):
+# What two blocks of a cluster can share, from an emulated trace of a 2×2-block GEMM. If blocks
+# `(0, 0)` and `(1, 0)` share a cluster (which blocks the hardware pairs is the launch's cluster
+# shape; here we pick the pair), they compute C tiles in the same column, so they read the
+# *same* B panel — every B element there is read by both (2), which one multicast load can
+# serve — and different A panels (1 each):
 
 # %%
 import numpy as np
