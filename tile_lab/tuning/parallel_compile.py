@@ -17,10 +17,20 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Any
+from typing import Any, Protocol
 
 from .space import Config
 from .store import config_key
+
+
+class CompileExecutor(Protocol):
+    """Where compile jobs run: a local process pool (``ProcessPoolExecutor``) or a cluster
+    (``tile_lab.tuning.cluster.RayCompileExecutor``). A job's cubins must be in this process's
+    cuTile cache when its future completes."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]: ...
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None: ...
 
 
 class Precompiler:
@@ -34,16 +44,17 @@ class Precompiler:
 
     def __init__(self, kernel: Any, configs: Sequence[Config],
                  args_fn: Callable[[Config], Sequence[Any]], kinds: dict[str, str],
-                 arch: str | None, workers: int | None) -> None:
+                 arch: str | None, workers: int | None,
+                 executor: CompileExecutor | None = None) -> None:
         ref = kernel_reference(kernel)
         self.futures: dict[str, Future[tuple[str, str | None, float]]] = {}
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: CompileExecutor | None = None
         if not configs:
             return
         # Leave one core to the measuring process; never fork a process with a CUDA context.
         n = workers or max(1, min(len(configs), (os.cpu_count() or 2) - 1))
-        self._pool = ProcessPoolExecutor(max_workers=n,
-                                         mp_context=multiprocessing.get_context("spawn"))
+        self._pool = executor or ProcessPoolExecutor(
+            max_workers=n, mp_context=multiprocessing.get_context("spawn"))
         # Start the workers now (one warm-up job each spawns all n): they import cuTile's
         # compiler and run its tileiras queries while this process computes the signatures,
         # the first of which can take seconds (cuTile inspects the array arguments and, when

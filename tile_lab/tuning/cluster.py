@@ -1,0 +1,258 @@
+"""Tuning past one machine: compile on a Ray cluster's CPUs, measure on its GPUs.
+
+Ray is optional (``pip install "tile_lab[cluster]"``); without it nothing here is imported and
+tuning compiles in a local process pool, as before.
+
+Compiling: each job runs in a Ray task on whichever node has a free CPU. The task points
+cuTile's disk cache at a private directory, compiles with cuTile's own path (so cache keys are
+cuTile's), and sends the new cache rows (key, cubin, metadata) back through Ray's object store;
+the tuning process writes them into *its* cuTile cache, where ``ct.launch`` finds them. A task
+whose worker process or node dies is retried by Ray (``ClusterOptions.task_retries``): only the
+configs in flight on it are compiled again. Compile errors are results, not task failures.
+
+Measuring: one actor per GPU (:class:`GpuMeasurer`); each pulls the next config when it is done,
+so the GPUs measure disjoint shares. A config that kills its actor (a fault, a hang) becomes a
+failure of that config; Ray restarts the actor for the next one. Because GPUs of one model
+differ by a few percent, :func:`cross_check` re-times the top configs on one GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import TileLabError
+from .space import Config
+
+
+class ClusterError(TileLabError):
+    """Ray is missing, or the cluster cannot be reached."""
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Where and how a tuning run uses a Ray cluster.
+
+    ``address``: None starts (or joins) a local Ray instance, as on a laptop; ``"auto"`` joins
+    the cluster this machine belongs to; ``"ray://host:10001"`` a remote one.
+    ``compile_workers``: at most this many compile tasks in flight (None: one per cluster CPU).
+    ``gpus``: measuring actors, one GPU each (None: every GPU the cluster has; 0: measure in
+    this process). ``task_retries``: how often a compile task is re-run after its worker died.
+    ``actor_restarts``: how often a measuring actor is restarted after a config killed it.
+    ``cross_check_top``: how many of the best configs are re-timed on one GPU at the end.
+    ``init_kwargs``: passed to ``ray.init`` (e.g. ``{"num_cpus": 2}``).
+    """
+
+    address: str | None = None
+    compile_workers: int | None = None
+    gpus: int | None = None
+    task_retries: int = 3
+    actor_restarts: int = 4
+    cross_check_top: int = 3
+    init_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def ray_module() -> Any:
+    try:
+        import ray
+    except ImportError as e:
+        raise ClusterError("tuning on a cluster needs Ray: pip install \"tile_lab[cluster]\" "
+                           "(or pip install ray); without a cluster, tune() compiles in a "
+                           "local process pool") from e
+    return ray
+
+
+def connect(options: ClusterOptions) -> Any:
+    """``ray.init`` once per process (a no-op when Ray is already initialised)."""
+    ray = ray_module()
+    if not ray.is_initialized():
+        kwargs = {"include_dashboard": False, "log_to_driver": False, **options.init_kwargs}
+        try:
+            ray.init(address=options.address, **kwargs)
+        except ConnectionError as e:
+            raise ClusterError(f"cannot reach the Ray cluster at {options.address!r}: {e}") from e
+    return ray
+
+
+# ---- compiling --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CompiledOnNode:
+    """What a compile task sends back: the job's own result, cuTile cache rows, where it ran."""
+
+    result: Any
+    cache_rows: tuple[tuple[str, bytes, dict[str, Any] | None], ...]
+    node: str
+
+
+def compile_in_private_cache(fn: Callable[..., Any], args: tuple[Any, ...]) -> CompiledOnNode:
+    """Run ``fn(*args)`` with cuTile's disk cache pointed at a fresh directory, and return the
+    cache rows it wrote (runs inside a Ray task, on any node)."""
+    from .._cutile_compat import cache_rows, use_cache_dir
+
+    with tempfile.TemporaryDirectory(prefix="tile_lab_compile_") as private, \
+            use_cache_dir(private):
+        result = fn(*args)
+        rows = tuple(cache_rows(private))
+    return CompiledOnNode(result, rows, node_label())
+
+
+def node_label() -> str:
+    """This process's node, as the progress bar and results name it."""
+    try:
+        import ray
+
+        node_id = ray.get_runtime_context().get_node_id()
+        return f"{socket.gethostname()}:{node_id[:6]}"
+    except Exception:
+        return socket.gethostname()
+
+
+class RayCompileExecutor:
+    """A ``concurrent.futures.Executor``-shaped front for compile tasks on a Ray cluster.
+
+    ``submit(fn, *args)`` returns a Future of ``fn``'s result; the cubins the task compiled are
+    already in this process's cuTile cache when the future completes. ``nodes`` counts the
+    finished jobs per node (for progress and for the result's provenance).
+    """
+
+    def __init__(self, options: ClusterOptions) -> None:
+        self._ray = connect(options)
+        self._task = self._ray.remote(num_cpus=1, max_retries=options.task_retries,
+                                      retry_exceptions=False)(compile_in_private_cache)
+        self._limit = options.compile_workers
+        self._in_flight: list[Any] = []
+        self.nodes: dict[str, int] = {}
+        self._closed = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        if self._closed:
+            raise RuntimeError("submit after shutdown")
+        if self._limit is not None:
+            while len(self._in_flight) >= self._limit:
+                _, self._in_flight = self._ray.wait(self._in_flight, num_returns=1)
+        ref = self._task.remote(fn, args)
+        self._in_flight.append(ref)
+        out: Future[Any] = Future()
+        out.set_running_or_notify_cancel()
+        ref.future().add_done_callback(lambda done: self._finish(done, out))
+        return out
+
+    def _finish(self, done: Future[Any], out: Future[Any]) -> None:
+        try:
+            compiled: CompiledOnNode = done.result()
+        except BaseException as e:  # the task failed even after its retries
+            out.set_exception(e)
+            return
+        from .._cutile_compat import store_cache_rows
+
+        store_cache_rows(compiled.cache_rows)
+        self.nodes[compiled.node] = self.nodes.get(compiled.node, 0) + 1
+        out.set_result(compiled.result)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._closed = True
+        if cancel_futures:
+            for ref in self._in_flight:
+                with contextlib.suppress(Exception):  # finished already, or its node is gone
+                    self._ray.cancel(ref)
+        elif wait and self._in_flight:
+            self._ray.wait(self._in_flight, num_returns=len(self._in_flight))
+        self._in_flight = []
+
+
+# ---- measuring ---------------------------------------------------------------------------------
+MeasureFactory = Callable[[], Callable[[Config], Any]]
+
+
+class GpuMeasurer:
+    """A measuring process holding one GPU (Ray sets CUDA_VISIBLE_DEVICES for it).
+
+    ``factory()`` runs once in the actor and returns ``measure(config) -> outcome``; the factory
+    is shipped with cloudpickle, so it may close over the kernel, grid and argument functions.
+    """
+
+    def __init__(self, factory: MeasureFactory) -> None:
+        self._measure = factory()
+        self._label = f"{node_label()}/gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
+
+    def label(self) -> str:
+        return self._label
+
+    def measure(self, config: Config) -> tuple[Any, str]:
+        return self._measure(config), self._label
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One config's outcome from the pool, and which GPU (node/gpu index) measured it."""
+
+    config: Config
+    outcome: Any
+    gpu: str
+    error: str | None = None  # set when the config killed its measuring actor
+
+
+class RayMeasurePool:
+    """One :class:`GpuMeasurer` actor per GPU; :meth:`map` hands each the next config when it is
+    free, so the GPUs measure disjoint shares and a slow config holds up only its own GPU."""
+
+    def __init__(self, factory: MeasureFactory, options: ClusterOptions,
+                 *, gpus_per_actor: float = 1.0) -> None:
+        ray = connect(options)
+        count = options.gpus
+        if count is None:
+            count = int(ray.cluster_resources().get("GPU", 0))
+        if count < 1:
+            raise ClusterError("the Ray cluster has no GPU to measure on (set ClusterOptions("
+                               "gpus=0) to measure in this process)")
+        actor = ray.remote(num_gpus=gpus_per_actor, max_restarts=options.actor_restarts,
+                           max_task_retries=0)(GpuMeasurer)
+        self._ray = ray
+        self.actors = [actor.remote(factory) for _ in range(count)]
+
+    def map(self, configs: Sequence[Config]) -> Iterator[Measured]:
+        from ray.exceptions import RayActorError
+
+        pending = list(configs)
+        busy: dict[Any, tuple[Any, Config]] = {}
+        free = list(self.actors)
+        while pending or busy:
+            while free and pending:
+                a, cfg = free.pop(0), pending.pop(0)
+                busy[a.measure.remote(cfg)] = (a, cfg)
+            ready, _ = self._ray.wait(list(busy), num_returns=1)
+            a, cfg = busy.pop(ready[0])
+            try:
+                outcome, gpu = self._ray.get(ready[0])
+                yield Measured(cfg, outcome, gpu)
+            except RayActorError as e:
+                # The config killed its measuring process: a failure of this config only;
+                # Ray restarts the actor (max_restarts) for the next one.
+                yield Measured(cfg, None, "lost", f"the measuring process died: {e}")
+            free.append(a)
+
+    def close(self) -> None:
+        for a in self.actors:
+            self._ray.kill(a)
+        self.actors = []
+
+
+def cross_check(measure: Callable[[Config], float], ranked: Sequence[Config],
+                top: int, rounds: int = 3) -> list[tuple[Config, float]]:
+    """Re-time the ``top`` best configs on one GPU, in ``rounds`` alternating passes (ABBA-style,
+    so drift in the GPU's clocks falls on all configs alike); returns (config, median seconds),
+    fastest first. GPUs of one model differ by a few percent, so the winner is decided here."""
+    picks = list(ranked[:top])
+    times: dict[int, list[float]] = {i: [] for i in range(len(picks))}
+    for r in range(rounds):
+        order = range(len(picks)) if r % 2 == 0 else reversed(range(len(picks)))
+        for i in order:
+            times[i].append(measure(picks[i]))
+    medians = [(picks[i], sorted(t)[len(t) // 2]) for i, t in times.items()]
+    return sorted(medians, key=lambda pair: pair[1])
