@@ -22,6 +22,7 @@ import pytest
 from browser_env import free_port, node_module
 
 from tile_lab.artifacts import MIME_TYPE, Inspection, Remark, StageText
+from tile_lab.render.html import inspection_json
 
 ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "labextension"
@@ -72,26 +73,9 @@ def sample_inspection() -> Inspection:
     )
 
 
-def sample_diagram() -> dict:
-    """A diagram payload: a strip of 8 tiles, the loads of lines 5/6 and the store of line 7."""
-    cells = "".join(f'<rect x="{10 + 30 * i}" y="10" width="28" height="28" fill="#eeeeee" '
-                    f'stroke="#999999"/>' for i in range(8))
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="260" height="50" '
-           f'viewBox="0 0 260 50">{cells}<text x="10" y="48" font-size="8">a[0:256]</text></svg>')
-    return {"svg": svg, "footprints": [
-        {"line": 5, "label": "load a[0:128]", "rects": [[10, 10, 118, 28]]},
-        {"line": 6, "label": "load b[0:128]", "rects": [[130, 10, 118, 28]]},
-        {"line": 7, "label": "store c[0:128]", "rects": [[10, 10, 238, 28]]},
-    ]}
-
-
 def fixture_payload() -> dict:
-    """The agreed MIME payload: ``to_json_dict()`` without cubin, plus version, diagram."""
-    data = sample_inspection().to_json_dict()
-    del data["cubin"]
-    data["version"] = 1
-    data["diagram"] = sample_diagram()
-    return json.loads(json.dumps(data, sort_keys=True))
+    """The MIME payload exactly as the Python side writes it (inspection_json)."""
+    return inspection_json(sample_inspection())
 
 
 # -- environment probes ----------------------------------------------------------------
@@ -252,9 +236,9 @@ def _ui(url: str, notebook: str, mode: str, screenshot: Path, timeout: float = 2
 
 @pytest.mark.slow
 def test_ui_hover_links_stored_output(lab_server) -> None:
-    """Open a notebook whose stored output holds the tile-lab JSON (with a diagram): the
-    view renders, hovering a Tile IR row highlights the linked source row and diagram
-    footprint, and the %%tile cell editor shows its header decoration."""
+    """Open a notebook whose stored output holds the tile-lab JSON: the view renders with
+    Tile IR colours, hovering a Tile IR row highlights the linked source row, and the
+    %%tile cell editor shows its header decoration."""
     url, root = lab_server
     output = {"output_type": "display_data", "metadata": {},
               "data": {MIME_TYPE: fixture_payload(), "text/plain": ["Inspection(vadd)"]}}
@@ -264,7 +248,12 @@ def test_ui_hover_links_stored_output(lab_server) -> None:
     result = _ui(url, "stored.ipynb", "stored", shot)
     assert result["hovered"] == {"pane": "tileir", "line": 5}
     assert result["sourceLinked"] == ["5"]
-    assert result["footprintLinked"] == ["5"]
+    # Tile IR syntax colours (token runs from the bundle) and the line's colour band
+    tileir = result["tileir"]
+    assert tileir["keywordSpans"] >= 2 and tileir["tokenSpans"] >= 20
+    assert tileir["keywordColour"] != tileir["textColour"]
+    assert tileir["bandColour"] not in (None, "rgba(0, 0, 0, 0)")
+    assert (ARTIFACTS / "labextension-hover-view.png").is_file()
     assert result["otherLinked"] == []  # nothing of other lines lit
     assert result["afterLeave"] == 0
     assert result["headerDecorated"] is True
@@ -311,3 +300,93 @@ def test_ui_hover_after_running_tile_cell(lab_server) -> None:
     # highlighting stay
     assert result["afterRestart"] == {"headerDecorated": True, "keywordHighlighted": True}
     assert result["pageErrors"] == []
+
+
+# -- an untrusted notebook with hostile outputs --------------------------------------------
+
+# CSS escapes and functions other sanitizers miss, positioning, markup, prototype keys.
+HOSTILE = [
+    "u\\72l(https://evil.example/a.png)",
+    "\\55 RL(https://evil.example/b.png)",
+    'image-set("https://evil.example/c.png" 1x)',
+    "position:fixed;top:0;left:0;width:100vw;height:100vh;z-index:2147483647",
+    '<svg xmlns="http://www.w3.org/2000/svg" style="position:fixed;inset:0;z-index:9999;'
+    'background:u\\72l(https://evil.example/d.png)" filter="url(https://evil.example/e#x)">'
+    '<rect width="99" height="99" fill="url(https://evil.example/f#p)"/>'
+    '<image href="https://evil.example/g.png"/></svg>',
+    "<style>*{background:url(https://evil.example/h.png)}</style>",
+    '<img src="https://evil.example/i.png" onerror="globalThis.pwned=1">',
+    "constructor",
+]
+
+
+def hostile_payloads() -> list[dict]:
+    """One bundle with a hostile value in every field the extension renders, then one per
+    field whose hostile value the extension must refuse (it shows an error line instead)."""
+    h = " ".join(HOSTILE)
+    lines = "\n".join(HOSTILE) + "\n"
+    every = fixture_payload()
+    every.update(kernel_name=h, filename=h, arch=h, signature=h, source=lines,
+                 hints={h: h, "num_ctas": {"style": h}}, versions={h: h}, style=h,
+                 diagram={"svg": HOSTILE[4], "footprints": []})
+    every["stages"]["tileir"].update(text=lines, line_map=[5] * len(HOSTILE))
+    every["stages"]["tileir"].pop("tokens")
+    every["stages"]["constructor"] = {"name": h, "text": lines, "line_map": [4]}
+    every["show"] = [*every["show"], "constructor"]
+    every["remarks"][0].update(kind=h, category=h, message=h, pass_name=h)
+    refused = []
+    for spoil in (lambda d: d["stages"]["tileir"]["tokens"][0].append([HOSTILE[0], 1]),
+                  lambda d: d["line_colors"].update({HOSTILE[3]: 1}),
+                  lambda d: d["stages"].update({HOSTILE[6]: d["stages"]["sass"]}),
+                  lambda d: d["show"].append(HOSTILE[5]),
+                  lambda d: d.update(version=HOSTILE[1])):
+        d = fixture_payload()
+        spoil(d)
+        refused.append(d)
+    return [every, *refused]
+
+
+@pytest.mark.slow
+def test_ui_untrusted_hostile_notebook_fetches_nothing_and_draws_inside_its_outputs(
+        lab_server) -> None:
+    """An untrusted notebook whose outputs carry hostile values in every field of the
+    tile-lab bundle (plus hostile CSS in text/html and SVG outputs for JupyterLab's own
+    renderers):
+    opening it makes no request to another host, nothing is drawn outside an output area,
+    nothing runs, and the tile-lab outputs render as text or as a refusal. The driver's
+    controls (an outside <img>, a position:fixed box put in by hand) prove both detectors
+    fire."""
+    url, root = lab_server
+    payloads = hostile_payloads()
+    outputs = [{"output_type": "display_data", "metadata": {},
+                "data": {MIME_TYPE: p, "text/plain": ["Inspection(?)"]}} for p in payloads]
+    # JupyterLab's own HTML renderer loads <img src="https://..."> in untrusted output by
+    # design, so its hostile output holds the CSS and SVG cases only.
+    css_cases = "".join(x for x in HOSTILE if not x.startswith("<img"))
+    html_out = {"output_type": "display_data", "metadata": {},
+                "data": {"text/html": css_cases, "text/plain": ["?"]}}
+    svg_out = {"output_type": "display_data", "metadata": {},
+               "data": {"image/svg+xml": HOSTILE[4], "text/plain": ["?"]}}
+    source = KERNEL_CELL + "# " + " ".join(HOSTILE) + "\n"
+    nb = _notebook([_code_cell("c1", source, outputs[:3]), _code_cell("c2", "x", outputs[3:]),
+                    _code_cell("c3", "y", [html_out, svg_out])])
+    (root / "hostile.ipynb").write_text(json.dumps(nb))  # unsigned: untrusted when opened
+    node = browser_env.node()
+    node_module("playwright-core")
+    shot = ARTIFACTS / "labextension-hostile.png"
+    env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK="hostile.ipynb",
+               TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium(),
+               TILE_LAB_VIEWS=str(len(payloads)))
+    proc = _run([node, "ui-test/hostile.mjs"], timeout=240, env=env)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    print("UI result:", json.dumps(result)[:4000])
+    assert result["trusted"] is False
+    assert result["views"] == len(payloads)
+    assert result["refused"] == len(payloads) - 1
+    assert result["outsideRequests"] == []
+    assert result["outsideDrawing"] == []
+    assert result["nativeCodeTitles"] == 0  # a stage named constructor is titled by its name
+    assert result["svgInViews"] == 0 and result["styledInViews"] == 0
+    assert result["pwned"] is None
+    assert result["pageErrors"] == []
+    assert result["controls"] == {"requestSeen": True, "overlaySeen": True}

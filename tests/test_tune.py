@@ -327,3 +327,54 @@ def test_in_completion_order_yields_configs_as_their_futures_finish():
         futures = {config_key(c): pool.submit(time.sleep, delay[c["TILE"]]) for c in cfgs[1:]}
         got = [c["TILE"] for c in in_completion_order(futures, cfgs)]
     assert got == [1, 3, 2]  # TILE=1 has no future: first; then 3 (0 s), then 2 (0.3 s)
+
+
+def test_a_crafted_store_line_cannot_replace_a_recorded_measurements_methods(tmp_path):
+    """Store lines that Measurement cannot rebuild load into known fields only: keys naming
+    methods or dunders stay data, the object keeps its own behaviour."""
+    from tile_lab.tuning.tuner import _recorded
+
+    crafted = {"mean_s": 2e-6, "ci95_s": 1e-8, "gbps": 10.0, "to_json_dict": "boom",
+               "__class__": "x", "__getattr__": 1, "_data": {"mean_s": 9.0},
+               "not_a_field": 3}
+    m = _recorded(crafted)
+    assert m.mean_s == 2e-6 and m.gbps == 10.0
+    assert m.to_json_dict() == crafted  # nothing lost, and still the method
+    assert type(m).__name__ == "_RecordedMeasurement"
+    with pytest.raises(AttributeError):
+        _ = m.not_a_field
+    with pytest.raises(AttributeError):
+        m.mean_s = 1.0
+    with pytest.raises(TypeError, match="JSON object"):
+        _recorded(["mean_s", 1.0])
+    import copy
+    import pickle
+
+    for back in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+        assert back.mean_s == 2e-6 and back.to_json_dict() == crafted
+
+
+def test_a_store_with_crafted_keys_resumes_with_the_recorded_times(tmp_path):
+    """End to end through the store file: records whose measurements carry method and dunder
+    names as keys are read back as successes with their recorded times, nothing re-measured,
+    and the result summary and table still render."""
+    from tile_lab.render.tune_plots import result_table_html
+
+    path = tmp_path / "tune.jsonl"
+    first = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=FakeGPU(),
+                 store=str(path), progress=False)
+    lines = []
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        rec["measurement"].update({"to_json_dict": None, "__class__": "x", "summary": 1})
+        lines.append(json.dumps(rec))
+    path.write_text("\n".join(lines) + "\n")
+    again = FakeGPU()
+    second = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=again,
+                  store=str(path), progress=False)
+    assert again.calls == []
+    assert second.best.config == first.best.config
+    assert second.best.time_s == first.best.time_s
+    assert second.best.measurement.to_json_dict()["to_json_dict"] is None
+    assert "TILE" in second.summary()
+    assert result_table_html(second).count("<tr") == 1 + 12

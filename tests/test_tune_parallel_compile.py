@@ -14,13 +14,16 @@ import pytest
 from tune_kernels import scale_copy
 
 from tile_lab.signature import signature_from_args
+from tile_lab.tuning.kernel_source import KernelNotShippable
 from tile_lab.tuning.parallel_compile import (
+    Precompiler,
     _compile_job,
     kernel_reference,
     portable_signature,
     resolve_kernel,
     signature_from_portable,
 )
+from tile_lab.tuning.space import Config
 
 
 def _signature():
@@ -36,16 +39,91 @@ def test_signature_round_trips_through_pickle():
     assert back == sig
 
 
-def test_kernel_reference_resolves_module_kernels_and_cell_sources():
-    ref = kernel_reference(scale_copy)
-    assert ref[0] == "module" and resolve_kernel(ref) is scale_copy
-    cell = ("import cuda.tile as ct\n\n@ct.kernel\ndef k(x, T: ct.Constant[int]):\n"
-            "    ct.store(x, index=(0,), tile=ct.load(x, index=(0,), shape=(T,)))\n")
-    k = resolve_kernel(("source", "<cell-7>", cell, "k"))
+# A notebook cell with side effects around its kernel: a worker must run only the kernel's
+# def (and what it names), never the append, the print or the other statements.
+SIDE_EFFECT_CELL = """import cuda.tile as ct
+print("cell ran")
+with open(LOG, "a") as fh:
+    fh.write("ran\\n")
+SCALE = 2
+DT = ct.float32
+
+@ct.function
+def twice(t):
+    return ct.astype(t * SCALE, DT)
+
+@ct.kernel
+def k(x, y, T: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, index=(bid,), tile=twice(ct.load(x, index=(bid,), shape=(T,))))
+
+unrelated = k  # another statement after the kernel
+"""
+
+
+def _run_cell(text: str, filename: str, log: Path) -> dict:
     import linecache
 
-    assert linecache.getlines("<cell-7>")[3].startswith("def k(")  # findsource will work
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    ns: dict = {"__name__": "__main__", "LOG": str(log)}
+    exec(compile(text, filename, "exec"), ns)
+    return ns
+
+
+def test_kernel_reference_resolves_module_kernels_and_cell_sources(tmp_path, capsys):
+    ref = kernel_reference(scale_copy)
+    assert ref[0] == "module" and resolve_kernel(ref) is scale_copy
+    log = tmp_path / "log.txt"
+    ns = _run_cell(SIDE_EFFECT_CELL, "<cell-7>", log)
+    ref = kernel_reference(ns["k"])
+    assert ref[0] == "cell"
+    shipped = {name: kind for name, kind, _ in ref[1].globals_}
+    assert shipped == {"ct": "module", "twice": "def"}  # not LOG, print, unrelated
+    helper = dict((n, p) for n, _, p in ref[1].globals_)["twice"]
+    assert {n: k for n, k, _ in helper.globals_} == {"ct": "module", "SCALE": "value",
+                                                      "DT": "import"}
+    capsys.readouterr()
+    import linecache
+
+    linecache.cache.pop("<cell-7>")
+    k = resolve_kernel(pickle.loads(pickle.dumps(ref)))
     assert type(k).__name__ == "kernel"
+    assert linecache.getlines("<cell-7>")[12].startswith("def k(")  # findsource will work
+    assert log.read_text() == "ran\n"  # the cell's append ran once, in the parent only
+    assert capsys.readouterr().out == ""
+
+
+def test_cell_kernel_compiles_in_a_fresh_worker_without_rerunning_its_cell(tmp_path):
+    """The worker path end to end in a fresh process (as a spawned worker is): the cell's
+    kernel and its helper compile there, and the cell's side effects do not happen again."""
+    log = tmp_path / "log.txt"
+    ns = _run_cell(SIDE_EFFECT_CELL, "<cell-8>", log)
+    x = np.zeros(4096, np.float32)
+    sig = signature_from_args(ns["k"], (x, x, 256)).kernel_signature
+    job = ("cfg", kernel_reference(ns["k"]), portable_signature(sig), {}, "sm_90")
+    (tmp_path / "job.pkl").write_bytes(pickle.dumps(job))
+    code = ("import pickle, sys\n"
+            "from tile_lab.tuning.parallel_compile import _compile_job\n"
+            f"job = pickle.loads(open({str(tmp_path / 'job.pkl')!r}, 'rb').read())\n"
+            "print(repr(_compile_job(job)[:2]))\n")
+    env = dict(os.environ, CUDA_TILE_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.stdout.strip().splitlines()[-1] == "('cfg', None)", out.stderr[-2000:]
+    assert "cell ran" not in out.stdout
+    assert log.read_text() == "ran\n"
+
+
+def test_a_kernel_with_an_unshippable_global_is_left_to_the_launch(tmp_path):
+    cell = SIDE_EFFECT_CELL.replace("SCALE = 2", "SCALE = object()")
+    ns = _run_cell(cell, "<cell-9>", tmp_path / "log.txt")
+    with pytest.raises(KernelNotShippable, match=r"global .SCALE. \(object\)"):
+        kernel_reference(ns["k"])
+    x = np.zeros(4096, np.float32)
+    pre = Precompiler(ns["k"], [Config((("T", 256),))], lambda cfg: (x, x, 256),
+                      {"T": "constant"}, "sm_90", 1)
+    assert pre.futures == {} and pre.error(Config((("T", 256),))) is None
+    pre.close()
 
 
 def test_worker_job_fills_cutiles_cubin_cache(tmp_path):

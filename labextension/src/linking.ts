@@ -9,7 +9,7 @@
 import { IInspectionData, STAGE_ORDER, splitLines } from './model';
 
 export interface IPaneRows {
-  /** Pane id: 'source', a stage name, 'remarks' or 'diagram'. */
+  /** Pane id: 'source', a stage name or 'remarks'. */
   pane: string;
   /** lines[i]: the source line of row i, or null. */
   lines: (number | null)[];
@@ -21,22 +21,17 @@ export function paneRows(data: IInspectionData): IPaneRows[] {
   const sourceRows = splitLines(data.source).map((_, i) => data.first_line + i);
   panes.push({ pane: 'source', lines: sourceRows });
   const stageNames = [
-    ...STAGE_ORDER.filter(n => n in data.stages),
-    ...Object.keys(data.stages)
-      .filter(n => !STAGE_ORDER.includes(n))
-      .sort()
+    ...STAGE_ORDER.filter(n => data.stages.has(n)),
+    ...[...data.stages.keys()].filter(n => !STAGE_ORDER.includes(n)).sort()
   ];
   for (const name of stageNames) {
-    const stage = data.stages[name];
+    const stage = data.stages.get(name)!;
     const n = splitLines(stage.text).length;
     // A line map shorter than the text leaves the extra rows unlinked.
     const lines = Array.from({ length: n }, (_, i) => stage.line_map[i] ?? null);
     panes.push({ pane: name, lines });
   }
   panes.push({ pane: 'remarks', lines: data.remarks.map(r => r.line) });
-  if (data.diagram) {
-    panes.push({ pane: 'diagram', lines: data.diagram.footprints.map(f => f.line) });
-  }
   return panes;
 }
 

@@ -1,8 +1,9 @@
 /**
  * The MIME renderer for application/vnd.tile-lab.v1+json.
  *
- * Marked safe: the view never executes or injects markup from the data (see view.ts
- * and sanitize.ts), so it also renders outputs of untrusted notebooks.
+ * Marked safe: the view never executes or injects markup from the data: every value goes
+ * in as text or as a validated number / name (see model.ts and view.ts), so it also
+ * renders outputs of untrusted notebooks.
  */
 
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
@@ -53,7 +54,7 @@ export const rendererFactory: IRenderMime.IRendererFactory = {
 
 const extension: IRenderMime.IExtension = {
   id: 'tile-lab:mime-renderer',
-  description: 'Linked source / Tile IR / SASS / diagram panes for tile_lab views',
+  description: 'Linked source / Tile IR / SASS panes for tile_lab views',
   rendererFactory,
   rank: 10,
   dataType: 'json'

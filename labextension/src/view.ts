@@ -1,14 +1,24 @@
 /**
  * The linked view: data -> DOM, plus hover/click highlighting across panes.
  *
- * All output text goes in through textContent / setAttribute (never innerHTML), and
- * the only markup taken from the data is the diagram SVG, which goes through
- * sanitizeSvg first. No Lumino or JupyterLab imports here, so it runs under jsdom.
+ * No markup is taken from the data: text goes in through textContent (never innerHTML),
+ * attributes only get validated pane names and line numbers, and class names come from
+ * this file's fixed lists (token and palette classes are looked up in allowlists). No
+ * `style` attribute is ever set. The stylesheet adds `contain: paint` on the view, so
+ * nothing in it can be drawn outside its box. No Lumino or JupyterLab imports here, so it
+ * runs under jsdom.
  */
 
 import { HighlightState, LineIndex, paneRows } from './linking';
-import { IInspectionData, IRemark, STAGE_TITLES, splitLines } from './model';
-import { SVG_NS, sanitizeSvg } from './sanitize';
+import {
+  IInspectionData,
+  IRemark,
+  PALETTE_SLOTS,
+  TOKEN_CLASSES,
+  TokenRun,
+  paneTitle,
+  splitLines
+} from './model';
 
 /** CSS classes the tests and the stylesheet rely on. */
 export const CLASSES = {
@@ -17,7 +27,7 @@ export const CLASSES = {
   row: 'tl-row',
   linked: 'tl-linked',
   pinned: 'tl-pinned',
-  footprint: 'tl-footprint',
+  band: 'tl-band',
   toggle: 'tl-toggle',
   copy: 'tl-copy',
   error: 'tl-error'
@@ -96,9 +106,6 @@ export class InspectionView {
     this.node.append(header, paneBox, this.status);
 
     const shown = new Set(data.show);
-    if (data.diagram) {
-      shown.add('diagram');
-    }
     for (const { pane } of panes) {
       const section = this.pane(pane);
       const visible = shown.has(pane);
@@ -207,7 +214,7 @@ export class InspectionView {
       this.status.textContent = 'Hover a line to link the panes; click to pin it.';
     } else {
       const n = this.index.linked(active);
-      const parts = [...n].map(([pane, idx]) => `${STAGE_TITLES[pane] ?? pane} ${idx.length}`);
+      const parts = [...n].map(([pane, idx]) => `${paneTitle(pane)} ${idx.length}`);
       const pin = this.state.pinned === active ? ' (pinned; click again to unpin)' : '';
       this.status.textContent = `Line ${active}${pin}: ${parts.join(' · ')}`;
     }
@@ -221,7 +228,7 @@ export class InspectionView {
     for (const [pane, idx] of this.index.linked(line)) {
       const body = this.bodies.get(pane);
       const row = this.rows.get(pane)?.[idx[0]] as HTMLElement | undefined;
-      if (!body || !row || pane === 'diagram' || pane === this.hoverPane) {
+      if (!body || !row || pane === this.hoverPane) {
         continue;
       }
       const top = row.offsetTop;
@@ -241,15 +248,19 @@ export class InspectionView {
       el(this.doc, 'span', 'tl-arch', d.arch),
       el(this.doc, 'code', 'tl-signature', d.signature)
     );
-    const versions = Object.entries(d.versions).map(([k, v]) => `${k} ${v}`);
-    if (versions.length) {
-      box.title = versions.join(', ');
+    if (d.hints.length) {
+      const hints = d.hints.map(([k, v]) => `${k}=${v}`).join(' ');
+      box.appendChild(el(this.doc, 'span', 'tl-hints', hints));
+    }
+    const about = [d.filename, ...d.versions.map(([k, v]) => `${k} ${v}`)].filter(Boolean);
+    if (about.length) {
+      box.title = about.join(', ');
     }
     return box;
   }
 
   private toggle(pane: string, section: HTMLElement, visible: boolean): HTMLElement {
-    const b = el(this.doc, 'button', CLASSES.toggle, STAGE_TITLES[pane] ?? pane);
+    const b = el(this.doc, 'button', CLASSES.toggle, paneTitle(pane));
     b.type = 'button';
     b.setAttribute('data-pane', pane);
     b.setAttribute('aria-pressed', String(visible));
@@ -264,22 +275,21 @@ export class InspectionView {
     const section = el(this.doc, 'section', CLASSES.pane);
     section.setAttribute('data-pane', pane);
     const head = el(this.doc, 'div', 'tl-pane-head');
-    head.appendChild(el(this.doc, 'span', 'tl-pane-title', STAGE_TITLES[pane] ?? pane));
+    head.appendChild(el(this.doc, 'span', 'tl-pane-title', paneTitle(pane)));
     const body = el(this.doc, 'div', 'tl-pane-body');
     this.bodies.set(pane, body);
     let text: string | null = null;
     if (pane === 'source') {
       text = this.data.source;
-      this.codeRows(pane, body, splitLines(text), i => this.data.first_line + i, true);
+      this.codeRows(pane, body, splitLines(text), i => this.data.first_line + i, null, true);
     } else if (pane === 'remarks') {
       text = this.data.remarks.map(remarkText).join('\n');
       this.remarkRows(body);
-    } else if (pane === 'diagram') {
-      this.diagram(body);
     } else {
-      const stage = this.data.stages[pane];
+      const stage = this.data.stages.get(pane)!;
       text = stage.text;
-      this.codeRows(pane, body, splitLines(text), i => stage.line_map[i] ?? null, false);
+      const lineOf = (i: number) => stage.line_map[i] ?? null;
+      this.codeRows(pane, body, splitLines(text), lineOf, stage.tokens, false);
     }
     head.appendChild(el(this.doc, 'span', 'tl-pane-meta', this.meta(pane)));
     if (text !== null) {
@@ -293,9 +303,6 @@ export class InspectionView {
     const n = this.rows.get(pane)?.length ?? 0;
     if (pane === 'remarks') {
       return `${n} remark${n === 1 ? '' : 's'}`;
-    }
-    if (pane === 'diagram') {
-      return `${n} footprint${n === 1 ? '' : 's'}`;
     }
     return `${n} line${n === 1 ? '' : 's'}`;
   }
@@ -324,6 +331,7 @@ export class InspectionView {
     body: HTMLElement,
     lines: string[],
     lineOf: (i: number) => number | null,
+    tokens: TokenRun[][] | null,
     isSource: boolean
   ): void {
     const code = el(this.doc, 'div', 'tl-code');
@@ -340,16 +348,52 @@ export class InspectionView {
         row.setAttribute('data-line', String(line));
       }
       // Source rows show their own line number; stage rows the source line they map to.
-      const gutter = line === null ? '' : String(line);
-      row.append(
-        el(this.doc, 'span', isSource ? 'tl-lineno' : 'tl-srcline', gutter),
-        el(this.doc, 'span', 'tl-text', text)
+      // The gutter carries the line's colour band (the HTML view's palette slot).
+      const gutter = el(
+        this.doc,
+        'span',
+        `${isSource ? 'tl-lineno' : 'tl-srcline'} ${CLASSES.band}`,
+        line === null ? '' : String(line)
       );
+      const slot = line === null ? undefined : this.data.line_colors.get(line);
+      if (slot !== undefined && Number.isInteger(slot) && slot >= 0 && slot < PALETTE_SLOTS) {
+        gutter.classList.add(`tl-c${slot}`);
+      }
+      const runs = tokens?.[i];
+      const body = runs ? this.tokenSpans(full, runs, indent) : null;
+      row.append(gutter, body ?? el(this.doc, 'span', 'tl-text', text));
       code.appendChild(row);
       rows.push(row);
     });
     body.appendChild(code);
     this.rows.set(pane, rows);
+  }
+
+  /**
+   * The line's text as coloured spans, from runs of [token class, code points], after
+   * dropping `indent` leading code points (the pane's shared indentation). Null when the
+   * runs do not cover the line exactly (then it is shown plain). Class names come only
+   * from TOKEN_CLASSES.
+   */
+  private tokenSpans(line: string, runs: TokenRun[], indent: number): HTMLElement | null {
+    const chars = Array.from(line);
+    if (runs.reduce((n, [, len]) => n + len, 0) !== chars.length) {
+      return null;
+    }
+    const box = el(this.doc, 'span', 'tl-text');
+    let at = 0;
+    for (const [cls, len] of runs) {
+      const from = Math.max(at, indent);
+      const to = at + len;
+      at = to;
+      if (from >= to) {
+        continue;
+      }
+      const piece = chars.slice(from, to).join('');
+      const known = cls !== '' && TOKEN_CLASSES.has(cls);
+      box.appendChild(known ? el(this.doc, 'span', `tl-t${cls}`, piece) : this.doc.createTextNode(piece));
+    }
+    return box;
   }
 
   private remarkRows(body: HTMLElement): void {
@@ -360,6 +404,9 @@ export class InspectionView {
     }
     this.data.remarks.forEach((r, i) => {
       const row = el(this.doc, 'div', `${CLASSES.row} tl-remark`);
+      if (r.line !== null) {
+        row.title = r.col === null ? `line ${r.line}` : `line ${r.line}, column ${r.col}`;
+      }
       row.setAttribute('data-row', String(i));
       row.setAttribute('data-kind', r.kind);
       if (r.line !== null) {
@@ -379,43 +426,6 @@ export class InspectionView {
     });
     body.appendChild(list);
     this.rows.set('remarks', rows);
-  }
-
-  private diagram(body: HTMLElement): void {
-    const diagram = this.data.diagram!;
-    const box = el(this.doc, 'div', 'tl-diagram');
-    const clean = sanitizeSvg(diagram.svg, this.doc);
-    const rows: Element[] = [];
-    if (clean.svg === null) {
-      box.appendChild(el(this.doc, 'div', CLASSES.error, `Diagram not shown: ${clean.error}.`));
-    } else {
-      // Footprints are drawn here from structured data, above the picture.
-      const layer = this.doc.createElementNS(SVG_NS, 'g');
-      layer.setAttribute('class', 'tl-footprints');
-      diagram.footprints.forEach((f, i) => {
-        const g = this.doc.createElementNS(SVG_NS, 'g');
-        g.setAttribute('class', CLASSES.footprint);
-        g.setAttribute('data-row', String(i));
-        g.setAttribute('data-line', String(f.line));
-        const title = this.doc.createElementNS(SVG_NS, 'title');
-        title.textContent = f.label ? `line ${f.line}: ${f.label}` : `line ${f.line}`;
-        g.appendChild(title);
-        for (const [x, y, w, h] of f.rects) {
-          const r = this.doc.createElementNS(SVG_NS, 'rect');
-          r.setAttribute('x', String(x));
-          r.setAttribute('y', String(y));
-          r.setAttribute('width', String(w));
-          r.setAttribute('height', String(h));
-          g.appendChild(r);
-        }
-        layer.appendChild(g);
-        rows.push(g);
-      });
-      clean.svg.appendChild(layer);
-      box.appendChild(clean.svg);
-    }
-    body.appendChild(box);
-    this.rows.set('diagram', rows);
   }
 }
 

@@ -18,3 +18,9 @@ export function fixture(): IInspectionData {
 export function newDocument(): Document {
   return new JSDOM('<!doctype html><html><body></body></html>').window.document;
 }
+
+/** The one schema of the MIME bundle (tile_lab/render/mime_schema.json). */
+export function mimeSchema(): Record<string, any> {
+  const file = path.resolve(__dirname, '..', '..', '..', 'tile_lab', 'render', 'mime_schema.json');
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}

@@ -6,11 +6,10 @@ import { fixture } from './helpers';
 
 test('pane rows carry source lines from first_line and the line maps', () => {
   const panes = paneRows(fixture());
-  assert.deepEqual(panes.map(p => p.pane), ['source', 'tileir', 'sass', 'remarks', 'diagram']);
+  assert.deepEqual(panes.map(p => p.pane), ['source', 'tileir', 'sass', 'remarks']);
   assert.deepEqual(panes[0].lines, [2, 3, 4, 5, 6, 7]);
   assert.deepEqual(panes[1].lines, [null, 4, 5, 6, 7, 7, null, null]);
   assert.deepEqual(panes[3].lines, [5]);
-  assert.deepEqual(panes[4].lines, [5, 6, 7]);
 });
 
 test('a line links its rows in every pane', () => {
@@ -18,8 +17,7 @@ test('a line links its rows in every pane', () => {
   assert.deepEqual(Object.fromEntries(index.linked(7)), {
     source: [5],
     tileir: [4, 5],
-    sass: [4, 5],
-    diagram: [2]
+    sass: [4, 5]
   });
   assert.equal(index.linked(99).size, 0);
   assert.deepEqual(index.lines(), [2, 3, 4, 5, 6, 7]);
@@ -27,7 +25,7 @@ test('a line links its rows in every pane', () => {
 
 test('a line map shorter than its text leaves the extra rows unlinked', () => {
   const d = fixture();
-  d.stages.tileir.line_map = [null, 4];
+  d.stages.get('tileir')!.line_map = [null, 4];
   const tileir = paneRows(d).find(p => p.pane === 'tileir')!;
   assert.equal(tileir.lines.length, 8);
   assert.deepEqual(tileir.lines.slice(0, 3), [null, 4, null]);

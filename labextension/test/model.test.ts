@@ -8,18 +8,19 @@ test('parses the Python payload', () => {
   const d = parseInspection(fixtureJson());
   assert.equal(d.kernel_name, 'vadd');
   assert.equal(d.first_line, 2);
-  assert.deepEqual(Object.keys(d.stages).sort(), ['sass', 'tileir']);
-  assert.equal(d.stages.tileir.line_map[2], 5);
+  assert.deepEqual([...d.stages.keys()].sort(), ['sass', 'tileir']);
+  assert.equal(d.stages.get('tileir')!.line_map[2], 5);
   assert.equal(d.remarks[0].line, 5);
-  assert.equal(d.diagram?.footprints.length, 3);
-  assert.deepEqual(d.diagram?.footprints[0].rects[0], [10, 10, 118, 28]);
+  assert.equal(d.line_colors.get(5), 1); // the palette slot Python gave line 5
+  assert.deepEqual(d.stages.get('tileir')!.tokens![1][0], ['', 2]); // indentation
+  assert.equal(d.stages.get('sass')!.tokens, null);
 });
 
-test('accepts schema_version as the version key', () => {
+test('version is the one version field; schema_version alone is not read', () => {
   const raw = fixtureJson();
   delete raw['version'];
   raw['schema_version'] = 1;
-  assert.equal(parseInspection(raw).kernel_name, 'vadd');
+  assert.throws(() => parseInspection(raw), /version is missing; this extension reads version 1/);
 });
 
 test('rejects other versions, naming the field', () => {
@@ -34,16 +35,19 @@ test('rejects a bad line map entry, naming where it is', () => {
   assert.throws(() => parseInspection(raw), /stages\.sass\.line_map\[3\] must be a positive integer/);
 });
 
-test('rejects malformed footprint rectangles', () => {
-  const raw = fixtureJson() as any;
-  raw.diagram.footprints[1].rects = [[1, 2, 3]];
-  assert.throws(() => parseInspection(raw), /diagram\.footprints\[1\]\.rects\[0\] must be/);
+test('rejects token runs that are not [known class, positive length]', () => {
+  for (const bad of [['evil', 1], ['k', 0], ['k'], 'k', ['k', 1.5]]) {
+    const raw = fixtureJson() as any;
+    raw.stages.tileir.tokens[1] = [bad];
+    assert.throws(() => parseInspection(raw), /stages\.tileir\.tokens\[1\]\[0\] must be/);
+  }
 });
 
-test('a missing diagram is null', () => {
-  const raw = fixtureJson();
-  delete raw['diagram'];
-  assert.equal(parseInspection(raw).diagram, null);
+test('rejects line colours that are not a line number -> palette slot', () => {
+  for (const bad of [{ '5': 7 }, { '5': -1 }, { x: 1 }, { '05': 1 }, { '5': '1' }]) {
+    const raw = { ...fixtureJson(), line_colors: bad };
+    assert.throws(() => parseInspection(raw), /line_colors/);
+  }
 });
 
 test('splitLines matches str.splitlines for \\n, \\r\\n and a trailing newline', () => {

@@ -36,7 +36,7 @@ test('renders one pane per stage with rows carrying text and source lines', () =
   const panes = [...view.node.querySelectorAll(`section.${CLASSES.pane}`)];
   assert.deepEqual(
     panes.map(p => p.getAttribute('data-pane')),
-    ['source', 'tileir', 'sass', 'remarks', 'diagram']
+    ['source', 'tileir', 'sass', 'remarks']
   );
   assert.equal(row(view, 'source', 0).querySelector('.tl-text')!.textContent, '@ct.kernel');
   assert.equal(row(view, 'source', 0).getAttribute('data-line'), '2');
@@ -53,7 +53,6 @@ test('the show list decides which panes start visible; toggles flip them', () =>
     (view.node.querySelector(`section[data-pane="${p}"]`) as HTMLElement).hidden;
   assert.equal(hidden('source'), false);
   assert.equal(hidden('tileir'), true);
-  assert.equal(hidden('diagram'), false); // a diagram is always shown when present
   const toggle = view.node.querySelector(`.${CLASSES.toggle}[data-pane="tileir"]`)!;
   assert.equal(toggle.getAttribute('aria-pressed'), 'false');
   fire(toggle, 'click');
@@ -67,20 +66,11 @@ test('hovering a Tile IR row highlights the linked rows of every pane', () => {
   assert.deepEqual(linkedLines(view, 'source'), ['7']);
   assert.deepEqual(linkedLines(view, 'tileir'), ['7', '7']);
   assert.deepEqual(linkedLines(view, 'sass'), ['7', '7']);
-  assert.deepEqual(linkedLines(view, 'diagram'), ['7']);
   assert.deepEqual(linkedLines(view, 'remarks'), []);
-  assert.equal(view.highlighted.length, 6);
+  assert.equal(view.highlighted.length, 5);
   assert.match(view.node.querySelector('.tl-status')!.textContent!, /^Line 7/);
   fire(view.node, 'mouseleave');
   assert.equal(view.node.querySelectorAll(`.${CLASSES.linked}`).length, 0);
-});
-
-test('hovering a diagram footprint highlights its source line', () => {
-  const { view } = mount();
-  const fp = view.node.querySelector(`.${CLASSES.footprint}[data-line="6"] rect`)!;
-  fire(fp, 'mouseover');
-  assert.deepEqual(linkedLines(view, 'source'), ['6']);
-  assert.deepEqual(linkedLines(view, 'sass'), ['6']);
 });
 
 test('hovering an unmapped row clears the highlight', () => {
@@ -122,24 +112,28 @@ test('output text is shown as text, never parsed as markup', () => {
   assert.equal(view.node.querySelector('.tl-remark .tl-text')!.textContent, 'vectorized load <b>128-bit</b>');
 });
 
-test('a hostile diagram is sanitised before it reaches the page', () => {
-  const raw = fixtureJson() as any;
-  raw.diagram.svg =
-    '<svg xmlns="http://www.w3.org/2000/svg" onload="x()"><script>x()</script><rect width="5" height="5"/></svg>';
-  const { view } = mount(parseInspection(raw));
-  const svg = view.node.querySelector('.tl-diagram svg')!;
-  assert.equal(svg.querySelector('script'), null);
-  assert.equal(svg.hasAttribute('onload'), false);
-  assert.equal(svg.querySelectorAll(`.${CLASSES.footprint}`).length, 3);
+test('Tile IR rows are coloured with the token classes Python sent', () => {
+  const { view } = mount();
+  const text = row(view, 'tileir', 1).querySelector('.tl-text')!;
+  assert.equal(text.textContent, '  %bid = get_tile_block_id : tile<i32>');
+  const classes = [...text.querySelectorAll('span')].map(e => e.className);
+  assert.ok(classes.length >= 2, classes.join(' '));
+  assert.ok(classes.every(c => /^tl-t[a-z]{1,2}$/.test(c)), classes.join(' '));
+  // runs that do not cover the line leave it plain rather than cut
+  const data = fixture();
+  data.stages.get('tileir')!.tokens![1] = [['k', 3]];
+  const plain = mount(data).view;
+  const r = row(plain, 'tileir', 1).querySelector('.tl-text')!;
+  assert.equal(r.querySelectorAll('span').length, 0);
+  assert.equal(r.textContent, '  %bid = get_tile_block_id : tile<i32>');
 });
 
-test('an unusable diagram shows an error line and the other panes still work', () => {
-  const raw = fixtureJson() as any;
-  raw.diagram.svg = '<svg><unclosed></svg>';
-  const { view } = mount(parseInspection(raw));
-  assert.match(view.node.querySelector('.tl-diagram .tl-error')!.textContent!, /not well-formed/);
-  fire(row(view, 'sass', 2), 'mouseover');
-  assert.deepEqual(linkedLines(view, 'source'), ['5']);
+test('gutters carry the colour band of their source line', () => {
+  const { view } = mount();
+  const gutter = row(view, 'tileir', 2).querySelector(`.${CLASSES.band}`)!;
+  assert.ok(gutter.classList.contains('tl-c1'), gutter.className); // line 5: slot 1
+  const source = row(view, 'source', 0).querySelector(`.${CLASSES.band}`)!; // line 2: unmapped
+  assert.ok(![...source.classList].some(c => /^tl-c\d$/.test(c)), source.className);
 });
 
 test('copy buttons copy their pane as text', async () => {
@@ -148,7 +142,7 @@ test('copy buttons copy their pane as text', async () => {
   fire(btn, 'click');
   await new Promise(r => setTimeout(r, 0));
   assert.equal(copied.length, 1);
-  assert.equal(copied[0], fixture().stages.tileir.text);
+  assert.equal(copied[0], fixture().stages.get('tileir')!.text);
   assert.equal(btn.textContent, 'Copied');
   assert.equal(view.node.querySelectorAll(`.${CLASSES.pinned}`).length, 0); // no pin from it
 });
@@ -178,4 +172,16 @@ test('SASS rows lose the padding between address and instruction, nothing else',
     '/*0040*/ LDC R1, c[0x0][0x28] ;');
   assert.equal(compactAddressGap('  %0 = make_token : token'), '  %0 = make_token : token');
   assert.equal(compactAddressGap('/* comment */   x'), '/* comment */   x');
+});
+
+test('token runs still colour a line whose shared indentation is dropped', () => {
+  const data = fixture();
+  const tileir = data.stages.get('tileir')!;
+  tileir.text = tileir.text.split('\n').map(l => `    ${l}`).join('\n');
+  tileir.tokens = tileir.tokens!.map(runs => [['', 4] as [string, number], ...runs]);
+  const { view } = mount(data);
+  const text = row(view, 'tileir', 0).querySelector('.tl-text')!;
+  assert.ok(text.textContent!.startsWith('entry @vadd('), text.textContent!);
+  assert.equal(text.querySelector('span')!.textContent, 'entry');
+  assert.equal(text.querySelector('span')!.className, 'tl-tk');
 });

@@ -62,12 +62,25 @@ try {
   const result = {
     hovered: { pane: 'tileir', line },
     sourceLinked: await linkedIn('section[data-pane="source"] .tl-linked'),
-    footprintLinked: await linkedIn('.tl-footprint.tl-linked'),
+    tileir: await view.locator('section[data-pane="tileir"]').evaluate(pane => {
+      // Tile IR syntax colours: keyword spans are coloured, and differently from plain text
+      const kw = pane.querySelector('.tl-tk');
+      const text = pane.querySelector('.tl-text');
+      const band = pane.querySelector('.tl-band[class*="tl-c"]');
+      return {
+        keywordSpans: pane.querySelectorAll('.tl-tk').length,
+        tokenSpans: pane.querySelectorAll('.tl-text span').length,
+        keywordColour: kw ? getComputedStyle(kw).color : null,
+        textColour: text ? getComputedStyle(text).color : null,
+        bandColour: band ? getComputedStyle(band).borderLeftColor : null
+      };
+    }),
     otherLinked: (await linkedIn('.tl-linked')).filter(l => Number(l) !== line),
     status: await view.locator('.tl-status').textContent()
   };
   mkdirSync(dirname(screenshot), { recursive: true });
   await page.screenshot({ path: screenshot });
+  await view.screenshot({ path: screenshot.replace(/\.png$/, '-view.png') });
 
   // Leave the view: the highlight goes away.
   await page.mouse.move(5, 5);

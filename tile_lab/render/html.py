@@ -42,6 +42,7 @@ from pygments.token import (
 
 from ..artifacts import MIME_TYPE, STAGES, Inspection
 from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer
+from .mime import MIME_VERSION, TOKEN_STAGES, token_runs
 from .palette import DARK_THEME_SELECTORS, line_color_index, palette_css
 
 __all__ = [
@@ -53,7 +54,7 @@ __all__ = [
     "view_class",
 ]
 
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = MIME_VERSION
 
 PANE_TITLES = {
     "source": "Source",
@@ -162,18 +163,21 @@ def view_class(insp: Inspection) -> str:
 def inspection_json(insp: Inspection) -> dict[str, Any]:
     """The ``application/vnd.tile-lab.v1+json`` payload: the Inspection's data without
     the cubin bytes (whose line info holds the cell's temp path, so even their size differs
-    between sessions), plus the schema version and the colour slot of
-    each mapped source line (so a front-end extension colours lines as this view does)."""
+    between sessions), plus the version, the colour slot of each mapped source line and the
+    token runs of the Tile IR (so the extension colours lines and tokens as this view does).
+    ``tile_lab/render/mime_schema.json`` describes it."""
     # Only the panes the user asked for travel in the notebook: a GEMM's SASS and PTX are
     # hundreds of KB, and a notebook stores every output it shows.
     data = _shown(insp).to_json_dict()
     data.pop("cubin", None)
     # A notebook cell's file is a temp path with a process id in it: not stable, not useful.
     data["filename"] = _display_filename(insp.filename)
-    data["schema"] = "tile-lab.inspection"
-    data["schema_version"] = JSON_SCHEMA_VERSION
     data["version"] = JSON_SCHEMA_VERSION
     data["line_colors"] = {str(k): v for k, v in _color_slots(insp).items()}
+    for name, stage in data["stages"].items():
+        stage.pop("name", None)  # the key already says it
+        if name in TOKEN_STAGES:
+            stage["tokens"] = token_runs(stage["text"], _stage_lexer(name), _token_class)
     # Round-trip through JSON: tuples become lists, odd hint values become strings,
     # so the bundle is exactly what a front end receives.
     return json.loads(json.dumps(data, sort_keys=True, default=str))

@@ -8,7 +8,6 @@ find their cubins there. Compile failures come back as data (config key -> messa
 
 from __future__ import annotations
 
-import linecache
 import math
 import multiprocessing
 import os
@@ -19,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Protocol
 
+from .kernel_source import CellDefinition, KernelNotShippable, cell_definition, rebuild
 from .space import Config
 from .store import config_key
 
@@ -46,9 +46,15 @@ class Precompiler:
                  args_fn: Callable[[Config], Sequence[Any]], kinds: dict[str, str],
                  arch: str | None, workers: int | None,
                  executor: CompileExecutor | None = None) -> None:
-        ref = kernel_reference(kernel)
         self.futures: dict[str, Future[tuple[str, str | None, float]]] = {}
         self._pool: CompileExecutor | None = None
+        try:
+            ref = kernel_reference(kernel)
+        except KernelNotShippable:
+            # Precompiling is an optimisation: each launch compiles its own config instead.
+            if executor is not None:
+                executor.shutdown(wait=False)
+            return
         if not configs:
             return
         # Leave one core to the measuring process; never fork a process with a CUDA context.
@@ -159,9 +165,10 @@ def signature_from_portable(portable: tuple[Any, ...]) -> Any:
     return KernelSignature(params, getattr(CallingConvention, convention)(), symbol)
 
 
-def kernel_reference(kernel: Any) -> tuple[str, ...]:
+def kernel_reference(kernel: Any) -> tuple[str, str, str] | tuple[str, CellDefinition]:
     """How a worker process finds ``kernel``: ("module", name, qualname) for importable modules,
-    ("source", filename, text, qualname) for kernels defined in a notebook cell or string."""
+    ("cell", CellDefinition) for kernels defined in a notebook cell or string (only the kernel's
+    ``def`` runs in the worker, never the rest of its cell). Raises KernelNotShippable."""
     from .._cutile_compat import python_function
 
     func = python_function(kernel)
@@ -169,15 +176,10 @@ def kernel_reference(kernel: Any) -> tuple[str, ...]:
     path = getattr(module, "__file__", None)
     if module is not None and path and os.path.exists(path) and func.__module__ != "__main__":
         return ("module", func.__module__, func.__qualname__)
-    filename = func.__code__.co_filename
-    text = "".join(linecache.getlines(filename))
-    if not text:
-        raise RuntimeError(f"cannot find the source of kernel {func.__qualname__} "
-                           f"({filename}) to compile it in a worker process")
-    return ("source", filename, text, func.__qualname__)
+    return ("cell", cell_definition(func))
 
 
-def resolve_kernel(ref: tuple[str, ...]) -> Any:
+def resolve_kernel(ref: tuple[Any, ...]) -> Any:
     if ref[0] == "module":
         import importlib
 
@@ -185,12 +187,7 @@ def resolve_kernel(ref: tuple[str, ...]) -> Any:
         for part in ref[2].split("."):
             obj = getattr(obj, part)
         return obj
-    _, filename, text, qualname = ref
-    # Register the source so cuTile's inspect.findsource sees the same lines as in the parent.
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    namespace: dict[str, Any] = {"__name__": "__tile_lab_worker__"}
-    exec(compile(text, filename, "exec"), namespace)
-    return namespace[qualname]
+    return rebuild(ref[1])
 
 
 def _warm_worker() -> None:
@@ -199,7 +196,7 @@ def _warm_worker() -> None:
     warm_compiler_queries()
 
 
-def _compile_job(job: tuple[str, tuple[str, ...], Any, dict[str, Any], str | None]
+def _compile_job(job: tuple[str, tuple[Any, ...], Any, dict[str, Any], str | None]
                  ) -> tuple[str, str | None, float]:
     key, ref, sig, hints, arch = job
     started = time.perf_counter()

@@ -327,13 +327,43 @@ def _recorded(data: dict) -> Any:
 
 
 class _RecordedMeasurement:
-    """A stored measurement when the full Measurement class cannot rebuild it."""
+    """A stored measurement when the full Measurement class cannot rebuild it (e.g. one
+    written by a custom ``measure``). Only Measurement's own field names become attributes,
+    read through ``__getattr__`` (which Python consults after the class), so a crafted store
+    line can neither replace a method nor set a dunder; every key is kept for to_json_dict."""
+
+    __slots__ = ("_data",)
 
     def __init__(self, data: dict) -> None:
-        self.__dict__.update(data)
+        if not isinstance(data, dict):
+            raise TypeError("a stored measurement must be a JSON object, got "
+                            f"{type(data).__name__}")
+        object.__setattr__(self, "_data", {str(k): v for k, v in data.items()})
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _MEASUREMENT_FIELDS and name in self._data:
+            return self._data[name]
+        raise AttributeError(f"recorded measurement has no field {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a recorded measurement is read-only")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickle / deepcopy rebuild through __init__
+        return (type(self), (dict(self._data),))
 
     def to_json_dict(self) -> dict:
-        return dict(self.__dict__)
+        return dict(self._data)
+
+
+def _measurement_fields() -> frozenset[str]:
+    from dataclasses import fields
+
+    from ..gpu.measurement import Measurement
+
+    return frozenset(f.name for f in fields(Measurement))
+
+
+_MEASUREMENT_FIELDS = _measurement_fields()
 
 
 # ---- context: what the results are valid for --------------------------------------------------

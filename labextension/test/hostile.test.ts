@@ -1,0 +1,187 @@
+/**
+ * Untrusted notebooks: hostile values in every field of the bundle must never become
+ * markup, styles, URLs or prototype lookups. After rendering, the view's DOM is checked
+ * against an allowlist of elements, attributes and class names: nothing the data says
+ * can add a style, a URL-bearing attribute or an element the view does not build itself.
+ */
+import { test } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as fs from 'fs';
+import * as path from 'path';
+
+import { InvalidViewData, parseInspection } from '../src/model';
+import { InspectionView, renderError } from '../src/view';
+import { fixtureJson, newDocument } from './helpers';
+
+/** CSS escapes and functions that sanitizers miss, positioning, markup, prototype keys. */
+export const HOSTILE = [
+  'u\\72l(https://evil.example/a.png)',
+  '\\55 RL(https://evil.example/b.png)',
+  'image-set("https://evil.example/c.png" 1x)',
+  'url(https://evil.example/d.png)',
+  'position:fixed;top:0;left:0;width:100vw;height:100vh;z-index:2147483647',
+  '<svg xmlns="http://www.w3.org/2000/svg" style="position:fixed;inset:0;z-index:9999"' +
+    ' filter="url(https://evil.example/f#x)"><image href="https://evil.example/g.png"/></svg>',
+  '<style>*{background:url(https://evil.example/h.png)}</style>',
+  '<img src="https://evil.example/i.png" onerror="globalThis.pwned=1">',
+  'javascript:globalThis.pwned=2',
+  'constructor',
+  '__proto__',
+  'toString',
+  'hasOwnProperty'
+];
+
+const ELEMENTS = new Set(['DIV', 'SPAN', 'SECTION', 'BUTTON', 'CODE']);
+const ATTRIBUTES = new Set([
+  'class', 'role', 'aria-live', 'aria-pressed', 'type', 'title', 'hidden',
+  'data-kernel', 'data-pane', 'data-row', 'data-line', 'data-kind'
+]);
+const CLASS_NAME = /^(tl-[a-z-]+|tl-t(k|kt|kc|kp|nf|nv|nl|na|nb|nd|no|s|m|c|cs|cp)|tl-c[0-6])$/;
+const CSS_CLASSES = fs.readFileSync(
+  path.resolve(__dirname, '..', '..', 'style', 'base.css'), 'utf8') +
+  fs.readFileSync(path.resolve(__dirname, '..', '..', 'style', 'colors.css'), 'utf8');
+
+/** Every node of the rendered view is one the view builds; returns the problems. */
+function allowlistProblems(root: Element): string[] {
+  const problems: string[] = [];
+  for (const e of [root, ...root.querySelectorAll('*')]) {
+    if (!ELEMENTS.has(e.tagName)) {
+      problems.push(`element <${e.tagName}>`);
+    }
+    for (const a of Array.from(e.attributes)) {
+      if (!ATTRIBUTES.has(a.name)) {
+        problems.push(`attribute ${a.name}="${a.value}" on <${e.tagName}>`);
+      }
+    }
+    for (const c of Array.from(e.classList)) {
+      if (!CLASS_NAME.test(c)) {
+        problems.push(`class ${JSON.stringify(c)}`);
+      }
+    }
+    const pane = e.getAttribute('data-pane');
+    if (pane !== null && !/^[a-z][a-z0-9_]{0,31}$/.test(pane)) {
+      problems.push(`data-pane ${JSON.stringify(pane)}`);
+    }
+    for (const n of ['data-line', 'data-row']) {
+      const v = e.getAttribute(n);
+      if (v !== null && !/^\d+$/.test(v)) {
+        problems.push(`${n} ${JSON.stringify(v)}`);
+      }
+    }
+  }
+  return problems;
+}
+
+/** Render like the MIME renderer does: the view, or the error box for refused data. */
+function render(raw: unknown): { node: HTMLElement; refused: boolean } {
+  const doc = newDocument();
+  try {
+    const view = new InspectionView(parseInspection(raw), doc, { copy: async () => undefined });
+    doc.body.appendChild(view.node);
+    return { node: view.node, refused: false };
+  } catch (err) {
+    assert.ok(err instanceof InvalidViewData, String(err));
+    return { node: renderError(doc, err.message), refused: true };
+  }
+}
+
+/** Ways to put one hostile string into each field of the bundle. */
+function placements(h: string): [string, (d: any) => void][] {
+  return [
+    ['kernel_name', d => (d.kernel_name = h)],
+    ['filename', d => (d.filename = h)],
+    ['source', d => (d.source = `${h}\n${h}\n`)],
+    ['arch', d => (d.arch = h)],
+    ['signature', d => (d.signature = h)],
+    ['hints key', d => (d.hints = { [h]: 1 })],
+    ['hints value', d => (d.hints = { occupancy: h, nested: { style: h } })],
+    ['stage text', d => (d.stages.tileir.text = `${h}\n${h}`)],
+    ['stage name', d => (d.stages[h] = d.stages.sass)],
+    ['line_map entry', d => (d.stages.sass.line_map[1] = h)],
+    ['token class', d => (d.stages.tileir.tokens[0][0] = [h, 5])],
+    ['remark kind', d => (d.remarks[0].kind = h)],
+    ['remark category', d => (d.remarks[0].category = h)],
+    ['remark message', d => (d.remarks[0].message = h)],
+    ['remark pass', d => (d.remarks[0].pass_name = h)],
+    ['remark col', d => (d.remarks[0].col = h)],
+    ['show entry', d => d.show.push(h)],
+    ['versions key', d => (d.versions = { [h]: h })],
+    ['line_colors key', d => (d.line_colors = { [h]: 1 })],
+    ['line_colors value', d => (d.line_colors = { '5': h })],
+    ['version', d => (d.version = h)],
+    ['unknown field', d => (d[h] = h)],
+    ['old diagram pane', d => (d.diagram = { svg: h, footprints: [] })]
+  ];
+}
+
+test('hostile values in every field render as text or are refused, never as markup', () => {
+  let rendered = 0;
+  let refused = 0;
+  for (const h of HOSTILE) {
+    for (const [field, place] of placements(h)) {
+      const raw = fixtureJson() as any;
+      place(raw);
+      const out = render(raw);
+      assert.deepEqual(allowlistProblems(out.node), [], `${field} = ${h}`);
+      assert.equal(out.node.querySelectorAll('[style]').length, 0, `${field} = ${h}: a style`);
+      if (out.refused) {
+        refused++;
+      } else {
+        rendered++;
+      }
+    }
+  }
+  assert.equal((globalThis as any).pwned, undefined);
+  assert.ok(rendered > 100 && refused > 20, `${rendered} rendered, ${refused} refused`);
+});
+
+test('the hostile text reaches the page as text, unchanged', () => {
+  for (const h of HOSTILE) {
+    const raw = fixtureJson() as any;
+    raw.kernel_name = h;
+    raw.remarks[0].message = h;
+    const { node } = render(raw);
+    assert.equal(node.querySelector('.tl-kernel')!.textContent, h);
+    assert.equal(node.querySelector('.tl-remark .tl-text')!.textContent, h);
+  }
+});
+
+test('a stage named constructor is titled "constructor", not by Object.prototype', () => {
+  const raw = fixtureJson() as any;
+  raw.stages.constructor = { text: 'x', line_map: [5] };
+  raw.stages.toString = { text: 'y', line_map: [null] };
+  raw.show.push('constructor', 'hasownproperty');
+  const { node, refused } = render(raw);
+  assert.equal(refused, true); // 'toString' is not a pane name (upper case)
+  delete raw.stages.toString;
+  const ok = render(raw);
+  assert.equal(ok.refused, false);
+  const view = ok.node;
+  const titles = [...view.querySelectorAll('.tl-pane-title')].map(e => e.textContent);
+  assert.ok(titles.includes('constructor'), titles.join(','));
+  assert.ok(!view.textContent!.includes('native code'), view.textContent!);
+  const toggle = view.querySelector('.tl-toggle[data-pane="constructor"]')!;
+  assert.equal(toggle.textContent, 'constructor');
+  // hovering its row links line 5 and the status names the pane by its own name
+  const row = view.querySelector('section[data-pane="constructor"] .tl-row')!;
+  row.dispatchEvent(new (view.ownerDocument.defaultView!.MouseEvent)('mouseover', { bubbles: true }));
+  assert.match(view.querySelector('.tl-status')!.textContent!, /constructor 1/);
+  assert.ok(!node.textContent!.includes('native code'));
+});
+
+test('a show list naming a prototype key shows no pane for it', () => {
+  const raw = fixtureJson() as any;
+  raw.show = ['source', 'constructor', 'valueof'];
+  const { node, refused } = render(raw);
+  assert.equal(refused, false);
+  assert.equal(node.querySelector('section[data-pane="constructor"]'), null);
+  assert.ok(!node.textContent!.includes('native code'));
+});
+
+test('the stylesheet keeps the view painting inside its box', () => {
+  const rule = CSS_CLASSES.match(/\n\.tl-view \{[^}]*\}/)![0];
+  assert.match(rule, /contain: paint;/);
+  assert.match(rule, /overflow: hidden;/);
+  assert.ok(!/url\(|@import|position:\s*fixed/.test(
+    fs.readFileSync(path.resolve(__dirname, '..', '..', 'style', 'colors.css'), 'utf8')));
+});
