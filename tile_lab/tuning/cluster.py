@@ -73,6 +73,10 @@ def connect(options: ClusterOptions) -> Any:
     ray = ray_module()
     if not ray.is_initialized():
         kwargs = {"include_dashboard": False, "log_to_driver": False, **options.init_kwargs}
+        if options.address is None:
+            # A local instance on a busy laptop (or CI runner) can take longer than Ray's 30 s
+            # default for its raylet to register; Ray reads this setting from the environment.
+            os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
         try:
             ray.init(address=options.address, **kwargs)
         except ConnectionError as e:
