@@ -79,9 +79,11 @@ def build(use_gpu: bool):
                                     space.classify(gemm_naive), local_arch(), None)
         print(f"precompiled {len(space)} configs in {time.perf_counter() - t0:.1f} s "
               f"({len(errors)} failed)")
+    from tile_lab.widgets.explore import ExploreOptions
+
     store = str(HERE.parent / "notebooks" / "data" / "tuning_gemm_8192.jsonl")
     explorer = tile_lab.explore(
-        gemm_naive, space, grid_fn, args_fn, use_gpu=use_gpu,
+        gemm_naive, space, grid_fn, args_fn, options=ExploreOptions(use_gpu=use_gpu),
         diagram_args_fn=lambda cfg: (*small, cfg["TM"], cfg["TN"], cfg["TK"]),
         diagram_grid_fn=lambda cfg: (m // cfg["TM"], m // cfg["TN"]),
         store=None if use_gpu else store)

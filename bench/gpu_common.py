@@ -56,3 +56,93 @@ def save(measurements, out_dir: str, name: str) -> str:
     save_measurements(measurements, path)
     print(f"saved {len(measurements)} measurements to {path}")
     return path
+
+
+# ---- per-regime comparisons against the strongest baselines -------------------------------------
+def compare_options(quick: bool):
+    """Interleaved rounds for ``compare_timed``: fewer and shorter with --quick."""
+    from tile_lab.gpu import CompareOptions
+
+    if quick:
+        return CompareOptions(rounds=4, samples_per_round=3, sustain_s=0.5)
+    return CompareOptions(rounds=10, samples_per_round=8, sustain_s=2.0)
+
+
+def comparison_rows(name: str, comparison, *, ours_bytes=None, ours_flops=None) -> list[dict]:
+    """One JSON-ready row per regime: ratio (baseline time / ours: above 1 we are faster), its
+    95% CI, medians, rates, and the SM clock and power each side ran at."""
+    rows = []
+    for r in comparison.regimes:
+        row = dict(row=name, regime=r.regime, ours=r.a.name, baseline=r.b.name,
+                   baseline_version=comparison.baseline, ratio=r.ratio, ci_low=r.ci_low,
+                   ci_high=r.ci_high, ours_median_s=r.a.median_s,
+                   baseline_median_s=r.b.median_s, ours_sm_mhz=r.a.sm_mhz,
+                   baseline_sm_mhz=r.b.sm_mhz, ours_power_w=r.a.power_w,
+                   baseline_power_w=r.b.power_w, ours_throttled=r.a.throttled,
+                   baseline_throttled=r.b.throttled, clock_mismatch=r.clock_mismatch)
+        if ours_bytes:
+            row["ours_gbps"] = ours_bytes / r.a.median_s / 1e9
+        if ours_flops:
+            row["ours_tflops"] = ours_flops / r.a.median_s / 1e12
+            row["baseline_tflops"] = ours_flops / r.b.median_s / 1e12
+        rows.append(row)
+    return rows
+
+
+def print_comparisons(title: str, rows: Sequence[dict], *, unit: str = "") -> None:
+    """The per-regime table: ratio with CI and the clocks/power of each side."""
+    from tile_lab.gpu.device import device_info
+
+    info = device_info()
+    print(f"\n== {title} on {info.name} ({info.arch}) ==")
+    print(f"{'row':30} {'regime':9} {'ratio':>6} {'95% CI':>13} {'ours µs':>9} {'base µs':>9} "
+          f"{'SM MHz ours/base':>17} {'W ours/base':>12} {unit}")
+    for r in rows:
+        def mhz(v):
+            return "?" if v is None else f"{v:.0f}"
+
+        extra = ""
+        if "ours_gbps" in r:
+            extra = f"{r['ours_gbps']:.0f} GB/s"
+        if "ours_tflops" in r:
+            extra = f"{r['ours_tflops']:.0f} vs {r['baseline_tflops']:.0f} TFLOPS"
+        flag = "  CLOCKS DIFFER" if r["clock_mismatch"] else ""
+        print(f"{r['row'][:30]:30} {r['regime']:9} {r['ratio']:6.3f} "
+              f"{r['ci_low']:6.3f}-{r['ci_high']:6.3f} {r['ours_median_s'] * 1e6:9.1f} "
+              f"{r['baseline_median_s'] * 1e6:9.1f} "
+              f"{mhz(r['ours_sm_mhz']) + '/' + mhz(r['baseline_sm_mhz']):>17} "
+              f"{mhz(r['ours_power_w']) + '/' + mhz(r['baseline_power_w']):>12} {extra}{flag}")
+
+
+def environment() -> dict:
+    """Provenance of a benchmark run: device, driver, clocks now, versions of everything timed."""
+    import platform
+
+    from tile_lab.gpu.device import device_info, nvml_reader, provenance
+
+    info = device_info()
+    reader = nvml_reader()
+    state = reader.read()
+    env = dict(provenance=provenance().to_json_dict(), python=platform.python_version(),
+               l2_bytes=info.l2_bytes, max_sm_mhz=reader.max_sm_mhz(),
+               state_at_start=None if state is None else state.to_json_dict())
+    try:
+        import torch
+
+        env["torch"] = torch.__version__
+        env["torch_cuda"] = torch.version.cuda
+    except ImportError:
+        env["torch"] = None
+    return env
+
+
+def save_json(payload: dict, out_dir: str, name: str) -> str:
+    import json
+
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(payload, fh, indent=1, sort_keys=True, default=str)
+        fh.write("\n")
+    print(f"saved {path}")
+    return path

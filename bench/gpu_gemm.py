@@ -1,53 +1,118 @@
-"""tile_lab GEMM (fp16 operands, fp32 accumulate, fp16 out, 8192³) vs ``cupy.matmul``
-(cuBLAS), in one run, with a few tile shapes of the plain (untuned) cuTile kernel."""
+"""fp16 GEMM (fp32 accumulate, 8192³) vs the strongest cuBLAS baseline, per regime.
+
+The baseline is the faster of ``torch.matmul`` and ``cupy.matmul`` (both cuBLAS; picked by a
+short interleaved race, named with its version in the output). Each kernel config is compared
+with it by ``tile_lab.gpu.compare_timed``: ABBA rounds in the burst regime (the GPU recovered
+before every group) and in the sustained regime (after a warm-up of continuous load), cold L2,
+ratio = baseline time / ours (above 1 we are faster) with its 95% CI, and the SM clock and
+power each side ran at. The configs are the best ones ``bench/tune_gemm.py`` found (pass
+``--configs`` with a tune_gemm summary JSON to use another run's).
+
+    python bench/gpu_gemm.py [--quick] [--out DIR] [--configs SUMMARY.json]
+"""
 
 from __future__ import annotations
 
-from gpu_common import parse_args, print_table, save
+import json
+
+from gpu_common import (
+    compare_options,
+    comparison_rows,
+    environment,
+    parse_args,
+    print_comparisons,
+    save_json,
+)
+
+# the best configs of the last tune_gemm.py run (notebooks/data/tuning_gemm_8192_summary.json)
+CONFIGS = {
+    "naive": {"TM": 128, "TN": 128, "TK": 64, "num_ctas": 1},
+    "grouped": {"TM": 128, "TN": 128, "TK": 64, "GROUP": 8, "LAT": 4, "num_ctas": 1},
+    "persistent": {"TM": 128, "TN": 128, "TK": 64, "GROUP": 8, "LAT": 4, "occupancy": 1,
+                   "num_ctas": 1},
+}
+
+
+def kernel_args(variant, cfg, a, b, c, size):
+    """(kernel with its hints, grid, args) of one config of one variant."""
+    from gemm_kernels import gemm_grouped, gemm_naive, gemm_persistent
+
+    from tile_lab.gpu.device import device_info
+
+    hints = {k: cfg[k] for k in ("num_ctas", "occupancy") if k in cfg}
+    tiles_m, tiles_n = -(-size // cfg["TM"]), -(-size // cfg["TN"])
+    if variant == "naive":
+        kernel, grid = gemm_naive, (tiles_m, tiles_n)
+        consts = (cfg["TM"], cfg["TN"], cfg["TK"])
+    else:
+        kernel = gemm_persistent if variant == "persistent" else gemm_grouped
+        grid = (tiles_m * tiles_n,)
+        if variant == "persistent":
+            sms = device_info().sm_count
+            grid = (min(tiles_m * tiles_n, sms * cfg.get("occupancy", 1) // cfg["num_ctas"]),)
+        consts = (cfg["TM"], cfg["TN"], cfg["TK"], cfg["GROUP"], cfg["LAT"])
+    return kernel.replace_hints(**hints) if hints else kernel, grid, (a, b, c, *consts)
+
+
+def compare_configs(size: int, configs: dict, *, quick: bool = False):
+    """Every config vs the strongest cuBLAS baseline, per regime: (rows, comparisons, the
+    baseline's name and version)."""
+    import cupy
+
+    import tile_lab
+    from tile_lab.gpu import baselines, compare_timed, kernel_work
+    from tile_lab.gpu.device import device_info
+    from tile_lab.gpu.metrics import matmul_flops
+    from tile_lab.gpu.sampling import CudaEventTimer
+
+    rng = cupy.random.default_rng(0)
+    a = rng.standard_normal((size, size), dtype=cupy.float32).astype(cupy.float16)
+    b = rng.standard_normal((size, size), dtype=cupy.float32).astype(cupy.float16)
+    c = cupy.empty((size, size), cupy.float16)
+    ref = cupy.empty((size, size), cupy.float16)
+    flops = matmul_flops(size, size, size)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    timer = CudaEventTimer(cupy, stream, l2_bytes=device_info().l2_bytes)
+    base = baselines.fastest(baselines.gemm_candidates(a, b, ref), timer)
+    print(f"GEMM baseline: {base.baseline}")
+    cupy.matmul(a, b, out=ref)
+    expected = ref.astype(cupy.float32)
+    rows, comparisons = [], {}
+    for variant, cfg in configs.items():
+        kernel, grid, args = kernel_args(variant, cfg, a, b, c, size)
+        tile_lab.launch(kernel, grid, args)
+        err = float(cupy.linalg.norm(c.astype(cupy.float32) - expected)
+                    / cupy.linalg.norm(expected))
+        assert err < 1e-2, f"{variant} {cfg}: relative error {err:.3g} vs cuBLAS"
+        w = kernel_work(kernel, grid, args)
+        ours = type(w)(f"gemm_{variant}", w.kernel, w.grid, w.args)
+        cmp = compare_timed(ours, base, compare_options(quick))
+        comparisons[variant] = dict(config=cfg, comparison=cmp.to_json_dict())
+        rows += comparison_rows(f"gemm_{variant}", cmp, ours_flops=flops)
+    return rows, comparisons, base
 
 
 def main() -> None:
+    import argparse
+    import sys
+
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument("--configs", default=None)
+    known, rest = extra.parse_known_args()
+    sys.argv = [sys.argv[0], *rest]
     opts = parse_args(__doc__)
-    import cupy
-    from gpu_kernels import gemm
-
-    import tile_lab
-    from tile_lab.gpu.benchmark import bench_function
-    from tile_lab.gpu.metrics import matmul_flops
-
+    configs = dict(CONFIGS)
+    if known.configs:
+        with open(known.configs, encoding="utf-8") as fh:
+            summary = json.load(fh)
+        for r in summary:
+            if r.get("phase", "").startswith("tile_lab.tune/") and "best" in r:
+                configs[r["phase"].split("/")[1]] = r["best"]
     size = 2048 if opts.quick else 8192
-    m = n = k = size
-    rng = cupy.random.default_rng(0)
-    a = rng.standard_normal((m, k), dtype=cupy.float32).astype(cupy.float16)
-    b = rng.standard_normal((k, n), dtype=cupy.float32).astype(cupy.float16)
-    c = cupy.full((m, n), cupy.nan, dtype=cupy.float16)
-    ref_out = cupy.empty((m, n), dtype=cupy.float16)
-    flops = matmul_flops(m, n, k)
-    nbytes = (m * k + k * n + m * n) * 2
-    samples = max(5, opts.samples // 2)
-
-    cublas = bench_function(lambda: cupy.matmul(a, b, out=ref_out), bytes=nbytes, flops=flops,
-                            mode="cold", samples=samples, label="cupy.matmul (cuBLAS)")
-    expected = ref_out.astype(cupy.float32)
-    ours = []
-    for tm, tn, tk in ((128, 128, 64), (128, 256, 64), (256, 128, 64), (128, 128, 32)):
-        grid = (m // tm, n // tn)
-        meas = tile_lab.bench(gemm, grid, (a, b, c, tm, tn, tk), mode="cold", samples=samples,
-                              flops=flops, label=f"tile_lab gemm {tm}x{tn}x{tk}",
-                              params={"tm": tm, "tn": tn, "tk": tk})
-        err = float(cupy.linalg.norm(c.astype(cupy.float32) - expected)
-                    / cupy.linalg.norm(expected))
-        assert err < 1e-2, f"gemm {tm}x{tn}x{tk} relative error {err:.3g} vs cuBLAS"
-        ours.append((meas, err))
-    rows = [(mm.label.replace("tile_lab gemm ", "tile_lab "), mm,
-             f"{cublas.mean_s / mm.mean_s:.3f}x cuBLAS (rel err {err:.1e})") for mm, err in ours]
-    rows.append(("cupy.matmul (cuBLAS)", cublas,
-                 f"{cublas.tflops / cublas.peak_tflops:.3f} of tensor peak"))
-    print_table(f"GEMM fp16 {m}x{n}x{k} (fp32 accumulate)", rows)
-    best = min((mm for mm, _ in ours), key=lambda x: x.mean_s)
-    print(f"best tile_lab GEMM: {best.tflops:.0f} TFLOPS = {cublas.mean_s / best.mean_s:.3f}x "
-          f"cuBLAS ({cublas.tflops:.0f} TFLOPS); tensor roof {best.peak_tflops:.0f} TFLOPS")
-    save([mm for mm, _ in ours] + [cublas], opts.out, "gpu_gemm.json")
+    rows, comparisons, base = compare_configs(size, configs, quick=opts.quick)
+    print_comparisons(f"GEMM fp16 {size}³ (fp32 accumulate) vs {base.name}", rows)
+    save_json(dict(env=environment(), size=size, baseline=base.baseline, rows=rows,
+                   comparisons=comparisons), opts.out, "gpu_gemm_regimes.json")
 
 
 if __name__ == "__main__":

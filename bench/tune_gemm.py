@@ -4,9 +4,11 @@
   (each in its own process with an empty cuTile cubin cache, so neither reuses the other's
   compiles);
 * the best tuned kernel of each variant (naive K-loop; grouped tile order with latency hints;
-  persistent grouped with occupancy) vs ``cupy.matmul`` (cuBLAS): ROUNDS rounds, each timing
-  both with the same cold-L2 protocol in alternating order; the ratio is the median of the
-  rounds' ratios (clock and power drift hit both alike within a round);
+  persistent grouped with occupancy) vs the strongest cuBLAS baseline (the faster of
+  ``torch.matmul`` and ``cupy.matmul``), per regime: ``tile_lab.gpu.compare_timed`` in ABBA
+  rounds, burst (the GPU recovered before every group) and sustained (after a warm-up of
+  continuous load), ratio with its 95% CI and the SM clock/power of each side — in a process of
+  its own after the tuning, so no tuner's heat lands on one side only;
 * every successful config re-launched once and checked against cuBLAS.
 
     python bench/tune_gemm.py [--size 8192] [--out DIR] [--phases naive,cutile,grouped,persistent]
@@ -28,7 +30,6 @@ import compileall
 import itertools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,7 +45,6 @@ GROUPED_SPACE = dict(TM=[128, 256], TN=[128, 256], TK=[64], GROUP=[8], LAT=[2, 4
                      num_ctas=[1, 2])
 PERSISTENT_SPACE = dict(TM=[128], TN=[128, 256], TK=[64], GROUP=[8], LAT=[3, 4],
                         occupancy=[1, 2], num_ctas=[1, 2])
-ROUNDS = 5
 # A wider space for the grouped kernel (96 configs), searched with the same racing tuner.
 WIDE_SPACE = dict(TM=[128], TN=[128, 256], TK=[64, 128], GROUP=[8, 16], LAT=[3, 4, 6],
                   num_ctas=[1, 2], occupancy=[1, 2])
@@ -129,44 +129,14 @@ class _StackSampler:
         return "\n".join(lines) + "\n"
 
 
-def _alternating_rounds(first, second):
-    """ROUNDS rounds timing two things (functions returning TFLOPS), the order alternating
-    per round so drift hits both alike; per-round pairs and the ratios first/second."""
-    rows = []
-    for i in range(ROUNDS):
-        if i % 2 == 0:
-            x = first()
-            rows.append((x, second()))
-        else:
-            y = second()
-            rows.append((first(), y))
-    ratios = [x / y for x, y in rows]
-    return rows, dict(ratio_min=min(ratios), ratio_max=max(ratios),
-                      ratio=statistics.median(ratios),
-                      tflops=[statistics.median(r[j] for r in rows) for j in (0, 1)])
-
-
-def _versus_cublas(kernel, grid, args, a, b, c, flops, label):
-    """The tuned kernel vs cupy.matmul in alternating rounds: median TFLOPS and ratios."""
-    import cupy as cp
-
-    from tile_lab.gpu import bench, bench_function
-
-    rows, stats = _alternating_rounds(
-        lambda: bench(kernel, grid, args, flops=flops, samples=30, label=label).tflops,
-        lambda: bench_function(lambda: cp.matmul(a, b, out=c), flops=flops, samples=30,
-                               label="cupy.matmul").tflops)
-    return dict(best_tflops=stats["tflops"][0], cublas_tflops=stats["tflops"][1],
-                ratio_vs_cublas=stats["ratio"], ratio_min=stats["ratio_min"],
-                ratio_max=stats["ratio_max"], rounds=rows)
-
-
 def phase_tile_lab(size, variant, store, profile_to=None):
     import cupy as cp
     from gemm_kernels import gemm_grouped, gemm_naive, gemm_persistent
 
     import tile_lab
     from tile_lab.gpu.metrics import matmul_flops
+    from tile_lab.gpu.options import TimingOptions
+    from tile_lab.tuning import RaceOptions, TuneOptions
 
     a, b, c = _data(size)
     if variant == "naive":
@@ -184,8 +154,10 @@ def phase_tile_lab(size, variant, store, profile_to=None):
     _warm_gpu(a, b)
     sampler = _StackSampler() if profile_to else None
     t0 = time.perf_counter()
+    options = TuneOptions(progress=False, flops=flops, race=RaceOptions(samples=5),
+                          timing=TimingOptions(samples=20, regime="burst"))
     result = tile_lab.tune(kernel, tile_lab.Space(**space), grid_fn, args_fn, store=store,
-                           progress=False, samples=20, race_samples=5, flops=flops)
+                           options=options)
     wall = time.perf_counter() - t0
     if sampler is not None:
         Path(profile_to).write_text(sampler.stop())
@@ -201,13 +173,10 @@ def phase_tile_lab(size, variant, store, profile_to=None):
         err = float(cp.abs(c.astype(cp.float32) - ref.astype(cp.float32)).max())
         verified += err < 0.5  # fp16 output of K=8192 fp32-accumulated sums of N(0,1)·N(0,1)
     best = result.best.config
-    k = kernel.replace_hints(**best.hints()) if best.hints() else kernel
-    versus = _versus_cublas(k, grid_fn(best), args_fn(best), a, b, c, flops,
-                            f"gemm_{variant} best")
     pruned = sum(1 for s in result.successes if s.measurement.n == 1)
     return dict(phase=f"tile_lab.tune/{variant}", wall_s=wall, timings=result.timings,
                 configs=len(result.successes) + len(result.failures),
-                best=best.as_dict(), **versus,
+                best=best.as_dict(), best_tflops=result.best.tflops, regime=result.regime,
                 successes=len(result.successes), failures=len(result.failures),
                 stopped_after_one_sample=pruned, verified=verified,
                 compile_max_s=max(result.compile_s.values(), default=None),
@@ -240,23 +209,35 @@ def phase_cutile(size):
 
 
 def phase_compare(size, picks):
-    """The two tuners' best naive configs, timed side by side (ROUNDS alternating rounds of 30
-    cold samples each): is the difference between the picks more than noise?"""
+    """The two tuners' best naive configs, compared per regime (``compare_timed``: ABBA rounds,
+    burst and sustained): is the difference between the picks more than noise?"""
     from gemm_kernels import gemm_naive
+    from gpu_common import comparison_rows, print_comparisons
 
-    from tile_lab.gpu import bench
+    from tile_lab.gpu import compare_timed, kernel_work
     from tile_lab.gpu.metrics import matmul_flops
 
     a, b, c = _data(size)
-    _warm_gpu(a, b)
-    flops = matmul_flops(size, size, size)
-    kernels = []
-    for cfg in picks:
+    works = []
+    for who, cfg in zip(("tile_lab's pick", "cuTile's pick"), picks):
         k = gemm_naive.replace_hints(num_ctas=cfg["num_ctas"])
-        kernels.append((k, _grid_naive(size)(cfg), (a, b, c, cfg["TM"], cfg["TN"], cfg["TK"])))
-    rounds, stats = _alternating_rounds(
-        *(lambda k=k: bench(*k, flops=flops, samples=30).tflops for k in kernels))
-    return dict(phase="compare picks", picks=picks, rounds=rounds, **stats)
+        w = kernel_work(k, _grid_naive(size)(cfg), (a, b, c, cfg["TM"], cfg["TN"], cfg["TK"]))
+        works.append(type(w)(who, w.kernel, w.grid, w.args))
+    cmp = compare_timed(works[0], works[1])
+    rows = comparison_rows("tile_lab pick vs cuTile pick", cmp,
+                           ours_flops=matmul_flops(size, size, size))
+    print_comparisons("the two tuners' picks", rows)
+    return dict(phase="compare picks", picks=picks, rows=rows)
+
+
+def phase_regimes(size, picks):
+    """The best config of each variant vs the strongest cuBLAS baseline, per regime."""
+    from gpu_common import print_comparisons
+    from gpu_gemm import compare_configs
+
+    rows, comparisons, base = compare_configs(size, picks)
+    print_comparisons(f"GEMM fp16 {size}³ vs {base.name}", rows)
+    return dict(phase="regimes", baseline=base.baseline, rows=rows, comparisons=comparisons)
 
 
 def _run_phase(size, phase, store=None, extra=()):
@@ -291,6 +272,8 @@ def main():
             out = phase_cutile(ns.size)
         elif ns.phase == "compare":
             out = phase_compare(ns.size, json.loads(ns.picks))
+        elif ns.phase == "regimes":
+            out = phase_regimes(ns.size, json.loads(ns.picks))
         else:
             out = phase_tile_lab(ns.size, ns.phase, ns.store, ns.profile_to)
         print("RESULT " + json.dumps(out))
@@ -322,15 +305,20 @@ def main():
                               ["--picks", json.dumps([ours["best"], theirs["best"]])])
         if compared is not None:
             results.append(compared)
+    picks = {r["phase"].split("/")[1]: r["best"] for r in results
+             if r["phase"].startswith("tile_lab.tune/")}
+    regimes = None
+    if picks:
+        regimes = _run_phase(ns.size, "regimes", None, ["--picks", json.dumps(picks)])
+        if regimes is not None:
+            results.append(regimes)
     (out_dir / f"tuning_gemm_{ns.size}_summary.json").write_text(json.dumps(results, indent=1))
     print(f"\nfp16 GEMM {ns.size}³ tuning on {results[0].get('gpu') if results else '?'}")
-    print(f"{'run':36} {'wall s':>8} {'best TFLOPS':>12} {'vs cuBLAS':>10}  best config")
+    print(f"{'run':36} {'wall s':>8} {'best TFLOPS':>12}  best config (tuner's measurement)")
     for r in results:
         if "wall_s" not in r:
             continue
-        ratio = f"{r['ratio_vs_cublas']:.3f}" if "ratio_vs_cublas" in r else "-"
-        print(f"{r['phase']:36} {r['wall_s']:8.1f} {r['best_tflops']:12.1f} {ratio:>10}  "
-              f"{r['best']}")
+        print(f"{r['phase']:36} {r['wall_s']:8.1f} {r['best_tflops']:12.1f}  {r['best']}")
     for a in (r for r in results if r["phase"] == "tile_lab.tune/naive"):
         if theirs:
             print(f"tuner wall time ratio tile_lab/cuTile: {a['wall_s'] / theirs['wall_s']:.2f} "
@@ -338,25 +326,27 @@ def main():
     if compared:
         same = "the same config" if compared["picks"][0] == compared["picks"][1] else \
             "different configs"
-        print(f"the two picks ({same}) timed side by side, {ROUNDS} alternating rounds: "
-              f"tile_lab's pick {compared['tflops'][0]:.1f} TFLOPS, cuTile's "
-              f"{compared['tflops'][1]:.1f}; ratio {compared['ratio']:.3f} (per round "
-              f"{compared['ratio_min']:.3f}..{compared['ratio_max']:.3f})")
+        for r in compared["rows"]:
+            print(f"the two picks ({same}), {r['regime']}: tile_lab's pick is {r['ratio']:.3f}x "
+                  f"cuTile's (95% CI {r['ci_low']:.3f}-{r['ci_high']:.3f})")
     for r in results:
-        if "cublas_tflops" in r:
-            print(f"{r['phase']}: cuBLAS {r['cublas_tflops']:.1f} TFLOPS (median of {ROUNDS} "
-                  f"rounds); ratio per round {r['ratio_min']:.3f}..{r['ratio_max']:.3f}; "
-                  f"verified {r['verified']}/{r['successes']} configs; "
+        if "verified" in r:
+            print(f"{r['phase']}: verified {r['verified']}/{r['successes']} configs; "
                   f"{r['stopped_after_one_sample']} stopped after one sample; compiles in "
                   f"workers: slowest {r['compile_max_s']:.1f} s, sum {r['compile_sum_s']:.1f} s; "
-                  f"time split "
-                  f"{ {k: round(v, 1) for k, v in r['timings'].items()} }; worst config "
-                  f"{r['worst']} at {r['worst_tflops']:.1f} TFLOPS")
-    best = max((r for r in results if "ratio_vs_cublas" in r),
-               key=lambda r: r["ratio_vs_cublas"], default=None)
-    if best:
-        print(f"best tuned kernel: {best['phase']} {best['best']} at "
-              f"{best['ratio_vs_cublas']:.3f}x cuBLAS (goal >= 0.95)")
+                  f"time split {({k: round(v, 1) for k, v in r['timings'].items()})}; worst "
+                  f"config {r['worst']} at {r['worst_tflops']:.1f} TFLOPS")
+    if regimes:
+        from gpu_common import print_comparisons
+
+        print_comparisons(f"best configs vs {regimes['baseline']}", regimes["rows"])
+        for regime in ("burst", "sustained"):
+            mine = [r for r in regimes["rows"] if r["regime"] == regime]
+            if mine:
+                top = max(mine, key=lambda r: r["ratio"])
+                print(f"best tuned kernel, {regime}: {top['row']} at {top['ratio']:.3f}x the "
+                      f"strongest cuBLAS (95% CI {top['ci_low']:.3f}-{top['ci_high']:.3f}; "
+                      f"SM {top['ours_sm_mhz']} vs {top['baseline_sm_mhz']} MHz; goal >= 1.0)")
 
 
 def _byte_compile():

@@ -24,8 +24,10 @@ from tune_fakes import FakeMeasurement
 
 from tile_lab.artifacts import Inspection
 from tile_lab.cpp import CppKernel, bench_cpp, compile_configs, inspect_cpp, tune_cpp
+from tile_lab.cpp.tune import CppBuildOptions
 from tile_lab.errors import NoGPUError, TileLabError
-from tile_lab.tuning import Space, SpaceError, TuningStore
+from tile_lab.gpu.options import BenchOptions, TimingOptions
+from tile_lab.tuning import RaceOptions, Space, SpaceError, TuneOptions, TuningStore
 
 EXAMPLES = Path(__file__).parent / "cpp_examples"
 
@@ -80,8 +82,9 @@ def _no_gpu() -> bool:
 def test_tune_cpp_compiles_each_config_with_its_defines_and_finds_the_best():
     timer = FakeTimer()
     space = Space(TILE=[128, 256, 512], OCC=[1, 2])
-    r = tune_cpp(SCALE, "scale", space, _grid, _args, arch=ARCH, strategy="exhaustive",
-                 measure=timer, progress=False, samples=7, workers=2)
+    r = tune_cpp(SCALE, "scale", space, _grid, _args, measure=timer,
+                 options=TuneOptions(arch=ARCH, strategy="exhaustive", progress=False, workers=2,
+                                     timing=TimingOptions(samples=7)))
     assert r.kernel_name == "scale" and not r.failures and len(r.successes) == 6
     # the tile and hint the fake read back from each compiled Tile IR are the config's
     assert sorted((t, o) for t, o, _, _ in timer.calls) == sorted(
@@ -94,8 +97,9 @@ def test_tune_cpp_compiles_each_config_with_its_defines_and_finds_the_best():
 
 def test_tune_cpp_race_measures_contenders_fully():
     timer = FakeTimer()
-    r = tune_cpp(SCALE, "scale", Space(TILE=[64, 256, 1024], OCC=[2]), _grid, _args,
-                 arch=ARCH, measure=timer, progress=False, samples=9, race_samples=2)
+    r = tune_cpp(SCALE, "scale", Space(TILE=[64, 256, 1024], OCC=[2]), _grid, _args, measure=timer,
+                 options=TuneOptions(arch=ARCH, progress=False, race=RaceOptions(samples=2),
+                                     timing=TimingOptions(samples=9)))
     full = [t for t, _, _, n in timer.calls if n == 9]
     assert full == [256]  # 64 and 1024 are > 1.5x slower in the fake's model
     assert r.best.config["TILE"] == 256 and len(r.successes) == 3
@@ -104,15 +108,17 @@ def test_tune_cpp_race_measures_contenders_fully():
 def test_defines_fn_maps_knobs_to_macros():
     timer = FakeTimer()
     r = tune_cpp(SCALE, "scale", Space(tile=[128, 256]), lambda c: (N // c["tile"],), _args,
-                 defines_fn=lambda c: {"TILE": c["tile"], "OCC": 3}, arch=ARCH,
-                 strategy="exhaustive", measure=timer, progress=False)
+                 measure=timer,
+                 options=TuneOptions(arch=ARCH, strategy="exhaustive", progress=False),
+                 build=CppBuildOptions(defines_fn=lambda c: {"TILE": c["tile"], "OCC": 3}))
     assert sorted(timer.calls)[0][:2] == (128, 3) and len(r.successes) == 2
 
 
 def test_a_config_that_does_not_compile_is_a_compile_failure_with_the_cpp_error():
     timer = FakeTimer()
     r = tune_cpp(SCALE, "scale", Space(TILE=[3, 256], OCC=[2]), lambda c: (1,), _args,
-                 arch=ARCH, strategy="exhaustive", measure=timer, progress=False)
+                 measure=timer,
+                 options=TuneOptions(arch=ARCH, strategy="exhaustive", progress=False))
     assert [s.config["TILE"] for s in r.successes] == [256]
     (fail,) = r.failures
     assert fail.config["TILE"] == 3 and fail.stage == "compile"
@@ -123,18 +129,20 @@ def test_a_config_that_does_not_compile_is_a_compile_failure_with_the_cpp_error(
 def test_without_precompile_the_measure_compiles_and_failures_stay_data():
     timer = FakeTimer()
     r = tune_cpp(SCALE, "scale", Space(TILE=[3, 128], OCC=[1]), lambda c: (1,), _args,
-                 arch=ARCH, strategy="exhaustive", measure=timer, progress=False,
-                 precompile_configs=False)
+                 measure=timer,
+                 options=TuneOptions(arch=ARCH, strategy="exhaustive", progress=False,
+                                     precompile=False))
     assert [f.stage for f in r.failures] == ["compile"] and len(r.successes) == 1
 
 
 def test_unknown_knob_is_named_not_silently_ignored():
     with pytest.raises(SpaceError, match=r"'TILE_M'.*no macro of that name.*kernel.cu"):
-        tune_cpp(SCALE, "scale", Space(TILE_M=[64]), _grid, _args, arch=ARCH,
-                 measure=FakeTimer(), progress=False)
+        tune_cpp(SCALE, "scale", Space(TILE_M=[64]), _grid, _args, measure=FakeTimer(),
+                 options=TuneOptions(arch=ARCH, progress=False))
     with pytest.raises(SpaceError, match=r"defines_fn returns 'TYLE'"):
-        tune_cpp(SCALE, "scale", Space(t=[64]), _grid, _args, arch=ARCH,
-                 defines_fn=lambda c: {"TYLE": c["t"]}, measure=FakeTimer(), progress=False)
+        tune_cpp(SCALE, "scale", Space(t=[64]), _grid, _args, measure=FakeTimer(),
+                 options=TuneOptions(arch=ARCH, progress=False),
+                 build=CppBuildOptions(defines_fn=lambda c: {"TYLE": c["t"]}))
 
 
 def test_knobs_may_be_read_in_an_included_header(tmp_path):
@@ -152,17 +160,17 @@ def test_store_resumes_and_a_changed_source_is_a_new_context(tmp_path):
     path = str(tmp_path / "cpp.jsonl")
     space = Space(TILE=[128, 256], OCC=[2])
     first = FakeTimer()
-    tune_cpp(SCALE, "scale", space, _grid, _args, arch=ARCH, strategy="exhaustive",
-             measure=first, store=path, progress=False)
+    tune_cpp(SCALE, "scale", space, _grid, _args, measure=first, store=path,
+             options=TuneOptions(arch=ARCH, strategy="exhaustive", progress=False))
     assert len(first.calls) == 2
     again = FakeTimer()
-    r = tune_cpp(SCALE, "scale", space, _grid, _args, arch=ARCH, strategy="exhaustive",
-                 measure=again, store=path, progress=False)
+    r = tune_cpp(SCALE, "scale", space, _grid, _args, measure=again, store=path,
+                 options=TuneOptions(arch=ARCH, strategy="exhaustive", progress=False))
     assert again.calls == [] and len(r.successes) == 2
     assert all(s.from_store for s in r.successes)
     edited = FakeTimer()
-    tune_cpp(SCALE.replace("2.0f", "3.0f"), "scale", space, _grid, _args, arch=ARCH,
-             strategy="exhaustive", measure=edited, store=path, progress=False)
+    tune_cpp(SCALE.replace("2.0f", "3.0f"), "scale", space, _grid, _args, measure=edited,
+             store=path, options=TuneOptions(arch=ARCH, strategy="exhaustive", progress=False))
     assert len(edited.calls) == 2
     contexts = {json.dumps(rec.context, sort_keys=True) for rec in TuningStore(path).records()}
     assert len(contexts) == 2
@@ -181,8 +189,9 @@ def test_compile_configs_feeds_prebuilt_inspections_without_running_nvcc(monkeyp
 
     monkeypatch.setattr(cpp_tune, "inspect_cpp", no_nvcc)
     timer = FakeTimer()
-    r = tune_cpp(SCALE, "scale", space, _grid, _args, arch=ARCH, strategy="exhaustive",
-                 measure=timer, progress=False, prebuilt=built)
+    r = tune_cpp(SCALE, "scale", space, _grid, _args, measure=timer,
+                 options=TuneOptions(arch=ARCH, strategy="exhaustive", progress=False),
+                 build=CppBuildOptions(prebuilt=built))
     assert len(r.successes) == 2 and sorted(t for t, *_ in timer.calls) == [128, 256]
     with pytest.raises(TileLabError, match=r"prebuilt Inspection.*sm_90, not sm_100"):
         CppKernel(SCALE, "scale", arch="sm_100", prebuilt=built).compile(space.configs()[0])
@@ -197,7 +206,8 @@ def test_bench_and_tune_without_gpu_raise_nogpuerror_naming_the_emulator_scope()
         bench_cpp(insp, (4,), [a, a, a.copy(), a.size])
     assert "Python kernels only" in info.value.hint
     with pytest.raises(NoGPUError) as info:
-        tune_cpp(SCALE, "scale", Space(TILE=[128], OCC=[1]), _grid, _args, progress=False)
+        tune_cpp(SCALE, "scale", Space(TILE=[128], OCC=[1]), _grid, _args,
+                 options=TuneOptions(progress=False))
     assert "Python kernels only" in info.value.hint
 
 
@@ -260,19 +270,19 @@ def fake_gpu(monkeypatch):
             state["kernel"](dev_args)
         return launch
 
-    def bench_function(fn, *, bytes, flops, mode, samples, warmup, label, params, stream):
-        for _ in range(warmup + (samples or 30)):
-            fn()
+    def bench_work(work, *, bytes, flops, timing, label, params, stream):
+        for _ in range(timing.warmup + timing.n):
+            work.run()
             state["timed"] += 1
-        t = (1e-5,) * (samples or 30)
-        return Measurement(kernel=label, mode=mode, grid=(), samples_s=t, mean_s=1e-5,
+        t = (1e-5,) * timing.n
+        return Measurement(kernel=label, mode=timing.mode, grid=(), samples_s=t, mean_s=1e-5,
                            median_s=1e-5, min_s=1e-5, std_s=0.0, ci95_s=0.0, label=label,
                            params=dict(params or {}), bytes=bytes or None,
                            bytes_source="user" if bytes else None)
 
     monkeypatch.setattr(cpp_bench, "_require_gpu", lambda: _FakeCupy)
     monkeypatch.setattr(cpp_bench, "prepare_launch", prepare)
-    monkeypatch.setattr(cpp_bench, "bench_function", bench_function)
+    monkeypatch.setattr(cpp_bench, "bench_work", bench_work)
     return state
 
 
@@ -307,7 +317,7 @@ def test_bench_cpp_in_place_kernel_is_noted_and_left_with_one_result(fake_gpu):
     fake_gpu["kernel"] = lambda d: np.multiply(d[0], 2, out=d[0])
     x = np.ones(4096, np.float32)
     m = bench_cpp(_vector_add_inspection(), (4,), [x, x.copy(), x.copy(), x.size],
-                  samples=3, bytes=123, label="twice")
+                  samples=3, bytes=123, options=BenchOptions(label="twice"))
     assert any("in-place" in n for n in m.notes)
     assert np.array_equal(x, np.full(4096, 2, np.float32))  # one launch from the original
     assert m.label == "twice" and m.bytes == 123 and m.bytes_source == "user"
@@ -389,8 +399,9 @@ def test_gpu_tune_cpp_scale_checked():
     x = cp.random.rand(GPU_N, dtype=cp.float32)
     y = cp.empty_like(x)
     r = tune_cpp(SCALE, "scale", TUNE_SPACE, lambda c: (GPU_N // c["TILE"],),
-                 lambda c: (x, y, GPU_N), arch=arch, progress=False, samples=10,
-                 check=lambda x, y, n: np.multiply(x, 2, out=y), prebuilt=_prebuilt(arch)[0])
+                 lambda c: (x, y, GPU_N), check=lambda x, y, n: np.multiply(x, 2, out=y),
+                 options=TuneOptions(arch=arch, progress=False, timing=TimingOptions(samples=10)),
+                 build=CppBuildOptions(prebuilt=_prebuilt(arch)[0]))
     assert not r.failures and len(r.successes) == len(TUNE_SPACE)
     assert r.best.measurement.gbps > 0 and r.best.measurement.max_abs_err == 0
     cp.testing.assert_allclose(y, 2 * x)

@@ -9,6 +9,7 @@ import pytest
 
 import tile_lab
 from tile_lab.errors import CheckMismatch, TileLabError
+from tile_lab.gpu import BenchOptions, TimingOptions
 
 N = 1 << 25  # 128 MiB per float32 array: far larger than any L2
 TILE = 1024
@@ -105,7 +106,7 @@ def test_known_writes_skip_the_probes_and_keep_fresh_outputs():
 
     x = cupy.arange(1 << 20, dtype=cupy.float32)
     m = tile_lab.bench(add_one, ((1 << 20) // TILE,), (x, TILE), samples=5,
-                       writes=Writes((0,), True))
+                       options=BenchOptions(writes=Writes((0,), True)))
     assert m.fresh_outputs and m.n == 5
     cupy.testing.assert_array_equal(x, cupy.arange(1 << 20, dtype=cupy.float32) + 1)
 
@@ -114,9 +115,11 @@ def test_known_writes_skip_the_probes_and_keep_fresh_outputs():
 def test_stop_above_stops_a_slow_kernel_after_one_sample(vectors):
     a, b, c = vectors
     args = (a, b, c, TILE)
-    slow = tile_lab.bench(vadd, (N // TILE,), args, samples=8, stop_above_s=1e-9)
-    assert slow.n == 1 and "stopped after 1 sample" in slow.notes[0]
-    fast = tile_lab.bench(vadd, (N // TILE,), args, samples=8, stop_above_s=10.0)
+    slow = tile_lab.bench(vadd, (N // TILE,), args, timing=TimingOptions(samples=8,
+                                                                         stop_above_s=1e-9))
+    assert slow.n == 1 and any("stopped after 1 sample" in n for n in slow.notes)
+    fast = tile_lab.bench(vadd, (N // TILE,), args, timing=TimingOptions(samples=8,
+                                                                         stop_above_s=10.0))
     assert fast.n == 8 and not any("stopped" in note for note in fast.notes)
     cupy = pytest.importorskip("cupy")
     cupy.testing.assert_array_equal(c, a + b)
@@ -146,7 +149,7 @@ def test_bench_on_torch_tensors_and_a_torch_stream():
     b = torch.randn(1 << 20, device="cuda")
     c = torch.empty_like(a)
     m = tile_lab.bench(vadd, ((1 << 20) // TILE,), (a, b, c, TILE), samples=5, mode="graph",
-                       stream=torch.cuda.current_stream())
+                       options=BenchOptions(stream=torch.cuda.current_stream()))
     assert m.n == 5 and m.bytes == 3 * 4 * (1 << 20)
     torch.cuda.synchronize()
     assert torch.equal(c, a + b)
@@ -156,7 +159,7 @@ def test_bench_on_torch_tensors_and_a_torch_stream():
 def test_isolated_bench_returns_a_measurement_from_the_worker(vectors):
     a, b, c = vectors
     m = tile_lab.bench(vadd, ((1 << 20) // TILE,), (a[:1 << 20], b[:1 << 20], c[:1 << 20], TILE),
-                       samples=5, isolate=True, timeout=180)
+                       samples=5, options=BenchOptions(isolate=True, timeout=180))
     assert m.provenance is not None and m.provenance.isolated
     assert m.n == 5 and m.mean_s > 0
 
@@ -274,8 +277,8 @@ def test_isolated_bench_carries_the_derived_flops_source():
     a = cupy.ones((256, 128), cupy.float16)
     b = cupy.ones((128, 256), cupy.float16)
     c = cupy.zeros((256, 256), cupy.float32)
-    m = tile_lab.bench(gemm, (4, 4), (a, b, c, 64, 64, 32), samples=3, isolate=True,
-                       timeout=180)
+    m = tile_lab.bench(gemm, (4, 4), (a, b, c, 64, 64, 32), samples=3,
+                       options=BenchOptions(isolate=True, timeout=180))
     assert m.provenance.isolated and m.flops == 2 * 256 * 256 * 128
     assert m.flops_source.startswith("mma shapes") and m.tflops > 0
 

@@ -38,6 +38,32 @@ def test_round_trip_through_a_file_keeps_every_field(tmp_path):
     assert isinstance(loaded[0].samples_s, tuple) and isinstance(loaded[0].grid, tuple)
 
 
+def test_state_fields_round_trip_and_show_in_the_summary(tmp_path):
+    from dataclasses import replace
+
+    from tile_lab.gpu.state import SampleState
+
+    states = (SampleState(1980.0, 2619.0, 310.5, 48.0, 0, False),
+              SampleState(1305.0, 2619.0, 699.0, 61.0, 0x4, True),
+              SampleState(None, None, None, None, 0, False))
+    m = replace(make(), regime="sustained", states=states, throttled_samples=1,
+                discarded_samples=0, throttle_policy="keep",
+                baseline="torch.matmul (cuBLAS), torch 2.11.0")
+    save_measurements([m], tmp_path / "s.json")
+    (back,) = load_measurements(tmp_path / "s.json")
+    assert back == m and back.states[1].reasons == 0x4 and back.states[2].sm_mhz is None
+    assert back.sm_mhz == pytest.approx((1980 + 1305) / 2) and back.power_w == pytest.approx(
+        (310.5 + 699.0) / 2)
+    assert "at SM 1642 MHz, 505 W (sustained, 1 throttled)" in back.summary()
+    # records written before the state fields existed still load, with empty states
+    data = make().to_json_dict()
+    for key in ("regime", "states", "throttled_samples", "discarded_samples",
+                "throttle_policy", "baseline"):
+        data.pop(key)
+    old = Measurement.from_json_dict(data)
+    assert old.states == () and old.regime is None and old.sm_mhz is None
+
+
 def test_saved_files_are_deterministic_and_carry_provenance(tmp_path):
     save_measurements([make()], tmp_path / "a.json")
     save_measurements([make()], tmp_path / "b.json")

@@ -7,7 +7,8 @@ import pytest
 from tune_kernels import scale_copy
 
 import tile_lab
-from tile_lab.tuning import Space, TuningStore
+from tile_lab.gpu.options import TimingOptions
+from tile_lab.tuning import RaceOptions, Space, TuneOptions, TuningStore
 
 N = 1 << 24  # 64 MiB of float32 per array
 
@@ -28,8 +29,10 @@ def test_race_on_the_gpu_stores_real_measurements_and_resumes(tmp_path):
     def args(c):
         return (x, y, c["TILE"], c["LAT"])
 
-    r = tile_lab.tune(scale_copy, space, grid, args, store=str(path), progress=False,
-                      samples=10, race_samples=5, bytes=2 * 4 * N)
+    r = tile_lab.tune(scale_copy, space, grid, args, store=str(path),
+                      options=TuneOptions(progress=False, bytes=2 * 4 * N,
+                                          race=RaceOptions(samples=5),
+                                          timing=TimingOptions(samples=10)))
     assert len(r.successes) == 6 and not r.failures
     assert r.best.config["TILE"] != 16
     for s in r.successes:
@@ -42,7 +45,8 @@ def test_race_on_the_gpu_stores_real_measurements_and_resumes(tmp_path):
     assert len(r.compile_s) == 6 and all(sec > 0 for sec in r.compile_s.values())
     cupy.testing.assert_array_equal(y, 2 * x)  # the last launch left a right answer
     assert len(TuningStore(str(path)).done(r.context)) == 6
-    again = tile_lab.tune(scale_copy, space, grid, args, store=str(path), progress=False)
+    again = tile_lab.tune(scale_copy, space, grid, args, store=str(path),
+                          options=TuneOptions(progress=False))
     assert all(s.from_store for s in again.successes)
     assert again.best.config == r.best.config
 

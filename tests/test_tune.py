@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import numpy as np
 import pytest
 from tune_fakes import FakeGPU, FakeMeasurement
 from tune_kernels import scale_copy
 
-from tile_lab.tuning import Config, Space, SpaceError, TuneError, TuningStore, tune
+from tile_lab.gpu.options import TimingOptions
+from tile_lab.tuning import (
+    Config,
+    MeasureRequest,
+    RaceOptions,
+    Space,
+    SpaceError,
+    TuneError,
+    TuneOptions,
+    TuningStore,
+    tune,
+)
 from tile_lab.tuning.store import StoredRecord, config_key
 
 N = 1 << 12
@@ -71,8 +83,9 @@ SPACE = Space(TILE=[64, 128, 256, 512], LAT=[1, 3, 6])
 
 def test_exhaustive_measures_everything_and_finds_the_minimum():
     gpu = FakeGPU()
-    r = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=gpu,
-             progress=False, samples=7)
+    r = tune(scale_copy, SPACE, _grid, _args, measure=gpu,
+             options=TuneOptions(strategy="exhaustive", progress=False,
+                                 timing=TimingOptions(samples=7)))
     assert len(r.successes) == 12 and not r.failures
     assert r.best.config.as_dict() == {"TILE": 256, "LAT": 3}
     assert all(n == 7 for _, _, n in gpu.calls)
@@ -80,8 +93,10 @@ def test_exhaustive_measures_everything_and_finds_the_minimum():
 
 def test_race_finds_the_same_best_with_fewer_full_measurements():
     gpu = FakeGPU()
-    r = tune(scale_copy, SPACE, _grid, _args, strategy="race", measure=gpu, progress=False,
-             samples=20, race_samples=3, race_keep=1.3)
+    r = tune(scale_copy, SPACE, _grid, _args, measure=gpu,
+             options=TuneOptions(strategy="race", progress=False,
+                                 race=RaceOptions(samples=3, keep=1.3),
+                                 timing=TimingOptions(samples=20)))
     assert r.best.config.as_dict() == {"TILE": 256, "LAT": 3}
     full = [c for c in gpu.calls if c[2] == 20]
     assert 1 <= len(full) < 12  # only contenders are re-measured in full
@@ -90,27 +105,28 @@ def test_race_finds_the_same_best_with_fewer_full_measurements():
 
 def test_random_respects_budget_and_seed():
     a, b = FakeGPU(), FakeGPU()
-    ra = tune(scale_copy, SPACE, _grid, _args, strategy="random", budget=4, seed=1,
-              measure=a, progress=False)
-    tune(scale_copy, SPACE, _grid, _args, strategy="random", budget=4, seed=1,
-         measure=b, progress=False)
+    ra = tune(scale_copy, SPACE, _grid, _args, measure=a,
+              options=TuneOptions(strategy="random", budget=4, seed=1, progress=False))
+    tune(scale_copy, SPACE, _grid, _args, measure=b,
+         options=TuneOptions(strategy="random", budget=4, seed=1, progress=False))
     assert len(ra.successes) == 4 and a.calls == b.calls
     with pytest.raises(TuneError, match="budget"):
-        tune(scale_copy, SPACE, _grid, _args, strategy="random", measure=a, progress=False)
+        tune(scale_copy, SPACE, _grid, _args, measure=a,
+             options=TuneOptions(strategy="random", progress=False))
 
 
 def test_coordinate_search_reaches_the_optimum_of_a_separable_cost():
     gpu = FakeGPU()
-    r = tune(scale_copy, SPACE, _grid, _args, strategy="coordinate", measure=gpu,
-             progress=False)
+    r = tune(scale_copy, SPACE, _grid, _args, measure=gpu,
+             options=TuneOptions(strategy="coordinate", progress=False))
     assert r.best.config.as_dict() == {"TILE": 256, "LAT": 3}
     assert len(gpu.calls) < 12
 
 
 def test_failures_are_data_and_the_sweep_continues():
     gpu = FakeGPU(fail_tiles=(128,))
-    r = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=gpu,
-             progress=False)
+    r = tune(scale_copy, SPACE, _grid, _args, measure=gpu,
+             options=TuneOptions(strategy="exhaustive", progress=False))
     assert len(r.failures) == 3 and len(r.successes) == 9
     assert all("ILLEGAL_ADDRESS" in f.error and f.stage == "launch" for f in r.failures)
     assert "FAIL" in r.summary() and "TILE=128" in r.summary()
@@ -118,14 +134,15 @@ def test_failures_are_data_and_the_sweep_continues():
 
 def test_unknown_strategy_is_an_error():
     with pytest.raises(TuneError, match="unknown strategy 'greedy'"):
-        tune(scale_copy, SPACE, _grid, _args, strategy="greedy", measure=FakeGPU())
+        tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(),
+             options=TuneOptions(strategy="greedy"))
 
 
 # ---- the store ---------------------------------------------------------------------------------
 def test_store_round_trip_and_rerun_skips_stored(tmp_path):
     path = tmp_path / "tune.jsonl"
-    first = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=FakeGPU(),
-                 store=str(path), progress=False)
+    first = tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), store=str(path),
+                 options=TuneOptions(strategy="exhaustive", progress=False))
     lines = path.read_text().splitlines()
     assert len(lines) == 12
     rec = json.loads(lines[0])
@@ -133,8 +150,8 @@ def test_store_round_trip_and_rerun_skips_stored(tmp_path):
     assert rec["context"]["source_sha"] and rec["context"]["arrays"]
 
     again = FakeGPU()
-    second = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=again,
-                  store=str(path), progress=False)
+    second = tune(scale_copy, SPACE, _grid, _args, measure=again, store=str(path),
+                  options=TuneOptions(strategy="exhaustive", progress=False))
     assert again.calls == []  # everything came from the store
     assert second.best.config == first.best.config
     assert all(s.from_store for s in second.successes)
@@ -143,16 +160,16 @@ def test_store_round_trip_and_rerun_skips_stored(tmp_path):
 def test_resume_after_a_crash_loses_at_most_the_config_in_flight(tmp_path):
     path = tmp_path / "tune.jsonl"
     with pytest.raises(KeyboardInterrupt):
-        tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive",
-             measure=FakeGPU(crash_after=5), store=str(path), progress=False)
+        tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(crash_after=5), store=str(path),
+             options=TuneOptions(strategy="exhaustive", progress=False))
     assert len(path.read_text().splitlines()) == 5
     # a torn write at the end (the process died mid-line) is ignored and repaired
     with open(path, "a") as f:
         f.write('{"v": 1, "status": "o')
     assert len(TuningStore(path).records()) == 5
     gpu = FakeGPU()
-    r = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=gpu,
-             store=str(path), progress=False)
+    r = tune(scale_copy, SPACE, _grid, _args, measure=gpu, store=str(path),
+             options=TuneOptions(strategy="exhaustive", progress=False))
     assert len(gpu.calls) == 7  # only the 7 configs not stored
     assert len(r.successes) == 12
     assert all(line.endswith("}") for line in path.read_text().splitlines())
@@ -160,16 +177,16 @@ def test_resume_after_a_crash_loses_at_most_the_config_in_flight(tmp_path):
 
 def test_store_context_separates_different_shapes(tmp_path):
     path = tmp_path / "t.jsonl"
-    tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=FakeGPU(),
-         store=str(path), progress=False)
+    tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), store=str(path),
+         options=TuneOptions(strategy="exhaustive", progress=False))
 
     def other_args(cfg):
         x = np.ones(2 * N, np.float32)
         return (x, np.empty_like(x), cfg["TILE"], cfg["LAT"])
 
     gpu = FakeGPU()
-    tune(scale_copy, SPACE, _grid, other_args, strategy="exhaustive", measure=gpu,
-         store=str(path), progress=False)
+    tune(scale_copy, SPACE, _grid, other_args, measure=gpu, store=str(path),
+         options=TuneOptions(strategy="exhaustive", progress=False))
     assert len(gpu.calls) == 12  # a new shape is a new context: nothing reused
 
 
@@ -183,6 +200,7 @@ def test_stored_record_json_round_trip():
 def test_compile_failures_from_the_precompiler_are_recorded_and_not_measured():
     class FakePrecompiler:
         closed = False
+        futures: ClassVar[dict] = {}
 
         def error(self, cfg):
             return "tileiras: out of shared memory" if cfg["TILE"] == 512 else None
@@ -190,10 +208,13 @@ def test_compile_failures_from_the_precompiler_are_recorded_and_not_measured():
         def close(self):
             FakePrecompiler.closed = True
 
-    gpu = FakeGPU()
-    gpu.start_precompile = lambda *a: FakePrecompiler()
-    r = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=gpu,
-             progress=False)
+    class PrecompilingGPU(StoppableGPU):
+        def precompile(self, *a):
+            return FakePrecompiler()
+
+    gpu = PrecompilingGPU()
+    r = tune(scale_copy, SPACE, _grid, _args, measure=gpu,
+             options=TuneOptions(strategy="exhaustive", progress=False))
     assert {f.config["TILE"] for f in r.failures} == {512}
     assert all(f.stage == "compile" and "shared memory" in f.error for f in r.failures)
     assert all(tile != 512 for tile, _, _ in gpu.calls)
@@ -202,40 +223,49 @@ def test_compile_failures_from_the_precompiler_are_recorded_and_not_measured():
 
 def test_stored_results_of_another_space_are_not_mixed_in(tmp_path):
     path = tmp_path / "t.jsonl"
-    tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=FakeGPU(),
-         store=str(path), progress=False)
+    tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), store=str(path),
+         options=TuneOptions(strategy="exhaustive", progress=False))
     narrow = Space(TILE=[128, 256], LAT=[3])
     gpu = FakeGPU()
-    r = tune(scale_copy, narrow, _grid, _args, strategy="exhaustive", measure=gpu,
-             store=str(path), progress=False)
+    r = tune(scale_copy, narrow, _grid, _args, measure=gpu, store=str(path),
+             options=TuneOptions(strategy="exhaustive", progress=False))
     assert gpu.calls == []  # both configs were stored by the wider run
     assert sorted(s.config["TILE"] for s in r.successes) == [128, 256]
 
 
 # ---- the race's early stop, compile order, and the measuring process's warm-up ----------------
 class StoppableGPU(FakeGPU):
-    """A fake that, like the GPU measure, stops after one sample above ``stop_above_s``."""
-
-    wants_config = True
-    can_stop_early = True
+    """A Measurer that, like the GPU one, stops after one sample above ``stop_above_s``."""
 
     def __init__(self, **kw):
         super().__init__(**kw)
         self.limits = []
+        self.precompiled = []
+        self.warmed = 0
 
-    def __call__(self, kernel, grid, args, n, config=None, stop_above_s=None):
-        m = super().__call__(kernel, grid, args, n)
-        self.limits.append((config["TILE"], config["LAT"], stop_above_s))
-        if stop_above_s is not None and m.mean_s > stop_above_s:
+    def precompile(self, kernel, configs, args_fn, kinds, arch, workers):
+        self.precompiled.extend(configs)
+        return None
+
+    def warm_up(self):
+        self.warmed += 1
+
+    def measure(self, kernel, config, grid, args, request: MeasureRequest):
+        m = self(kernel, grid, args, request.samples)
+        self.limits.append((config["TILE"], config["LAT"], request.stop_above_s))
+        if request.stop_above_s is not None and m.mean_s > request.stop_above_s:
             return FakeMeasurement(mean_s=m.mean_s, ci95_s=0.0, gbps=m.gbps, samples=1)
         return m
 
 
 def test_race_stops_clear_losers_after_one_sample_and_keeps_the_best():
     gpu = StoppableGPU()
-    r = tune(scale_copy, SPACE, _grid, _args, strategy="race", measure=gpu, progress=False,
-             samples=20, race_samples=5, race_keep=1.2, race_prune=2.0)
+    race = RaceOptions(samples=5, keep=1.2, prune=2.0)
+    r = tune(scale_copy, SPACE, _grid, _args, measure=gpu,
+             options=TuneOptions(progress=False, race=race, timing=TimingOptions(samples=20)))
     assert r.best.config.as_dict() == {"TILE": 256, "LAT": 3}
+    assert gpu.warmed == 1 and len(gpu.precompiled) == len(SPACE)
+    assert r.regime == "burst" and "burst regime" in r.summary()
     first, *later = gpu.limits
     assert first[2] is None and all(lim[2] is not None for lim in later[:11])  # quick round
     stopped = {(s.config["TILE"], s.config["LAT"]) for s in r.successes
@@ -247,8 +277,8 @@ def test_race_stops_clear_losers_after_one_sample_and_keeps_the_best():
 
 
 def test_race_prune_must_not_undercut_race_keep():
-    with pytest.raises(TuneError, match="race_keep <= race_prune"):
-        tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), race_keep=2.0, race_prune=1.5)
+    with pytest.raises(TuneError, match="keep <= prune"):
+        RaceOptions(keep=2.0, prune=1.5)
 
 
 def test_measures_follow_compile_completion_and_prepare_runs_before_the_first():
@@ -279,28 +309,27 @@ def test_measures_follow_compile_completion_and_prepare_runs_before_the_first():
         def close(self):
             pass
 
-    gpu = FakeGPU()
-    gpu.start_precompile = lambda kernel, todo, *a: FinishingPrecompiler(todo)
-    gpu.prepare = lambda: events.append("prepare")
-    real_call = gpu.__call__
+    class OrderedGPU(StoppableGPU):
+        def precompile(self, kernel, configs, args_fn, kinds, arch, workers):
+            return FinishingPrecompiler(configs)
 
-    def call(kernel, grid, args, n):
-        events.append(args[2])
-        return real_call(kernel, grid, args, n)
+        def warm_up(self):
+            events.append("prepare")
 
-    measure = call
-    measure.start_precompile, measure.prepare = gpu.start_precompile, gpu.prepare
+        def measure(self, kernel, config, grid, args, request):
+            events.append(args[2])
+            return super().measure(kernel, config, grid, args, request)
+
     tune(scale_copy, Space(TILE=[64, 128, 256, 512], LAT=[3]), _grid, _args,
-         strategy="exhaustive", measure=measure, progress=False)
+         measure=OrderedGPU(), options=TuneOptions(strategy="exhaustive", progress=False))
     assert events == ["prepare", 512, 64, 256, 128]
 
 
 def test_random_compiles_only_the_drawn_configs():
-    sent = []
-    gpu = FakeGPU()
-    gpu.start_precompile = lambda kernel, todo, *a: sent.extend(todo) or None
-    r = tune(scale_copy, SPACE, _grid, _args, strategy="random", budget=3, seed=2,
-             measure=gpu, progress=False)
+    gpu = StoppableGPU()
+    r = tune(scale_copy, SPACE, _grid, _args, measure=gpu,
+             options=TuneOptions(strategy="random", budget=3, seed=2, progress=False))
+    sent = gpu.precompiled
     assert len(sent) == 3
     assert {config_key(c) for c in sent} == {config_key(s.config) for s in r.successes}
 
@@ -332,21 +361,21 @@ def test_in_completion_order_yields_configs_as_their_futures_finish():
 def test_a_crafted_store_line_cannot_replace_a_recorded_measurements_methods(tmp_path):
     """Store lines that Measurement cannot rebuild load into known fields only: keys naming
     methods or dunders stay data, the object keeps its own behaviour."""
-    from tile_lab.tuning.tuner import _recorded
+    from tile_lab.tuning.store import recorded_measurement
 
     crafted = {"mean_s": 2e-6, "ci95_s": 1e-8, "gbps": 10.0, "to_json_dict": "boom",
                "__class__": "x", "__getattr__": 1, "_data": {"mean_s": 9.0},
                "not_a_field": 3}
-    m = _recorded(crafted)
+    m = recorded_measurement(crafted)
     assert m.mean_s == 2e-6 and m.gbps == 10.0
     assert m.to_json_dict() == crafted  # nothing lost, and still the method
-    assert type(m).__name__ == "_RecordedMeasurement"
+    assert type(m).__name__ == "RecordedMeasurement"
     with pytest.raises(AttributeError):
         _ = m.not_a_field
     with pytest.raises(AttributeError):
         m.mean_s = 1.0
     with pytest.raises(TypeError, match="JSON object"):
-        _recorded(["mean_s", 1.0])
+        recorded_measurement(["mean_s", 1.0])
     import copy
     import pickle
 

@@ -7,8 +7,8 @@ import pytest
 from tune_fakes import FakeGPU
 from tune_kernels import scale_copy
 
-from tile_lab.tuning import Space, TuningStore, tune
-from tile_lab.widgets.explore import explore
+from tile_lab.tuning import Space, TuneOptions, TuningStore, tune
+from tile_lab.widgets.explore import ExploreOptions, explore
 
 N = 1 << 10
 SPACE = Space(TILE=[64, 128, 256], LAT=[1, 3])
@@ -24,7 +24,7 @@ def _grid(c):
 
 def test_moving_a_slider_measures_and_redraws_the_new_config():
     gpu = FakeGPU()
-    ex = explore(scale_copy, SPACE, _grid, _args, measure=gpu, use_gpu=True)
+    ex = explore(scale_copy, SPACE, _grid, _args, measure=gpu, options=ExploreOptions(use_gpu=True))
     before = ex.redraws
     assert gpu.calls[-1][:2] == (64, 1)
     ex.sliders["TILE"].value = 256  # what a user's slider release does
@@ -40,11 +40,12 @@ def test_moving_a_slider_measures_and_redraws_the_new_config():
 
 
 def test_sweep_then_apply_best_binds_the_tuned_kernel():
-    ex = explore(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), use_gpu=True)
-    result = ex.sweep(strategy="exhaustive")
+    ex = explore(scale_copy, SPACE, _grid, _args, measure=FakeGPU(),
+                 options=ExploreOptions(use_gpu=True))
+    result = ex.sweep(TuneOptions(strategy="exhaustive", progress=False))
     assert result.best.config.as_dict() == {"TILE": 256, "LAT": 3}
     assert ex.config.as_dict() == {"TILE": 256, "LAT": 3}  # sliders moved to the best
-    assert ex.progress.value == 6
+    assert ex.swept == 6
     ns: dict = {}
     snippet = ex.apply_best(ns)
     assert ns["scale_copy_best"] == {"TILE": 256, "LAT": 3}
@@ -53,9 +54,10 @@ def test_sweep_then_apply_best_binds_the_tuned_kernel():
 
 def test_without_gpu_sliders_show_recorded_results_and_drive_the_emulator(tmp_path):
     path = tmp_path / "rec.jsonl"
-    tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=FakeGPU(),
-         store=str(path), progress=False)
-    ex = explore(scale_copy, SPACE, _grid, _args, store=TuningStore(path), use_gpu=False)
+    tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), store=str(path),
+         options=TuneOptions(strategy="exhaustive", progress=False))
+    ex = explore(scale_copy, SPACE, _grid, _args, store=TuningStore(path),
+                 options=ExploreOptions(use_gpu=False))
     ex.sliders["LAT"].value = 3
     assert "recorded" in ex.status.value and "TILE=64, LAT=3" in ex.status.value
     pytest.importorskip("tile_lab.emulator")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from tile_lab.errors import LaunchError
+
 
 @dataclass(frozen=True)
 class FakeMeasurement:
@@ -38,7 +40,8 @@ class FakeGPU:
         if self.crash_after is not None and len(self.calls) > self.crash_after:
             raise KeyboardInterrupt("simulated crash")
         if tile in self.fail_tiles:
-            raise RuntimeError(f"CUDA_ERROR_ILLEGAL_ADDRESS for TILE={tile}")
+            # what the GPU path raises for a faulting launch (its stage is data: "launch")
+            raise LaunchError(f"CUDA_ERROR_ILLEGAL_ADDRESS for TILE={tile}")
         # best at TILE=256, LAT=3; far worse at small tiles
         t = 1e-5 * (1 + abs(tile - 256) / 64) * (1 + abs(lat - 3) / 10)
         del occ

@@ -33,12 +33,15 @@ _EXPORTS: dict[str, str] = {
     "launch": ".gpu",
     "bench": ".gpu",
     "bench_function": ".gpu",
+    "compare_timed": ".gpu",
+    "TimingOptions": ".gpu",
     "Measurement": ".gpu.measurement",
     "load_measurements": ".gpu.measurement",
     "roofline": ".render.plots",
     # tuning
     "Space": ".tuning",
     "tune": ".tuning",
+    "TuneOptions": ".tuning",
     "TuningStore": ".tuning",
     "explore": ".widgets.explore",
     # exercises

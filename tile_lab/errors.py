@@ -25,7 +25,11 @@ class TileLabWarning(UserWarning):
 
 
 class TileLabError(Exception):
-    """Base class. ``location`` (if any) points into the user's cell or file."""
+    """Base class. ``location`` (if any) points into the user's cell or file. ``stage`` (class
+    data) names the stage of measuring a kernel that fails this way: "compile", "launch",
+    "verify" or "measure" (None: not a measuring failure)."""
+
+    stage: str | None = None
 
     def __init__(self, message: str, location: SourceLocation | None = None,
                  hint: str | None = None) -> None:
@@ -71,6 +75,8 @@ def _where(filename: str) -> str:
 class CompileError(TileLabError):
     """The kernel failed to compile (syntax, cuTile typing, or tileiras)."""
 
+    stage = "compile"
+
 
 class SignatureError(TileLabError):
     """``--args`` / ``--sig`` could not be turned into a kernel signature."""
@@ -78,6 +84,8 @@ class SignatureError(TileLabError):
 
 class ToolchainError(TileLabError):
     """A compiler tool (tileiras, tileirdisasm, nvdisasm, nvcc) is missing or broken."""
+
+    stage = "compile"
 
 
 class EmulatorUnsupported(TileLabError):
@@ -95,9 +103,13 @@ class NoGPUError(TileLabError):
 class LaunchError(TileLabError):
     """A GPU launch failed (fault, timeout, or the worker process died)."""
 
+    stage = "launch"
+
 
 class CheckMismatch(TileLabError):
     """A kernel's output differs from the reference given as ``check=`` beyond tolerance."""
+
+    stage = "verify"
 
 
 class DiagramError(TileLabError, ValueError):

@@ -16,11 +16,14 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..artifacts import Inspection
 from ..errors import TileLabError
+from ..tuning.measurer import MeasureRequest, Precompiles
+from ..tuning.options import TuneOptions
 from ..tuning.result import TuningResult
 from ..tuning.space import Config, Space, SpaceError
 from ..tuning.store import TuningStore, config_key
@@ -145,82 +148,90 @@ class _Precompiler:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-class _CppMeasure:
-    """``measure(kernel, grid, args, n, config=cfg)`` for ``tune``: compile the config's
-    defines, then time the Inspection (``bench_cpp``, or an injected ``inner`` measure)."""
+class CppMeasurer:
+    """The :class:`~tile_lab.tuning.measurer.Measurer` of C++ configs: compile the config's
+    defines (nvcc ahead, in threads), then time the Inspection with ``bench_cpp`` — or with an
+    injected ``inner(inspection, grid, args, samples)`` (tests, replays)."""
 
-    wants_config = True
-
-    def __init__(self, inner: Callable[..., Any] | None, *, mode: str, check: Any,
-                 flops: Any, nbytes: Any) -> None:
-        self.inner, self.mode, self.check = inner, mode, check
-        self.flops, self.nbytes = flops, nbytes
+    def __init__(self, inner: Callable[..., Any] | None, *, options: TuneOptions,
+                 check: Callable[..., Any] | None) -> None:
+        self.inner, self.options, self.check = inner, options, check
         self.precompiler: _Precompiler | None = None
 
-    def start_precompile(self, kernel: CppKernel, configs: Sequence[Config], args_fn: Any,
-                         kinds: Any, arch: Any, workers: int | None) -> _Precompiler:
+    def precompile(self, kernel: Any, configs: Sequence[Config],
+                   args_fn: Callable[[Config], Sequence[Any]], kinds: dict[str, str],
+                   arch: str | None, workers: int | None) -> Precompiles | None:
         self.precompiler = _Precompiler(kernel, configs, workers)
         return self.precompiler
 
-    def __call__(self, kernel: CppKernel, grid: tuple[int, ...], args: tuple[Any, ...], n: int,
-                 config: Config) -> Any:
+    def warm_up(self) -> None:
+        pass  # nvcc runs in threads; the first launch's costs are the cubin load, paid in bench
+
+    def measure(self, kernel: Any, config: Config, grid: tuple[int, ...],
+                args: tuple[Any, ...], request: MeasureRequest) -> Any:
         insp = self.precompiler.inspection(config) if self.precompiler is not None else None
         if insp is None:
             insp = kernel.compile(config)  # a compile error here is this config's failure
         if self.inner is not None:
-            if getattr(self.inner, "wants_config", False):
-                return self.inner(insp, grid, args, n, config=config)
-            return self.inner(insp, grid, args, n)
+            return self.inner(insp, grid, args, request.samples)
+        from ..gpu.options import BenchOptions
         from .bench import bench_cpp
 
-        f = self.flops(config) if callable(self.flops) else self.flops
-        b = self.nbytes(config) if callable(self.nbytes) else self.nbytes
+        o = self.options
+        f = o.flops(config) if callable(o.flops) else o.flops
+        b = o.bytes(config) if callable(o.bytes) else o.bytes
         # a short (race) measurement needs one warm-up launch only, as in tile_lab.tune
-        return bench_cpp(insp, grid, args, mode=self.mode, samples=n, check=self.check,
-                         flops=f, bytes=b, warmup=1 if n < 10 else 3,
-                         params=config.as_dict())
+        timing = o.timing.but(samples=request.samples, warmup=1 if request.samples < 10 else 3)
+        return bench_cpp(insp, grid, args, flops=f, bytes=b, check=self.check, timing=timing,
+                         options=BenchOptions(params=config.as_dict()))
+
+
+@dataclass(frozen=True)
+class CppBuildOptions:
+    """How a C++ kernel's configs compile: ``defines_fn(config)`` -> the ``-D`` defines (default:
+    the config itself, knob name = macro name); ``filename``/``include_dirs`` for a source
+    given as text; ``prebuilt``: ``compile_configs``' output made on another machine, for a GPU
+    machine that cannot run the pip nvcc."""
+
+    defines_fn: DefinesFn | None = None
+    filename: str | None = None
+    include_dirs: Sequence[str | os.PathLike[str]] = ()
+    prebuilt: Mapping[str, Inspection] | None = None
 
 
 def tune_cpp(source: str | os.PathLike[str], kernel_name: str | None, space: Space,
              grid_fn: Callable[[Config], Sequence[int]],
-             args_fn: Callable[[Config], Sequence[Any]], *, defines_fn: DefinesFn | None = None,
-             arch: str | int | None = None, objective: str = "time", budget: int | None = None,
-             strategy: str = "race", check: Callable[..., Any] | None = None,
-             store: TuningStore | str | None = None, workers: int | None = None,
-             mode: str = "cold", samples: int = 20, race_samples: int = 5,
-             race_keep: float = 1.5, progress: bool = True, seed: int = 0,
-             measure: Callable[..., Any] | None = None,
-             flops: int | Callable[[Config], int] | None = None,
-             bytes: int | Callable[[Config], int] | None = None,
-             precompile_configs: bool = True, filename: str | None = None,
-             include_dirs: Sequence[str | os.PathLike[str]] = (),
-             prebuilt: Mapping[str, Inspection] | None = None) -> TuningResult:
+             args_fn: Callable[[Config], Sequence[Any]], *,
+             check: Callable[..., Any] | None = None, store: TuningStore | str | None = None,
+             options: TuneOptions | None = None, build: CppBuildOptions | None = None,
+             measure: Callable[..., Any] | None = None) -> TuningResult:
     """Tune the C++ kernel ``kernel_name`` of ``source`` over ``space``; a TuningResult.
 
     Each config compiles with ``inspect_cpp(source, kernel_name, defines=defines_fn(config))``
-    (default: the config itself, knob name = macro name) and is timed with ``bench_cpp``;
-    ``args_fn(config)`` gives the kernel's arguments (CuPy arrays and scalars, no constants:
-    those are the defines), ``grid_fn(config)`` the grid. The rest is ``tile_lab.tuning.tune``:
-    strategies, ``check``, ``flops``/``bytes``, the resumable ``store`` (keyed by the C++
-    source, nvcc/tileiras versions, arrays, arch and GPU). ``arch`` defaults to the local
-    GPU's. ``measure(inspection, grid, args, samples)`` replaces the GPU timing (tests,
-    replays). Without a GPU and without ``measure``: NoGPUError (the CPU emulator runs
-    cuTile Python kernels only). ``prebuilt``: ``compile_configs``' output made on another
-    machine, for a GPU machine that cannot run the pip nvcc.
+    (``build``: a :class:`CppBuildOptions`) and is timed with ``bench_cpp``; ``args_fn(config)``
+    gives the kernel's arguments (CuPy arrays and scalars, no constants: those are the
+    defines), ``grid_fn(config)`` the grid. The rest is ``tile_lab.tuning.tune``: ``options``
+    (a TuneOptions: strategy, samples and regime, flops/bytes, ``arch`` — default the local
+    GPU's), ``check``, the resumable ``store`` (keyed by the C++ source, nvcc/tileiras versions,
+    arrays, arch and GPU). ``measure(inspection, grid, args, samples)`` replaces the GPU timing
+    (tests, replays). Without a GPU and without ``measure``: NoGPUError (the CPU emulator runs
+    cuTile Python kernels only).
     """
+    from dataclasses import replace
+
     from .._inspect import resolve_arch
     from .launch import _require_gpu
 
+    opts = options or TuneOptions()
+    b = build or CppBuildOptions()
     if measure is None:
         _require_gpu()  # before compiling anything
-    kernel = CppKernel(source, kernel_name, arch=resolve_arch(arch), defines_fn=defines_fn,
-                       filename=filename, include_dirs=include_dirs, prebuilt=prebuilt)
-    wrapped = _CppMeasure(measure, mode=mode, check=check, flops=flops, nbytes=bytes)
-    return tune(kernel, space, grid_fn, args_fn, objective=objective, budget=budget,
-                strategy=strategy, store=store, arch=kernel.arch, workers=workers,
-                samples=samples, race_samples=race_samples, race_keep=race_keep,
-                progress=progress, seed=seed, measure=wrapped,
-                precompile_configs=precompile_configs)
+    kernel = CppKernel(source, kernel_name, arch=resolve_arch(opts.arch),
+                       defines_fn=b.defines_fn, filename=b.filename,
+                       include_dirs=b.include_dirs, prebuilt=b.prebuilt)
+    measurer = CppMeasurer(measure, options=opts, check=check)
+    return tune(kernel, space, grid_fn, args_fn, store=store,
+                options=replace(opts, arch=kernel.arch), measure=measurer)
 
 
 def compile_configs(source: str | os.PathLike[str], kernel_name: str | None, space: Space, *,

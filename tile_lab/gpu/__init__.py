@@ -5,16 +5,27 @@ GPU; GPU-only calls raise :class:`~tile_lab.errors.NoGPUError` there.
 Modules: ``device`` (detection, properties, clocks, provenance), ``peaks`` (roofs and the
 per-arch throughput table), ``timing`` (cold/warm/graph protocols, statistics), ``metrics``
 (bytes, FLOPs, rates, output checks), ``measurement`` (the ``Measurement`` record and its
-JSON files), ``launcher`` (``launch``), ``benchmark`` (``bench``), ``isolate`` (worker
-process).
+JSON files), ``state`` (NVML readings, throttle flags), ``sampling`` (the Timeable protocol,
+the timer, samples with state), ``regimes`` (burst/sustained, ``compare_timed``),
+``baselines`` (torch/cuBLAS/copy baselines), ``options`` (frozen option objects),
+``arrays`` + ``inprocess`` (the bottom layer: launch and time in this process), ``launcher``
+(``launch``), ``benchmark`` (``bench``), ``isolate`` (worker process, on top of
+``inprocess``).
 """
 
 from __future__ import annotations
 
-from .benchmark import Writes, bench, bench_function, detect_writes
+from .benchmark import Writes, bench, bench_function, bench_work, detect_writes
 from .device import gpu_available, require_gpu
+from .inprocess import kernel_work
 from .launcher import launch
 from .measurement import Measurement, load_measurements, save_measurements
+from .options import BenchOptions, TimingOptions
+from .regimes import ClockMismatchWarning, CompareOptions, Comparison, compare_timed
+from .sampling import Timeable, TimedWork
+from .state import ThrottlePolicy
 
-__all__ = ["Measurement", "Writes", "bench", "bench_function", "detect_writes", "gpu_available",
-           "launch", "load_measurements", "require_gpu", "save_measurements"]
+__all__ = ["BenchOptions", "ClockMismatchWarning", "CompareOptions", "Comparison", "Measurement",
+           "ThrottlePolicy", "Timeable", "TimedWork", "TimingOptions", "Writes", "bench",
+           "bench_function", "bench_work", "compare_timed", "detect_writes", "gpu_available",
+           "kernel_work", "launch", "load_measurements", "require_gpu", "save_measurements"]

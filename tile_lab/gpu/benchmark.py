@@ -12,223 +12,128 @@ Order of work for one call (in this process, or in the isolation worker):
 4. time ``samples`` samples with the protocol of ``mode`` (:mod:`tile_lab.gpu.timing`);
 5. leave the arguments holding the result of one launch from their original values.
 
+Every sample carries the GPU state it ran in (:mod:`tile_lab.gpu.state`), and the samples are
+taken in a named regime (``TimingOptions.regime``: "burst" by default, waiting for the GPU to
+recover first). The work itself is done by :mod:`tile_lab.gpu.inprocess` (here, or in the
+isolation worker); this module validates, checks and dispatches.
+
 A caller that measures many variants of one kernel (the tuner) learns steps 1–2 once with
-:func:`detect_writes` and passes the answer as ``writes=``: the variants write the same
-arguments, so each later measurement needs one warm-up launch instead of two probes. With
-``stop_above_s=``, a variant whose first timed sample is slower than that stops there (a
-tuning race need not time a 30× slower config five times to know it lost).
+:func:`detect_writes` and passes the answer as ``BenchOptions(writes=...)``: the variants write
+the same arguments, so each later measurement needs one warm-up launch instead of two probes.
+With ``TimingOptions(stop_above_s=...)``, a variant whose first timed sample is slower than
+that stops there (a tuning race need not time a 30× slower config five times to know it lost).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..errors import CheckMismatch, TileLabError
 from . import metrics
-from .launcher import (
+from .arrays import copy_into, host_copy, same_bytes
+from .inprocess import (
+    Amounts,
+    Sampled,
+    Writes,
     as_stream,
+    bench_in_process,
+    build_measurement,
     check_grid,
-    copy_back,
+    detect_writes_here,
     device_args,
-    kernel_name,
-    launch_in_process,
+    time_work,
     with_hints,
 )
 from .measurement import Measurement
-from .timing import MODES, l2_flush_buffer, summarize, time_samples
+from .options import BenchOptions, TimingOptions
+from .sampling import Timeable, TimedWork
 
-DEFAULT_SAMPLES = {"cold": 30, "warm": 30, "graph": 20}
-GRAPH_REPLAY_TARGET_S = 2e-3  # aim for replays of ~2 ms so event resolution is irrelevant
-MAX_GRAPH_LAUNCHES = 500
-
-
-@dataclass(frozen=True)
-class Writes:
-    """Which array arguments (by position) a launch writes, and whether it is in place (its
-    result depends on what those arrays held: every sample must start from fresh copies)."""
-
-    indices: tuple[int, ...]
-    in_place: bool
+__all__ = ["BenchOptions", "TimingOptions", "Writes", "bench", "bench_function", "bench_work",
+           "detect_writes", "resolve_flops", "same_bytes"]
 
 
-def validate(grid: Any, args: Any, mode: str, samples: int | None) -> tuple[int, ...]:
+def validate(grid: Any, args: Any) -> tuple[int, ...]:
     grid = check_grid(grid)
-    if mode not in MODES:
-        raise TileLabError(f"mode={mode!r} is not a timing mode; choose one of "
-                           f"{', '.join(MODES)}")
-    if samples is not None and (not isinstance(samples, int) or samples < 1):
-        raise TileLabError(f"samples={samples!r} must be a positive int")
     if not isinstance(args, (tuple, list)):
         raise TileLabError(f"args must be a tuple or list of kernel arguments, got "
                            f"{type(args).__name__}")
     return grid
 
 
+def timing_of(timing: TimingOptions | None, mode: str | None, samples: int | None
+              ) -> TimingOptions:
+    """``timing`` (default: TimingOptions()) with the ``mode``/``samples`` shorthands applied."""
+    if timing is not None and not isinstance(timing, TimingOptions):
+        raise TileLabError(f"timing= must be a tile_lab.gpu.TimingOptions, not "
+                           f"{type(timing).__name__}")
+    return (timing or TimingOptions()).but(mode=mode, samples=samples)
+
+
 def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = None,
-          flops: int | None = None, mode: str = "cold", samples: int | None = None,
-          warmup: int = 3, check: Callable[..., Any] | None = None,
-          check_tol: tuple[float, float] | None = None, isolate: bool = False,
-          label: str | None = None, params: dict[str, Any] | None = None,
-          hints: dict[str, Any] | None = None, stream: Any = None,
-          launches_per_sample: int | None = None, trace: Any = None,
-          derive_flops: bool = True, timeout: float | None = 300.0,
-          writes: Writes | None = None, stop_above_s: float | None = None) -> Measurement:
+          flops: int | None = None, mode: str | None = None, samples: int | None = None,
+          check: Callable[..., Any] | None = None, timing: TimingOptions | None = None,
+          options: BenchOptions | None = None) -> Measurement:
     """Benchmark ``kernel`` over ``grid`` with ``args``; return a :class:`Measurement`.
 
     ``mode``: "cold" (L2 flushed before each sample, default), "warm", or "graph" (many
-    launches in one CUDA graph, per-launch time). ``bytes``/``flops``: what one launch moves /
-    computes; without ``bytes``, every array argument counts once (or, given an emulator
-    ``trace``, the unique elements it read and wrote). Without ``flops``, they are derived
-    from the kernel's matrix-product shapes (``ct.mma``/``ct.matmul``): from ``trace`` when it
-    describes this launch, else by emulating a few sample blocks on the CPU
+    launches in one CUDA graph, per-launch time); ``samples``: how many (shorthands for the same
+    fields of ``timing``, a :class:`TimingOptions` with the regime, throttle policy, warm-up).
+    ``bytes``/``flops``: what one launch moves / computes; without ``bytes``, every array
+    argument counts once (or, given an emulator trace in ``options``, the unique elements it
+    read and wrote). Without ``flops``, they are derived from the kernel's matrix-product shapes
+    (``ct.mma``/``ct.matmul``) by emulating a few sample blocks on the CPU
     (:func:`tile_lab.gpu.metrics.estimate_flops`); ``Measurement.flops_source`` says which.
-    A kernel without matrix products reports no TFLOPS. ``derive_flops=False`` skips the
-    derivation (it costs a few sample blocks of CPU emulation per call, e.g. in a tuning race).
+    A kernel without matrix products reports no TFLOPS.
 
     ``check``: a reference. It is called with NumPy copies of the arguments as they were
     before the launch and either updates its array arguments in place the way the kernel
     should (returns None), or returns the expected contents of the *last* array argument.
-    Every array is then compared with the GPU's (tolerance ``check_tol`` = (rtol, atol), by
-    default from the dtype); a mismatch raises CheckMismatch, else the errors are recorded.
+    Every array is then compared with the GPU's (tolerance ``options.check_tol``, by default
+    from the dtype); a mismatch raises CheckMismatch, else the errors are recorded.
 
-    ``isolate=True`` runs everything in a worker process (``timeout`` seconds in all).
-
-    ``writes``: what :func:`detect_writes` found for this kernel (skips the two probe
-    launches). ``stop_above_s``: stop after the first timed sample when it is slower than
-    this; the measurement then has one sample and a note saying so.
+    ``options``: a :class:`BenchOptions` (label, params, isolation in a worker process, hints,
+    stream, trace, what the kernel writes).
     """
-    grid = validate(grid, args, mode, samples)
-    if stop_above_s is not None and not (isinstance(stop_above_s, (int, float))
-                                         and stop_above_s > 0):
-        raise TileLabError(f"stop_above_s={stop_above_s!r} must be a positive number of "
-                           "seconds")
+    grid = validate(grid, args)
+    t = timing_of(timing, mode, samples)
+    o = options or BenchOptions()
     from .device import require_gpu
 
     cupy = require_gpu("tile_lab.bench")
-    reference = _reference(check, args) if check is not None else None
+    reference = reference_outputs(check, args) if check is not None else None
     flops, flops_source, flops_notes = resolve_flops(kernel, grid, args, flops=flops,
-                                                     trace=trace, derive=derive_flops)
-    if isolate:
+                                                     trace=o.trace, derive=o.derive_flops)
+    nbytes = bytes
+    if nbytes is None and o.trace is not None:
+        nbytes = metrics.bytes_from_trace(o.trace)
+    if o.isolate:
         from .isolate import run_isolated
 
-        kwargs = dict(bytes=bytes, flops=flops, flops_source=flops_source, mode=mode,
-                      samples=samples, warmup=warmup, label=label, params=params, hints=hints,
-                      launches_per_sample=launches_per_sample, writes=writes,
-                      stop_above_s=stop_above_s)
-        if bytes is None and trace is not None:
-            kwargs["bytes"] = metrics.bytes_from_trace(trace)
-        result = run_isolated("bench", kernel, grid, args, kwargs, timeout=timeout)
-        if bytes is None and trace is not None:
-            result = _relabel_bytes(result, "trace")
+        # the worker gets no trace or stream (neither travels); bytes were resolved here
+        worker_opts = replace(o, trace=None, stream=None)
+        result = run_isolated("bench", kernel, grid, args,
+                              {"timing": t, "options": worker_opts, "flops": flops,
+                               "flops_source": flops_source, "bytes": nbytes},
+                              timeout=o.timeout)
     else:
-        result = _bench_here(cupy, kernel, grid, args, bytes=bytes, flops=flops,
-                             flops_source=flops_source, mode=mode, samples=samples,
-                             warmup=warmup, label=label, params=params, hints=hints,
-                             stream=stream, launches_per_sample=launches_per_sample,
-                             trace=trace, writes=writes, stop_above_s=stop_above_s)
+        result = bench_in_process(cupy, kernel, grid, args, t, o, flops=flops,
+                                  flops_source=flops_source, bytes_=nbytes)
+    if bytes is None and o.trace is not None:
+        result = replace(result, bytes_source="trace")
     if flops_notes:
-        from dataclasses import replace
-
         result = replace(result, notes=result.notes + flops_notes)
     if reference is not None:
-        result = _apply_check(result, args, reference, check_tol)
+        result = apply_check(result, args, reference, o.check_tol)
     return result
 
 
-def _bench_here(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], *,
-                bytes: int | None, flops: int | None, mode: str, samples: int | None,
-                warmup: int, label: str | None, params: dict[str, Any] | None,
-                hints: dict[str, Any] | None, stream: Any, launches_per_sample: int | None,
-                trace: Any, isolated: bool = False,
-                flops_source: str | None = None, writes: Writes | None = None,
-                stop_above_s: float | None = None) -> Measurement:
-    import cuda.tile as ct
-
-    from .device import device_info, provenance
-    from .peaks import device_peaks
-
-    k = with_hints(kernel, hints)
-    launch_stream, s = as_stream(cupy, stream)
-    if mode == "graph" and s.ptr == 0:  # the legacy default stream cannot be captured
-        launch_stream = s = cupy.cuda.Stream(non_blocking=True)
-    dev, back = device_args(cupy, args)
-    launch_args = tuple(dev)
-
-    def launch_once() -> None:
-        ct.launch(launch_stream, grid, k, launch_args)
-
-    pristine: dict[int, Any] = {}
-    if writes is None:  # two launches: compile, surface faults, learn what the kernel writes
-        writes, before = _detect_writes_here(cupy, k, grid, dev, launch_stream)
-        launched = 2
-        if writes.in_place:
-            pristine = {i: before[i] for i in writes.indices}
-        del before
-    else:
-        if writes.in_place:  # the samples restart from what the arguments hold now
-            pristine = {i: device_copy(cupy, cupy.asarray(dev[i])) for i in writes.indices}
-        # one launch: compile (or load the cubin) and surface faults before timing
-        launch_in_process(cupy, k, grid, dev, stream=launch_stream, sync=True)
-        launched = 1
-    views = {i: cupy.asarray(dev[i]) for i in writes.indices}
-
-    def restore() -> None:
-        for i in writes.indices:
-            copy_into(cupy, views[i], pristine[i])
-
-    prepare = restore if writes.in_place else None
-    notes: list[str] = []
-    if writes.in_place and mode == "graph":
-        notes.append("in-place kernel: graph replays apply it repeatedly (outputs restored "
-                     "only before each replay)")
-    for _ in range(max(0, warmup - launched)):
-        if prepare:
-            with s:
-                prepare()
-        launch_once()
-    s.synchronize()
-
-    n = samples or DEFAULT_SAMPLES[mode]
-    per_sample = 1
-    if mode == "graph":
-        per_sample = launches_per_sample or _graph_launches(cupy, s, launch_once, prepare)
-    info = device_info()
-    flush = l2_flush_buffer(cupy, info.l2_bytes) if mode == "cold" else None
-    timing = dict(mode=mode, prepare=prepare, flush_buffer=flush,
-                  launches_per_sample=per_sample)
-    if stop_above_s is not None and n > 1:
-        times = time_samples(cupy, s, launch_once, samples=1, **timing)
-        if times[0] > stop_above_s:
-            notes.append(f"stopped after 1 sample: {times[0] * 1e3:.3g} ms > the limit of "
-                         f"{stop_above_s * 1e3:.3g} ms")
-        else:
-            times += time_samples(cupy, s, launch_once, samples=n - 1, discard_first=False,
-                                  **timing)
-    else:
-        times = time_samples(cupy, s, launch_once, samples=n, **timing)
-    prov = provenance(isolated=isolated)  # clocks right after the timed work
-    del flush
-
-    # leave the arguments holding one launch's result from their original values
-    if writes.in_place:
-        with s:
-            restore()
-        launch_once()
-    s.synchronize()
-    copy_back(cupy, args, back)
-    return _measurement(kernel_name(kernel), mode, grid, times, per_sample, args,
-                        bytes=bytes, flops=flops, trace=trace, label=label, params=params,
-                        fresh=writes.in_place, notes=notes, peaks=device_peaks(),
-                        provenance=prov, flops_source=flops_source)
-
-
-def detect_writes(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any] | None
-                  = None, stream: Any = None) -> Writes:
+def detect_writes(kernel: Any, grid: Any, args: Sequence[Any], *,
+                  hints: dict[str, Any] | None = None, stream: Any = None) -> Writes:
     """Launch ``kernel`` twice and report which array arguments it writes and whether it is in
     place (the second launch changes them again). Afterwards every array holds what it held
     before the call (written ones are restored from copies)."""
@@ -238,8 +143,8 @@ def detect_writes(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[st
     grid = check_grid(grid)
     launch_stream, s = as_stream(cupy, stream)
     dev, _ = device_args(cupy, args)
-    writes, before = _detect_writes_here(cupy, with_hints(kernel, hints), grid, dev,
-                                         launch_stream)
+    writes, before = detect_writes_here(cupy, with_hints(kernel, hints), grid, dev,
+                                        launch_stream)
     with s:
         for i in writes.indices:
             copy_into(cupy, cupy.asarray(dev[i]), before[i])
@@ -247,58 +152,6 @@ def detect_writes(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[st
     return writes
 
 
-def _detect_writes_here(cupy: Any, kernel: Any, grid: tuple[int, ...], dev: Sequence[Any],
-                        stream: Any) -> tuple[Writes, dict[int, Any]]:
-    return detect_writes_of(
-        cupy, dev, lambda: launch_in_process(cupy, kernel, grid, dev, stream=stream, sync=True))
-
-
-def detect_writes_of(cupy: Any, dev: Sequence[Any], launch_and_wait: Callable[[], None]
-                     ) -> tuple[Writes, dict[int, Any]]:
-    """Run ``launch_and_wait`` (one launch, synchronized) twice over the device arguments
-    ``dev``: what it writes, and copies of every array from before the first launch."""
-    views = {i: cupy.asarray(a) for i, a in enumerate(dev) if metrics.is_array(a)}
-    before = {i: device_copy(cupy, v) for i, v in views.items()}
-    launch_and_wait()
-    written = [i for i, v in views.items() if not same_bytes(cupy, v, before[i])]
-    first = {i: device_copy(cupy, views[i]) for i in written}
-    launch_and_wait()
-    in_place = any(not same_bytes(cupy, views[i], first[i]) for i in written)
-    return Writes(tuple(written), in_place), before
-
-
-def _measurement(kernel: str, mode: str, grid: tuple[int, ...], times: Sequence[float],
-                 per_sample: int, args: Sequence[Any], *, bytes: int | None,
-                 flops: int | None, trace: Any, label: str | None,
-                 params: dict[str, Any] | None, fresh: bool, notes: list[str], peaks: Any,
-                 provenance: Any, flops_source: str | None = None) -> Measurement:
-    stats = summarize(times)
-    if bytes is not None:
-        nbytes, bytes_source = int(bytes), "user"
-    elif trace is not None:
-        nbytes, bytes_source = metrics.bytes_from_trace(trace), "trace"
-    else:
-        nbytes, bytes_source = metrics.bytes_from_arrays(args), "array sizes"
-    if nbytes == 0:
-        nbytes, bytes_source = None, None
-    peak_tflops = peaks.top_tflops
-    r = metrics.rates(stats.mean, nbytes=nbytes, flops=flops, peak_gbps=peaks.dram_gbps,
-                      peak_tflops=peak_tflops)
-    if mode != "cold":
-        notes.append(f"{mode} mode: L2 not flushed; inputs that fit in L2 are served from it")
-    return Measurement(
-        kernel=kernel, mode=mode, grid=tuple(grid), samples_s=tuple(times), mean_s=stats.mean,
-        median_s=stats.median, min_s=stats.min, std_s=stats.std, ci95_s=stats.ci95,
-        launches_per_sample=per_sample, label=label, params=dict(params or {}), bytes=nbytes,
-        bytes_source=bytes_source, flops=None if flops is None else int(flops),
-        flops_source=None if flops is None else (flops_source or "user"), gbps=r.gbps,
-        tflops=r.tflops,
-        peak_gbps=peaks.dram_gbps, peak_tflops=peak_tflops, peak_fp32_tflops=peaks.fp32_tflops,
-        above_roof=r.above_roof, fresh_outputs=fresh, provenance=provenance,
-        notes=tuple(notes) + r.notes)
-
-
-# ---- FLOPs when the caller gives none ---------------------------------------------------------
 def resolve_flops(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
                   flops: int | None, trace: Any = None, derive: bool = True
                   ) -> tuple[int | None, str | None, tuple[str, ...]]:
@@ -350,81 +203,8 @@ def _trace_describes(trace: Any, grid: Sequence[int], args: Sequence[Any]) -> bo
     return shapes == [tuple(a.shape) for a in trace.arrays]
 
 
-def _graph_launches(cupy: Any, s: Any, launch_once: Callable[[], None],
-                    prepare: Callable[[], None] | None) -> int:
-    """Launches per graph replay so one replay takes about GRAPH_REPLAY_TARGET_S."""
-    warm = time_samples(cupy, s, launch_once, mode="warm", samples=3, prepare=prepare)
-    per = max(min(warm), 1e-7)
-    return int(min(MAX_GRAPH_LAUNCHES, max(1, math.ceil(GRAPH_REPLAY_TARGET_S / per))))
-
-
-def copy_into(cupy: Any, dst: Any, src: Any) -> None:
-    """``dst[...] = src`` on the current stream; a plain memcpy when both are contiguous
-    (no kernel, so nothing for CuPy to compile on first use)."""
-    if (dst.flags.c_contiguous and src.flags.c_contiguous and dst.dtype == src.dtype
-            and dst.shape == src.shape and hasattr(dst.data, "copy_from_device_async")):
-        dst.data.copy_from_device_async(src.data, src.nbytes)
-    else:
-        dst[...] = src
-
-
-_COMPARE_CHUNK = 32 << 20  # bytes per host round trip of same_bytes (a multiple of 8)
-_staging: list[Any] = []  # two pinned host buffers of _COMPARE_CHUNK bytes, made on first use
-
-
-def device_copy(cupy: Any, a: Any) -> Any:
-    """A copy of ``a`` made with :func:`copy_into` (a memcpy when contiguous)."""
-    out = cupy.empty_like(a)
-    copy_into(cupy, out, a)
-    return out
-
-
-def same_bytes(cupy: Any, a: Any, b: Any) -> bool:
-    """Bitwise equality of two arrays (NaN-safe, dtype-agnostic).
-
-    Device arrays are compared on the host, a chunk at a time through pinned buffers, stopping
-    at the first differing chunk. No GPU kernel is involved on purpose: CuPy compiles each
-    comparison kernel on first use (seconds per kernel on a machine that never ran it, e.g. a
-    fresh cloud GPU), and a tuner must not pay that in front of its first measurement."""
-    x = cupy.ascontiguousarray(a).reshape(-1).view(cupy.uint8)
-    y = cupy.ascontiguousarray(b).reshape(-1).view(cupy.uint8)
-    if x.size != y.size:
-        return False
-    if not hasattr(x, "get"):  # host arrays
-        return _equal_host(np.asarray(x), np.asarray(y))
-    if not _staging:
-        for _ in range(2):
-            mem = cupy.cuda.alloc_pinned_memory(_COMPARE_CHUNK)
-            _staging.append((mem, np.frombuffer(mem, np.uint8, _COMPARE_CHUNK)))
-    (_, bx), (_, by) = _staging
-    for start in range(0, x.size, _COMPARE_CHUNK):
-        n = min(_COMPARE_CHUNK, x.size - start)
-        x[start:start + n].get(out=bx[:n])
-        y[start:start + n].get(out=by[:n])
-        if not _equal_host(bx[:n], by[:n]):
-            return False
-    return True
-
-
-def _equal_host(x: np.ndarray, y: np.ndarray) -> bool:
-    whole = x.size // 8 * 8  # compare 8 bytes at a time: several times faster than bytewise
-    return bool(np.array_equal(x[:whole].view(np.uint64), y[:whole].view(np.uint64))
-                and np.array_equal(x[whole:], y[whole:]))
-
-
 # ---- check= -------------------------------------------------------------------------------------
-def host_copy(value: Any) -> Any:
-    """A NumPy copy of an array argument (any device array), or the value itself."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if not metrics.is_array(value):
-        return value
-    import cupy
-
-    return cupy.asnumpy(cupy.asarray(value))
-
-
-def _reference(check: Callable[..., Any], args: Sequence[Any]) -> dict[int, np.ndarray]:
+def reference_outputs(check: Callable[..., Any], args: Sequence[Any]) -> dict[int, np.ndarray]:
     """Run the reference on host copies of the original arguments: index -> expected array."""
     if not callable(check):
         raise TileLabError(f"check={check!r} must be a callable reference function")
@@ -438,7 +218,7 @@ def _reference(check: Callable[..., Any], args: Sequence[Any]) -> dict[int, np.n
     return expected
 
 
-def _apply_check(m: Measurement, args: Sequence[Any], expected: dict[int, np.ndarray],
+def apply_check(m: Measurement, args: Sequence[Any], expected: dict[int, np.ndarray],
                  tol: tuple[float, float] | None) -> Measurement:
     from dataclasses import replace
 
@@ -462,42 +242,56 @@ def _apply_check(m: Measurement, args: Sequence[Any], expected: dict[int, np.nda
     return replace(m, max_abs_err=worst_abs, max_rel_err=worst_rel)
 
 
-def _relabel_bytes(m: Measurement, source: str) -> Measurement:
-    from dataclasses import replace
+def bench_work(work: Timeable, *, bytes: int | None = None, flops: int | None = None,
+               timing: TimingOptions | None = None, label: str | None = None,
+               params: dict[str, Any] | None = None, stream: Any = None,
+               baseline: str | None = None) -> Measurement:
+    """Time any :class:`~tile_lab.gpu.sampling.Timeable` (a baseline, a C++ kernel launch, a
+    kernel_work) with the protocol and statistics of :func:`bench`. ``work.run()`` enqueues on
+    the current CuPy (and torch) stream and may launch several kernels; the span covers all of
+    them. Graph mode needs the work to be capturable. ``bytes``/``flops``/``baseline`` default
+    to the work's own fields when it has them."""
+    from .device import provenance, require_gpu
+    from .peaks import device_peaks
 
-    return replace(m, bytes_source=source)
+    t = timing or TimingOptions()
+    cupy = require_gpu("tile_lab.gpu.bench_work")
+    _, s = as_stream(cupy, stream)
+    if s.ptr == 0:  # graphs cannot capture the legacy stream; torch needs a real one too
+        cupy.cuda.Device().synchronize()
+        s = cupy.cuda.Stream(non_blocking=True)
+    sampled = time_work(cupy, s, work, t)
+    prov = provenance()
+    nbytes = bytes if bytes is not None else getattr(work, "bytes", None)
+    nflops = flops if flops is not None else getattr(work, "flops", None)
+    name = label or work.name
+    return build_measurement(
+        name, t, (), sampled, (),
+        amounts=Amounts(nbytes, nflops, None, baseline or getattr(work, "baseline", None)),
+        options=BenchOptions(label=name, params=params), peaks=device_peaks(), provenance=prov)
 
 
 def bench_function(fn: Callable[[], Any], *, bytes: int | None = None,
-                   flops: int | None = None, mode: str = "cold", samples: int | None = None,
-                   warmup: int = 3, label: str = "function", params: dict[str, Any] | None = None,
+                   flops: int | None = None, mode: str | None = None,
+                   samples: int | None = None, label: str = "function",
+                   params: dict[str, Any] | None = None, timing: TimingOptions | None = None,
                    stream: Any = None) -> Measurement:
     """Time any GPU work ``fn`` enqueues on the current CuPy stream (a CuPy or cuBLAS baseline)
-    with the same protocol and statistics as :func:`bench`. ``fn`` may launch several kernels;
-    the span covers all of them. Graph mode needs ``fn`` to be capturable."""
-    from .device import device_info, provenance, require_gpu
-    from .peaks import device_peaks
+    with the same protocol and statistics as :func:`bench` (see :func:`bench_work`)."""
+    t = timing_of(timing, mode, samples)
+    return bench_work(TimedWork(label, fn), bytes=bytes, flops=flops, timing=t, label=label,
+                      params=params, stream=stream)
 
-    if mode not in MODES:
-        raise TileLabError(f"mode={mode!r} is not a timing mode; choose one of "
-                           f"{', '.join(MODES)}")
-    cupy = require_gpu("tile_lab.gpu.bench_function")
-    _, s = as_stream(cupy, stream)
-    if mode == "graph" and s.ptr == 0:
-        s = cupy.cuda.Stream(non_blocking=True)
 
-    def run() -> None:
-        with s:
-            fn()
-
-    for _ in range(warmup):
-        run()
-    s.synchronize()
-    per_sample = _graph_launches(cupy, s, run, None) if mode == "graph" else 1
-    flush = l2_flush_buffer(cupy, device_info().l2_bytes) if mode == "cold" else None
-    times = time_samples(cupy, s, run, mode=mode, samples=samples or DEFAULT_SAMPLES[mode],
-                         flush_buffer=flush, launches_per_sample=per_sample)
-    prov = provenance()
-    return _measurement(label, mode, (), times, per_sample, (), bytes=bytes, flops=flops,
-                        trace=None, label=label, params=params, fresh=False, notes=[],
-                        peaks=device_peaks(), provenance=prov)
+def _measurement(kernel: str, mode: str, grid: tuple[int, ...], times: Sequence[float],
+                 per_sample: int, args: Sequence[Any], *, bytes: int | None, flops: int | None,
+                 trace: Any, label: str | None, params: dict[str, Any] | None, fresh: bool,
+                 notes: list[str], peaks: Any, provenance: Any,
+                 flops_source: str | None = None) -> Measurement:
+    # the pre-TimingOptions signature, for tests that build measurements from fixed samples
+    return build_measurement(
+        kernel, TimingOptions(mode=mode), grid,
+        Sampled(tuple(times), per_sample, fresh, tuple(notes), None), args,
+        amounts=Amounts(bytes, flops, flops_source),
+        options=BenchOptions(label=label, params=params, trace=trace), peaks=peaks,
+        provenance=provenance)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NoGPUError
+from .state import StateReader
 
 # What tile_lab still does without a GPU: quoted in every NoGPUError.
 WORKS_WITHOUT_GPU = (
@@ -221,6 +222,22 @@ def _clock_state_smi(index: int) -> ClockState | None:
 
     locked = {"active": "yes", "not active": "no"}.get(parts[3].lower(), "unknown")
     return ClockState(num(parts[0]), num(parts[1]), locked, parts[2] or None, "nvidia-smi")
+
+
+def nvml_reader(index: int | None = None) -> StateReader:
+    """A :class:`~tile_lab.gpu.state.NvmlReader` for CUDA device ``index`` (default: the
+    current one), or a :class:`~tile_lab.gpu.state.NullReader` when NVML is unavailable."""
+    from .state import NullReader, NvmlReader
+
+    pynvml = _nvml()
+    if pynvml is None:
+        return NullReader()
+    if index is None:
+        index = current_device_index() if gpu_available() else 0
+    try:
+        return NvmlReader(_nvml_handle(pynvml, index), pynvml)
+    except Exception:
+        return NullReader()
 
 
 def device_identity() -> dict[str, Any]:

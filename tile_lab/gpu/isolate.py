@@ -37,6 +37,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import CompileError, LaunchError, TileLabError
+from . import metrics
+from .arrays import host_copy
+from .inprocess import bench_in_process, launch_in_process
 
 START_TIMEOUT_S = 60.0  # importing CuPy + cuda.tile and creating a context
 
@@ -165,7 +168,7 @@ def rebuild(spec: FunctionSpec, namespace: dict[str, Any] | None = None) -> Any:
                                           list(spec.file_lines), spec.filename)
     tree = ast.parse(textwrap.dedent(spec.source))
     fn = tree.body[0]
-    if spec.is_kernel:
+    if spec.is_kernel and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         fn.decorator_list = []  # re-wrapped below with the original hints
     ast.increment_lineno(tree, spec.first_line - 1)
     exec(compile(tree, spec.filename, "exec"), ns)
@@ -180,15 +183,11 @@ def rebuild(spec: FunctionSpec, namespace: dict[str, Any] | None = None) -> Any:
 
 # ---- arguments ---------------------------------------------------------------------------
 def host_args(args: Any) -> list[Any]:
-    from .benchmark import host_copy
-
     return [host_copy(a) for a in args]
 
 
 def write_back(args: Any, results: list[Any]) -> None:
     """Copy the worker's arrays into the caller's arrays (NumPy, CuPy, torch, DLPack)."""
-    from . import metrics
-
     for orig, new in zip(args, results):
         if new is None or not metrics.is_array(orig):
             continue
@@ -351,14 +350,11 @@ def _worker_main(address: str) -> None:
 def _run_op(cupy: Any, op: str, kernel: Any, grid: tuple[int, ...], dev: list[Any],
             kwargs: dict[str, Any]) -> Any:
     if op == "launch":
-        from .launcher import launch_in_process
-
         launch_in_process(cupy, kernel, grid, dev, hints=kwargs.get("hints"), sync=True)
         return None
-    from .benchmark import _bench_here
-
-    return _bench_here(cupy, kernel, grid, dev, stream=None, trace=None, isolated=True,
-                       **kwargs)
+    return bench_in_process(cupy, kernel, grid, dev, kwargs["timing"], kwargs["options"],
+                            flops=kwargs["flops"], flops_source=kwargs["flops_source"],
+                            bytes_=kwargs["bytes"], isolated=True)
 
 
 def _describe(exc: BaseException) -> dict[str, Any]:

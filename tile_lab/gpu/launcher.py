@@ -9,96 +9,19 @@ cached hints lookup on top of ``ct.launch``.
 
 from __future__ import annotations
 
-import functools
 import sys
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from ..errors import LaunchError, TileLabError
+from .arrays import copy_back, device_args
 from .device import gpu_available, require_gpu
+from .inprocess import as_stream, check_grid, kernel_name, launch_in_process, with_hints
 
 EMULATOR_NOTICE = "no GPU: running on the tile_lab CPU emulator"
-
-# (kernel, hints key) -> kernel with hints applied. replace_hints() makes a new kernel with its
-# own JIT cache, so it must be made once per (kernel, hints), not once per launch.
-_HINTED: dict[tuple[int, str], tuple[Any, Any]] = {}
-
-
-def check_grid(grid: Any) -> tuple[int, ...]:
-    """``grid`` as a tuple of 1–3 positive ints, or a LaunchError naming what is wrong."""
-    if type(grid) is tuple and 0 < len(grid) < 4 and all(
-            type(d) is int and d > 0 for d in grid):
-        return grid  # the common case, checked cheaply (launch overhead budget: a few µs)
-    if isinstance(grid, (int, np.integer)):
-        grid = (grid,)
-    try:
-        dims = tuple(grid)
-    except TypeError:
-        raise LaunchError(f"grid must be a tuple of 1 to 3 positive ints, got {grid!r}") from None
-    if not 1 <= len(dims) <= 3 or not all(
-            isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
-            for d in dims):
-        raise LaunchError(f"grid must be a tuple of 1 to 3 positive ints, got {grid!r}")
-    return tuple(int(d) for d in dims)
-
-
-def with_hints(kernel: Any, hints: dict[str, Any] | None) -> Any:
-    """``kernel.replace_hints(**hints)``, cached so repeated launches reuse one JIT cache."""
-    if not hints:
-        return kernel
-    key = (id(kernel), repr(sorted(hints.items())))
-    hit = _HINTED.get(key)
-    if hit is not None and hit[0] is kernel:
-        return hit[1]
-    try:
-        hinted = kernel.replace_hints(**hints)
-    except (TypeError, ValueError) as exc:
-        raise TileLabError(f"bad hints={hints!r}: {exc}") from None
-    _HINTED[key] = (kernel, hinted)  # keeps kernel alive, so its id stays unique
-    return hinted
-
-
-def as_stream(cupy: Any, stream: Any) -> tuple[Any, Any]:
-    """(the object ``ct.launch`` gets, a CuPy stream for events and synchronization).
-
-    None means CuPy's current stream. cuTile takes CuPy and torch streams itself; a torch
-    stream is also wrapped (no copy) as a CuPy stream so CuPy events can be recorded on it.
-    """
-    if stream is None:
-        s = cupy.cuda.get_current_stream()
-        return s, s
-    if isinstance(stream, cupy.cuda.Stream):
-        return stream, stream
-    handle = getattr(stream, "cuda_stream", None)  # torch.cuda.Stream
-    if isinstance(handle, int):
-        with warnings.catch_warnings():  # ExternalStream is deprecated but does what we need
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return stream, cupy.cuda.ExternalStream(handle)
-    raise TileLabError(f"stream={stream!r}: pass a CuPy stream (cupy.cuda.Stream) or a torch "
-                       "CUDA stream, or None for CuPy's current stream")
-
-
-def device_args(cupy: Any, args: Sequence[Any]) -> tuple[list[Any], list[tuple[int, Any]]]:
-    """Arguments with NumPy arrays copied to the device; also (index, device copy) pairs whose
-    results must be copied back into the NumPy originals."""
-    out: list[Any] = []
-    back: list[tuple[int, Any]] = []
-    for i, a in enumerate(args):
-        if isinstance(a, np.ndarray):
-            d = cupy.asarray(a)
-            out.append(d)
-            back.append((i, d))
-        else:
-            out.append(a)
-    return out, back
-
-
-def copy_back(cupy: Any, args: Sequence[Any], back: list[tuple[int, Any]]) -> None:
-    for i, d in back:
-        np.copyto(args[i], cupy.asnumpy(d))
+# the in-process pieces, importable from here as before (tile_lab.cpp.launch uses them)
+__all__ = ["EMULATOR_NOTICE", "as_stream", "check_grid", "copy_back", "device_args",
+           "kernel_name", "launch", "launch_in_process", "with_hints"]
 
 
 def launch(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any] | None = None,
@@ -132,47 +55,3 @@ def launch(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any]
     launch_in_process(cupy, kernel, grid, args, hints=hints, stream=stream)
 
 
-def launch_in_process(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], *,
-                      hints: dict[str, Any] | None = None, stream: Any = None,
-                      sync: bool = False) -> None:
-    k = with_hints(kernel, hints)
-    launch_stream, s = as_stream(cupy, stream)
-    dev, back = device_args(cupy, args)
-    try:
-        _ct_launch()(launch_stream, grid, k, tuple(dev))
-        if back or sync:
-            s.synchronize()
-    except Exception as exc:
-        err = _launch_error(exc, kernel)
-        if err is exc:
-            raise
-        raise err from exc
-    copy_back(cupy, args, back)
-
-
-@functools.cache
-def _ct_launch() -> Any:
-    import cuda.tile as ct
-
-    return ct.launch
-
-
-def _launch_error(exc: Exception, kernel: Any) -> Exception:
-    """Compile errors pass through (their own class renders the user's line); CUDA errors
-    become LaunchError naming the kernel."""
-    from .._cutile_compat import is_tile_error
-
-    if isinstance(exc, TileLabError) or is_tile_error(exc):
-        return exc
-    return LaunchError(f"launching {kernel_name(kernel)} failed: {type(exc).__name__}: {exc}",
-                       hint="run it with isolate=True to keep this process's CUDA context "
-                            "healthy, or tile_lab.sanitize(...) to find out-of-bounds accesses")
-
-
-def kernel_name(kernel: Any) -> str:
-    try:
-        from .._cutile_compat import python_function
-
-        return python_function(kernel).__name__
-    except Exception:
-        return getattr(kernel, "__name__", type(kernel).__name__)

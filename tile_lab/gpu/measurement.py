@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from .state import SampleState
+
 FORMAT = "tile_lab.measurements"
 FORMAT_VERSION = 1
 
@@ -80,6 +82,14 @@ class Measurement:
     max_rel_err: float | None = None
     provenance: Provenance | None = None
     notes: tuple[str, ...] = ()
+    # the GPU state around each kept sample (empty when NVML was unavailable or for records
+    # made before tile_lab recorded states), and what the throttle policy saw and did
+    regime: str | None = None  # "burst" | "sustained"
+    states: tuple[SampleState, ...] = ()
+    throttled_samples: int = 0
+    discarded_samples: int = 0
+    throttle_policy: str | None = None  # "wait" | "discard" | "keep"
+    baseline: str | None = None  # a library baseline's call and version
 
     # ---- convenience ---------------------------------------------------------------------
     @property
@@ -117,6 +127,16 @@ class Measurement:
     def name(self) -> str:
         return self.label or self.kernel
 
+    @property
+    def sm_mhz(self) -> float | None:
+        """Median SM clock over the samples' recorded states."""
+        return _median(s.sm_mhz for s in self.states)
+
+    @property
+    def power_w(self) -> float | None:
+        """Median board power over the samples' recorded states."""
+        return _median(s.power_w for s in self.states)
+
     def rate_interval(self, metric: str) -> tuple[float, float] | None:
         """(low, high) of ``metric`` ("gbps" or "tflops") over the 95% CI of the mean time.
 
@@ -147,7 +167,17 @@ class Measurement:
             parts.append(f"max abs err {self.max_abs_err:.3g}, max rel err "
                          f"{self.max_rel_err:.3g}")
         gpu = self.provenance.gpu if self.provenance else "unknown GPU"
-        parts.append(f"on {gpu}")
+        state = ""
+        if self.sm_mhz is not None:
+            state = f" at SM {self.sm_mhz:.0f} MHz"
+            if self.power_w is not None:
+                state += f", {self.power_w:.0f} W"
+        if self.regime:
+            state += f" ({self.regime}"
+            if self.throttled_samples:
+                state += f", {self.throttled_samples} throttled"
+            state += ")"
+        parts.append(f"on {gpu}{state}")
         return "; ".join(parts)
 
     def __str__(self) -> str:
@@ -159,6 +189,7 @@ class Measurement:
         data["grid"] = list(self.grid)
         data["samples_s"] = list(self.samples_s)
         data["notes"] = list(self.notes)
+        data["states"] = [st.to_json_dict() for st in self.states]
         data["provenance"] = None if self.provenance is None else self.provenance.to_json_dict()
         return data
 
@@ -168,6 +199,7 @@ class Measurement:
         data["grid"] = tuple(data["grid"])
         data["samples_s"] = tuple(float(x) for x in data["samples_s"])
         data["notes"] = tuple(data.get("notes", ()))
+        data["states"] = tuple(SampleState.from_json_dict(st) for st in data.get("states", ()))
         prov = data.get("provenance")
         data["provenance"] = None if prov is None else Provenance.from_json_dict(prov)
         return cls(**data)
@@ -204,6 +236,13 @@ def load_measurements(path: str | os.PathLike) -> list[Measurement]:
 def _known(cls: type, data: dict) -> dict:
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in data.items() if k in names}
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    import statistics
+
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
 
 
 def _fmt_time(seconds: float) -> str:

@@ -15,7 +15,7 @@ import threading
 
 import cuda.tile as ct
 
-from .benchmark import same_bytes
+from .arrays import same_bytes
 from .device import require_gpu
 
 

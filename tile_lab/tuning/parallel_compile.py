@@ -203,6 +203,8 @@ def _compile_job(job: tuple[str, tuple[Any, ...], Any, dict[str, Any], str | Non
     try:
         from .._cutile_compat import compile_cubin_like_cutile, compiler_options
 
+        if arch is None:
+            raise ValueError("no target architecture to compile for (pass arch=)")
         sig = signature_from_portable(sig)
         kernel = resolve_kernel(ref)
         if hints:

@@ -37,7 +37,7 @@ class Success:
 @dataclass(frozen=True)
 class Failure:
     config: Config
-    stage: str  # "compile" | "launch" | "check" | "timeout"
+    stage: str  # "setup" | "compile" | "launch" | "verify" | "measure"
     error: str
     from_store: bool = False
 
@@ -60,6 +60,8 @@ class TuningResult:
     timings: dict[str, float] = field(default_factory=dict)
     # config key -> seconds its compile took in a worker process (parallel compiles only)
     compile_s: dict[str, float] = field(default_factory=dict)
+    # the GPU regime every config was measured (and is ranked) in: "burst" | "sustained"
+    regime: str | None = None
 
     @property
     def best(self) -> Success | None:
@@ -86,7 +88,8 @@ class TuningResult:
     def summary(self, top_k: int = 10) -> str:
         lines = [f"{self.kernel_name}: {len(self.successes)} succeeded, "
                  f"{len(self.failures)} failed, {len(self.rejected)} filtered out"
-                 + (f", {self.wall_s:.1f} s" if self.wall_s else "")]
+                 + (f", {self.wall_s:.1f} s" if self.wall_s else "")
+                 + (f"; ranked in the {self.regime} regime" if self.regime else "")]
         for i, s in enumerate(self.ranked()[:top_k]):
             extra = []
             if s.gbps is not None:

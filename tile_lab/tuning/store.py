@@ -9,6 +9,7 @@ on read and overwritten by the next append.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -112,3 +113,52 @@ class TuningStore:
             cut = data.rfind(b"\n") + 1
             with open(self.path, "r+b") as f:
                 f.truncate(cut)
+
+
+def recorded_measurement(data: dict[str, Any]) -> Any:
+    """A stored measurement as a :class:`~tile_lab.gpu.measurement.Measurement`, or, when that
+    class cannot rebuild it (a fake's record), an object with the stored fields."""
+    try:
+        from ..gpu.measurement import Measurement
+
+        return Measurement.from_json_dict(data)
+    except Exception:
+        return RecordedMeasurement(data)
+
+
+class RecordedMeasurement:
+    """A stored measurement when the full Measurement class cannot rebuild it (e.g. one
+    written by a custom ``measure``). Only Measurement's own field names become attributes,
+    read through ``__getattr__`` (which Python consults after the class), so a crafted store
+    line can neither replace a method nor set a dunder; every key is kept for to_json_dict."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        if not isinstance(data, dict):
+            raise TypeError("a stored measurement must be a JSON object, got "
+                            f"{type(data).__name__}")
+        object.__setattr__(self, "_data", {str(k): v for k, v in data.items()})
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _measurement_fields() and name in self._data:
+            return self._data[name]
+        raise AttributeError(f"recorded measurement has no field {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a recorded measurement is read-only")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickle / deepcopy rebuild through __init__
+        return (type(self), (dict(self._data),))
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+@functools.cache
+def _measurement_fields() -> frozenset[str]:
+    from dataclasses import fields
+
+    from ..gpu.measurement import Measurement
+
+    return frozenset(f.name for f in fields(Measurement))

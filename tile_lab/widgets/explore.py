@@ -3,32 +3,55 @@
 With a GPU the config is compiled (cached), launched and measured, and the plot of the current knob
 is redrawn; without one the sliders still drive the CPU emulator and the partition diagram, and the
 performance pane shows recorded results (a TuningStore file) for the selected config. A "sweep"
-button runs ``tile_lab.tune`` with a progress bar; "apply best" binds the tuned kernel in the user
-namespace and prints the code that reproduces it.
+button runs ``tile_lab.tune`` with its progress bar (``tile_lab.progress``, shown in the widget's
+output area); "apply best" binds the tuned kernel in the user namespace and prints the code that
+reproduces it. Measuring goes through the tuner's public
+:class:`~tile_lab.tuning.measurer.Measurer` seam, in the burst regime by default.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ..tuning.measurer import GpuMeasurer, Measurer, MeasureRequest, as_measurer
+from ..tuning.options import TuneOptions
 from ..tuning.result import Failure, Success, TuningResult
 from ..tuning.space import Config, Space, config_from_mapping
-from ..tuning.store import TuningStore, config_key
+from ..tuning.store import TuningStore, config_key, recorded_measurement
+from ..tuning.tuner import kernel_display_name, measure_config
+
+ConfigFn = Callable[[Config], Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class ExploreOptions:
+    """``use_gpu``: measure on the GPU (default: when one is present; else the sliders drive
+    the emulator and recorded results). ``metric``: "time", "gbps" or "tflops" for the bars.
+    ``name``: the kernel's name in titles and the store. ``timing``: a
+    :class:`~tile_lab.gpu.options.TimingOptions` for GPU measurements (default: cold, burst)."""
+
+    use_gpu: bool | None = None
+    metric: str = "time"
+    name: str | None = None
+    timing: Any = None
 
 
 class Explorer:
     """The widget and its state; ``.widget`` is the ipywidgets box (also shown by display)."""
 
-    def __init__(self, kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
-                 args_fn: Callable[[Config], Sequence[Any]], *,
-                 diagram_args_fn: Callable[[Config], Sequence[Any]] | None = None,
-                 diagram_grid_fn: Callable[[Config], Sequence[int]] | None = None,
+    def __init__(self, kernel: Any, space: Space, grid_fn: ConfigFn, args_fn: ConfigFn, *,
+                 diagram_args_fn: ConfigFn | None = None, diagram_grid_fn: ConfigFn | None = None,
                  check: Callable[..., Any] | None = None, store: TuningStore | str | None = None,
-                 measure: Callable[..., Any] | None = None, use_gpu: bool | None = None,
-                 metric: str = "time", name: str | None = None) -> None:
+                 measure: Measurer | Callable[..., Any] | None = None,
+                 options: ExploreOptions | None = None) -> None:
         import ipywidgets as w
+
+        opts = options or ExploreOptions()
+        use_gpu, metric, name = opts.use_gpu, opts.metric, opts.name
+        self.timing = opts.timing
 
         self.kernel, self.space = kernel, space
         self.grid_fn, self.args_fn = grid_fn, args_fn
@@ -38,8 +61,8 @@ class Explorer:
         self.store = TuningStore(store) if isinstance(store, str) else store
         self.kinds = space.classify(kernel)
         self.use_gpu = _gpu_present() if use_gpu is None else use_gpu
-        self._measure = measure
-        self._gpu_measure: Callable[..., Any] | None = None  # made on the first GPU redraw
+        self._measure = as_measurer(measure)
+        self._gpu_measure: Measurer | None = None  # made on the first GPU redraw
         # per-config results of work a redraw would otherwise repeat: a config's diagram never
         # changes, and the store is read once (again after a sweep appended to it)
         self._diagrams: dict[str, str] = {}
@@ -63,17 +86,18 @@ class Explorer:
         # widget front end, and deterministic bytes.
         self.perf = w.HTML()
         self.diagram = w.HTML()
-        self.progress = w.IntProgress(min=0, max=max(len(space), 1), description="sweep")
+        # where the sweep's progress bar (tqdm.auto, through tile_lab.progress) is drawn
+        self.sweep_output = w.Output()
         self.sweep_button = w.Button(description="sweep", icon="play")
         self.apply_button = w.Button(description="apply best", icon="check")
-        self.sweep_button.on_click(lambda _: self.sweep())
+        self.sweep_button.on_click(lambda _: self._sweep_clicked())
         self.apply_button.on_click(lambda _: self.apply_best())
         mode = ("GPU" if self.use_gpu
                 else "CPU emulator (no GPU: performance shows recorded results)")
         header = w.HTML(f"<b>{html.escape(self.name)}</b> — {html.escape(mode)}")
         controls = w.VBox([header, *self.sliders.values(),
-                           w.HBox([self.sweep_button, self.apply_button, self.progress]),
-                           self.status])
+                           w.HBox([self.sweep_button, self.apply_button]),
+                           self.sweep_output, self.status])
         self.widget = w.VBox([controls, w.HBox([self.perf, self.diagram])])
         self.redraw()
 
@@ -116,16 +140,16 @@ class Explorer:
         if key in self.measured:
             return self.measured[key]
         if self.use_gpu or self._measure is not None:
-            from ..tuning.tuner import _measure_one
-
-            if self._measure is None and self._gpu_measure is None:
-                self._gpu_measure = _default_measure(self.check)
+            measurer = self._measure
+            if measurer is None:
+                if self._gpu_measure is None:
+                    self._gpu_measure = GpuMeasurer(timing=self.timing, check=self.check)
+                measurer = self._gpu_measure
             # a slider move must redraw within REDRAW_BUDGET_S: a config slower than its
             # share of the budget per launch is timed once (its note says so)
-            out = _measure_one(self._measure or self._gpu_measure, self.kernel, cfg,
-                               self.kinds, self.grid_fn,
-                               self.args_fn, self.SAMPLES,
-                               stop_above_s=self.REDRAW_BUDGET_S / self.SAMPLES)
+            out = measure_config(measurer, self.kernel, cfg, self.kinds, self.grid_fn,
+                                 self.args_fn, MeasureRequest(
+                                     self.SAMPLES, self.REDRAW_BUDGET_S / self.SAMPLES))
             self.measured[key] = out
             return out
         return self._recorded(cfg)
@@ -136,9 +160,8 @@ class Explorer:
         for rec in self._store_records():
             if config_key(rec.config) == config_key(cfg) and rec.context.get("kernel") == self.name:
                 if rec.status == "ok" and rec.measurement is not None:
-                    from ..tuning.tuner import _recorded
-
-                    return Success(cfg, _recorded(rec.measurement), from_store=True)
+                    return Success(cfg, recorded_measurement(rec.measurement),
+                                   from_store=True)
                 return Failure(cfg, rec.stage or "launch", rec.error or "", from_store=True)
         return None
 
@@ -167,9 +190,8 @@ class Explorer:
         if not succ and self.store is not None and not self.use_gpu:
             for rec in self._store_records():
                 if rec.status == "ok" and rec.context.get("kernel") == self.name:
-                    from ..tuning.tuner import _recorded
-
-                    succ.append(Success(rec.config, _recorded(rec.measurement), from_store=True))
+                    succ.append(Success(rec.config, recorded_measurement(rec.measurement),
+                                        from_store=True))
         if self.result is not None:
             succ = list(self.result.successes) + succ
         if not succ:
@@ -209,20 +231,30 @@ class Explorer:
                     f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</pre>")
 
     # ---- buttons ------------------------------------------------------------------------------
-    def sweep(self, **tune_kwargs: Any) -> TuningResult:
+    def sweep(self, options: TuneOptions | None = None) -> TuningResult:
+        """Tune over the whole space (``options``: a TuneOptions; default: race, burst regime,
+        the explorer's timing) and move the sliders to the best config."""
         from ..tuning import tune
 
-        measure = self._measure if self._measure is not None else None
-        self.progress.value = 0
+        opts = options or TuneOptions()
+        if self.timing is not None and options is None:
+            opts = replace(opts, timing=self.timing)
         result = tune(self.kernel, self.space, self.grid_fn, self.args_fn, check=self.check,
-                      store=self.store, measure=measure, progress=False, **tune_kwargs)
+                      store=self.store, measure=self._measure, options=opts)
         self.result = result
         self._records = None  # the sweep appended to the store
-        self.progress.value = len(result.successes) + len(result.failures)
+        self.swept = len(result.successes) + len(result.failures)
         best = result.best
         if best is not None:
             self.set(**best.config.as_dict())
         return result
+
+    swept = 0  # configs the last sweep measured or found failed
+
+    def _sweep_clicked(self) -> None:
+        self.sweep_output.clear_output()
+        with self.sweep_output:  # the tqdm.auto bar draws here
+            self.sweep()
 
     def apply_best(self, namespace: dict[str, Any] | None = None) -> str:
         """Bind ``<name>_tuned`` (hints applied) and the best constants; return the snippet."""
@@ -249,10 +281,16 @@ class Explorer:
         display(self.widget)
 
 
-def explore(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
-            args_fn: Callable[[Config], Sequence[Any]], **kwargs: Any) -> Explorer:
-    """Interactive sliders over ``space`` (see :class:`Explorer`)."""
-    return Explorer(kernel, space, grid_fn, args_fn, **kwargs)
+def explore(kernel: Any, space: Space, grid_fn: ConfigFn, args_fn: ConfigFn, *,
+            diagram_args_fn: ConfigFn | None = None, diagram_grid_fn: ConfigFn | None = None,
+            check: Callable[..., Any] | None = None, store: TuningStore | str | None = None,
+            measure: Measurer | Callable[..., Any] | None = None,
+            options: ExploreOptions | None = None) -> Explorer:
+    """Interactive sliders over ``space`` (see :class:`Explorer`; ``diagram_args_fn`` /
+    ``diagram_grid_fn`` give a small problem for the partition diagram)."""
+    return Explorer(kernel, space, grid_fn, args_fn, diagram_args_fn=diagram_args_fn,
+                    diagram_grid_fn=diagram_grid_fn, check=check, store=store, measure=measure,
+                    options=options)
 
 
 def _status_html(cfg: Config, outcome: Any, *, recorded: bool) -> str:
@@ -279,13 +317,6 @@ def _status_html(cfg: Config, outcome: Any, *, recorded: bool) -> str:
     return f"{label}: {' · '.join(parts)}{src}"
 
 
-def _default_measure(check: Any) -> Callable[..., Any]:
-    # the tuner's GPU measurement: learns once what the kernel writes, stops early on request
-    from ..tuning.tuner import _gpu_measure
-
-    return _gpu_measure(mode="cold", isolate=False, check=check, flops=None, nbytes=None)
-
-
 def _gpu_present() -> bool:
     try:
         from ..gpu.device import gpu_available
@@ -296,9 +327,7 @@ def _gpu_present() -> bool:
 
 
 def _kernel_name(kernel: Any) -> str:
-    from ..tuning.tuner import _name
-
-    return _name(kernel)
+    return kernel_display_name(kernel)
 
 
 def _user_namespace() -> dict[str, Any]:

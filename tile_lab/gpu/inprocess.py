@@ -1,0 +1,362 @@
+"""The bottom layer of the GPU package: launch and time a cuTile kernel *in this process*.
+
+``tile_lab.launch`` and ``tile_lab.bench`` call this directly, or through the isolation worker
+(:mod:`tile_lab.gpu.isolate`), which calls it in its own process; nothing here imports those
+modules, so the package has no import circle.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import LaunchError, TileLabError
+from . import metrics
+from .arrays import copy_back, copy_into, device_args, device_copy, same_bytes
+
+__all__ = ["Amounts", "KernelWork", "Sampled", "Writes", "as_stream", "bench_in_process",
+           "build_measurement", "check_grid", "copy_back", "detect_writes_here",
+           "detect_writes_of", "device_args", "kernel_name", "kernel_work", "launch_in_process",
+           "time_work", "with_hints"]
+from .measurement import Measurement
+from .timing import summarize, time_samples
+
+# (kernel, hints key) -> kernel with hints applied. replace_hints() makes a new kernel with its
+# own JIT cache, so it must be made once per (kernel, hints), not once per launch.
+_HINTED: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+
+def check_grid(grid: Any) -> tuple[int, ...]:
+    """``grid`` as a tuple of 1–3 positive ints, or a LaunchError naming what is wrong."""
+    if type(grid) is tuple and 0 < len(grid) < 4 and all(
+            type(d) is int and d > 0 for d in grid):
+        return grid  # the common case, checked cheaply (launch overhead budget: a few µs)
+    if isinstance(grid, (int, np.integer)):
+        grid = (grid,)
+    try:
+        dims = tuple(grid)
+    except TypeError:
+        raise LaunchError(f"grid must be a tuple of 1 to 3 positive ints, got {grid!r}") from None
+    if not 1 <= len(dims) <= 3 or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
+            for d in dims):
+        raise LaunchError(f"grid must be a tuple of 1 to 3 positive ints, got {grid!r}")
+    return tuple(int(d) for d in dims)
+
+
+def with_hints(kernel: Any, hints: dict[str, Any] | None) -> Any:
+    """``kernel.replace_hints(**hints)``, cached so repeated launches reuse one JIT cache."""
+    if not hints:
+        return kernel
+    key = (id(kernel), repr(sorted(hints.items())))
+    hit = _HINTED.get(key)
+    if hit is not None and hit[0] is kernel:
+        return hit[1]
+    try:
+        hinted = kernel.replace_hints(**hints)
+    except (TypeError, ValueError) as exc:
+        raise TileLabError(f"bad hints={hints!r}: {exc}") from None
+    _HINTED[key] = (kernel, hinted)  # keeps kernel alive, so its id stays unique
+    return hinted
+
+
+def as_stream(cupy: Any, stream: Any) -> tuple[Any, Any]:
+    """(the object ``ct.launch`` gets, a CuPy stream for events and synchronization).
+
+    None means CuPy's current stream. cuTile takes CuPy and torch streams itself; a torch
+    stream is also wrapped (no copy) as a CuPy stream so CuPy events can be recorded on it.
+    """
+    if stream is None:
+        s = cupy.cuda.get_current_stream()
+        return s, s
+    if isinstance(stream, cupy.cuda.Stream):
+        return stream, stream
+    handle = getattr(stream, "cuda_stream", None)  # torch.cuda.Stream
+    if isinstance(handle, int):
+        with warnings.catch_warnings():  # ExternalStream is deprecated but does what we need
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return stream, cupy.cuda.ExternalStream(handle)
+    raise TileLabError(f"stream={stream!r}: pass a CuPy stream (cupy.cuda.Stream) or a torch "
+                       "CUDA stream, or None for CuPy's current stream")
+
+
+def launch_in_process(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], *,
+                      hints: dict[str, Any] | None = None, stream: Any = None,
+                      sync: bool = False) -> None:
+    k = with_hints(kernel, hints)
+    launch_stream, s = as_stream(cupy, stream)
+    dev, back = device_args(cupy, args)
+    try:
+        _ct_launch()(launch_stream, grid, k, tuple(dev))
+        if back or sync:
+            s.synchronize()
+    except Exception as exc:
+        err = _launch_error(exc, kernel)
+        if err is exc:
+            raise
+        raise err from exc
+    copy_back(cupy, args, back)
+
+
+@functools.cache
+def _ct_launch() -> Any:
+    import cuda.tile as ct
+
+    return ct.launch
+
+
+def _launch_error(exc: Exception, kernel: Any) -> Exception:
+    """Compile errors pass through (their own class renders the user's line); CUDA errors
+    become LaunchError naming the kernel."""
+    from .._cutile_compat import is_tile_error
+
+    if isinstance(exc, TileLabError) or is_tile_error(exc):
+        return exc
+    return LaunchError(f"launching {kernel_name(kernel)} failed: {type(exc).__name__}: {exc}",
+                       hint="run it with isolate=True to keep this process's CUDA context "
+                            "healthy, or tile_lab.sanitize(...) to find out-of-bounds accesses")
+
+
+def kernel_name(kernel: Any) -> str:
+    try:
+        from .._cutile_compat import python_function
+
+        return python_function(kernel).__name__
+    except Exception:
+        return getattr(kernel, "__name__", type(kernel).__name__)
+
+
+GRAPH_REPLAY_TARGET_S = 2e-3  # aim for replays of ~2 ms so event resolution is irrelevant
+MAX_GRAPH_LAUNCHES = 500
+
+
+@dataclass(frozen=True)
+class Writes:
+    """Which array arguments (by position) a launch writes, and whether it is in place (its
+    result depends on what those arrays held: every sample must start from fresh copies)."""
+
+    indices: tuple[int, ...]
+    in_place: bool
+
+
+def detect_writes_of(cupy: Any, dev: Sequence[Any], launch_and_wait: Callable[[], None]
+                     ) -> tuple[Writes, dict[int, Any]]:
+    """Run ``launch_and_wait`` (one launch, synchronized) twice over the device arguments
+    ``dev``: what it writes, and copies of every array from before the first launch."""
+    views = {i: cupy.asarray(a) for i, a in enumerate(dev) if metrics.is_array(a)}
+    before = {i: device_copy(cupy, v) for i, v in views.items()}
+    launch_and_wait()
+    written = [i for i, v in views.items() if not same_bytes(cupy, v, before[i])]
+    first = {i: device_copy(cupy, views[i]) for i in written}
+    launch_and_wait()
+    in_place = any(not same_bytes(cupy, views[i], first[i]) for i in written)
+    return Writes(tuple(written), in_place), before
+
+
+def detect_writes_here(cupy: Any, kernel: Any, grid: tuple[int, ...], dev: Sequence[Any],
+                       stream: Any) -> tuple[Writes, dict[int, Any]]:
+    return detect_writes_of(
+        cupy, dev, lambda: launch_in_process(cupy, kernel, grid, dev, stream=stream, sync=True))
+
+
+@dataclass(frozen=True)
+class KernelWork:
+    """A cuTile kernel launch as a :class:`~tile_lab.gpu.sampling.Timeable`: ``run`` launches
+    on CuPy's current stream; ``prepare`` restores the outputs of an in-place kernel."""
+
+    name: str
+    kernel: Any
+    grid: tuple[int, ...]
+    args: tuple[Any, ...]
+    restore: Callable[[], None] | None = None
+
+    def run(self) -> None:
+        import cupy
+
+        _ct_launch()(cupy.cuda.get_current_stream(), self.grid, self.kernel, self.args)
+
+    def prepare(self) -> None:
+        if self.restore is not None:
+            self.restore()
+
+
+def kernel_work(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
+                hints: dict[str, Any] | None = None) -> KernelWork:
+    """A kernel launch to time (with :func:`tile_lab.gpu.compare_timed` or a baseline race).
+    Device arrays only (NumPy arrays would be copied on every launch)."""
+    grid = check_grid(grid)
+    if any(isinstance(a, np.ndarray) for a in args):
+        raise TileLabError("kernel_work needs device arrays (CuPy, torch); got a NumPy array")
+    return KernelWork(kernel_name(kernel), with_hints(kernel, hints), grid, tuple(args))
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """What bench_in_process hands to :func:`build_measurement`, besides the arguments."""
+
+    times: tuple[float, ...]
+    per_sample: int
+    fresh: bool
+    notes: tuple[str, ...]
+    samples: Any  # tile_lab.gpu.sampling.StateSamples
+
+
+def bench_in_process(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[Any],
+                     timing: Any, options: Any, *, flops: int | None,
+                     flops_source: str | None = None, bytes_: int | None = None,
+                     isolated: bool = False) -> Measurement:
+    """The body of ``tile_lab.bench`` (in this process or in the isolation worker): launch,
+    learn what the kernel writes, time with state, build the Measurement. ``timing`` is a
+    :class:`~tile_lab.gpu.options.TimingOptions`, ``options`` a
+    :class:`~tile_lab.gpu.options.BenchOptions`."""
+    from .device import provenance
+    from .peaks import device_peaks
+
+    k = with_hints(kernel, options.hints)
+    launch_stream, s = as_stream(cupy, options.stream)
+    if s.ptr == 0:  # the legacy default stream cannot be captured, nor torch-wrapped cheaply
+        cupy.cuda.Device().synchronize()  # work queued there (the inputs) is done first
+        launch_stream = s = cupy.cuda.Stream(non_blocking=True)
+    dev, back = device_args(cupy, args)
+    launch_args = tuple(dev)
+
+    pristine: dict[int, Any] = {}
+    writes = options.writes
+    if writes is None:  # two launches: compile, surface faults, learn what the kernel writes
+        writes, before = detect_writes_here(cupy, k, grid, dev, launch_stream)
+        launched = 2
+        if writes.in_place:
+            pristine = {i: before[i] for i in writes.indices}
+        del before
+    else:
+        if writes.in_place:  # the samples restart from what the arguments hold now
+            pristine = {i: device_copy(cupy, cupy.asarray(dev[i])) for i in writes.indices}
+        # one launch: compile (or load the cubin) and surface faults before timing
+        launch_in_process(cupy, k, grid, dev, stream=launch_stream, sync=True)
+        launched = 1
+    views = {i: cupy.asarray(dev[i]) for i in writes.indices}
+
+    def restore() -> None:
+        for i in writes.indices:
+            copy_into(cupy, views[i], pristine[i])
+
+    work = KernelWork(kernel_name(kernel), k, grid, launch_args,
+                      restore if writes.in_place else None)
+    sampled = time_work(cupy, s, work, timing, warmup_done=launched)
+    notes = list(sampled.notes)
+    if writes.in_place and timing.mode == "graph":
+        notes.append("in-place kernel: graph replays apply it repeatedly (outputs restored "
+                     "only before each replay)")
+    prov = provenance(isolated=isolated)  # clocks right after the timed work
+
+    # leave the arguments holding one launch's result from their original values
+    if writes.in_place:
+        with s:
+            restore()
+            work.run()
+    s.synchronize()
+    copy_back(cupy, args, back)
+    return build_measurement(
+        work.name, timing, grid, Sampled(sampled.times, sampled.per_sample, writes.in_place,
+                                         tuple(notes), sampled.samples),
+        args, amounts=Amounts(bytes_, flops, flops_source), options=options,
+        peaks=device_peaks(), provenance=prov)
+
+
+def time_work(cupy: Any, s: Any, work: Any, timing: Any, *, warmup_done: int = 0,
+              l2_bytes: int | None = None) -> Sampled:
+    """Warm up, then time ``work`` (a Timeable) on stream ``s`` with ``timing``, recording the
+    GPU state with every sample (NVML; nothing recorded without it)."""
+    from .device import device_info, nvml_reader
+    from .sampling import CudaEventTimer, sample_with_state
+
+    for _ in range(max(0, timing.warmup - warmup_done)):
+        with s:
+            work.prepare()
+            work.run()
+    s.synchronize()
+    per_sample = 1
+    if timing.mode == "graph":
+        per_sample = timing.launches_per_sample or _graph_launches(cupy, s, work)
+    l2 = device_info().l2_bytes if l2_bytes is None else l2_bytes
+    timer = CudaEventTimer(cupy, s, mode=timing.mode, l2_bytes=l2, launches_per_sample=per_sample)
+    # a state reading per sample, except in warm mode where syncing after every sample would put
+    # the launch overhead inside the next span: there, one reading per 5 samples
+    chunk = 5 if timing.mode == "warm" else 1
+    got = sample_with_state(timer, work, timing.n, nvml_reader(), timing.throttle,
+                            regime=timing.regime, chunk=chunk, stop_above_s=timing.stop_above_s)
+    del timer
+    return Sampled(got.times_s, per_sample, False, got.notes, got)
+
+
+def _graph_launches(cupy: Any, s: Any, work: Any) -> int:
+    """Launches per graph replay so one replay takes about GRAPH_REPLAY_TARGET_S."""
+    def launch() -> None:
+        with s:
+            work.run()
+
+    warm = time_samples(cupy, s, launch, mode="warm", samples=3, prepare=work.prepare)
+    per = max(min(warm), 1e-7)
+    return int(min(MAX_GRAPH_LAUNCHES, max(1, math.ceil(GRAPH_REPLAY_TARGET_S / per))))
+
+
+@dataclass(frozen=True)
+class Amounts:
+    """What one launch moves and computes, as the caller knows it (None: derive or leave out),
+    and the library baseline it is, if any."""
+
+    bytes: int | None = None
+    flops: int | None = None
+    flops_source: str | None = None
+    baseline: str | None = None
+
+
+def build_measurement(kernel: str, timing: Any, grid: tuple[int, ...], sampled: Sampled,
+                      args: Sequence[Any], *, amounts: Amounts, options: Any, peaks: Any,
+                      provenance: Any) -> Measurement:
+    """A :class:`Measurement` from samples (pure: no GPU; tests build them from fakes)."""
+    bytes_, flops, flops_source = amounts.bytes, amounts.flops, amounts.flops_source
+    baseline = amounts.baseline
+    times = sampled.times
+    stats = summarize(times)
+    trace = getattr(options, "trace", None)
+    nbytes: int | None
+    bytes_source: str | None
+    if bytes_ is not None:
+        nbytes, bytes_source = int(bytes_), "user"
+    elif trace is not None:
+        nbytes, bytes_source = metrics.bytes_from_trace(trace), "trace"
+    else:
+        nbytes, bytes_source = metrics.bytes_from_arrays(args), "array sizes"
+    if nbytes == 0:
+        nbytes, bytes_source = None, None
+    peak_tflops = peaks.top_tflops
+    r = metrics.rates(stats.mean, nbytes=nbytes, flops=flops, peak_gbps=peaks.dram_gbps,
+                      peak_tflops=peak_tflops)
+    notes = list(sampled.notes)
+    if timing.mode != "cold":
+        notes.append(f"{timing.mode} mode: L2 not flushed; inputs that fit in L2 are served "
+                     "from it")
+    got = sampled.samples
+    params = getattr(options, "params", None)
+    return Measurement(
+        kernel=kernel, mode=timing.mode, grid=tuple(grid), samples_s=tuple(times),
+        mean_s=stats.mean, median_s=stats.median, min_s=stats.min, std_s=stats.std,
+        ci95_s=stats.ci95, launches_per_sample=sampled.per_sample,
+        label=getattr(options, "label", None), params=dict(params or {}), bytes=nbytes,
+        bytes_source=bytes_source, flops=None if flops is None else int(flops),
+        flops_source=None if flops is None else (flops_source or "user"), gbps=r.gbps,
+        tflops=r.tflops, peak_gbps=peaks.dram_gbps, peak_tflops=peak_tflops,
+        peak_fp32_tflops=peaks.fp32_tflops, above_roof=r.above_roof,
+        fresh_outputs=sampled.fresh, provenance=provenance, notes=tuple(notes) + r.notes,
+        regime=None if got is None else timing.regime,
+        states=() if got is None else tuple(got.states),
+        throttled_samples=0 if got is None else got.throttled,
+        discarded_samples=0 if got is None else got.discarded,
+        throttle_policy=None if got is None else timing.throttle.action, baseline=baseline)
