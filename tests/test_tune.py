@@ -390,8 +390,9 @@ def test_a_store_with_crafted_keys_resumes_with_the_recorded_times(tmp_path):
     from tile_lab.render.tune_plots import result_table_html
 
     path = tmp_path / "tune.jsonl"
-    first = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=FakeGPU(),
-                 store=str(path), progress=False)
+    opts = TuneOptions(strategy="exhaustive", progress=False)
+    first = tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), store=str(path),
+                 options=opts)
     lines = []
     for line in path.read_text().splitlines():
         rec = json.loads(line)
@@ -399,8 +400,8 @@ def test_a_store_with_crafted_keys_resumes_with_the_recorded_times(tmp_path):
         lines.append(json.dumps(rec))
     path.write_text("\n".join(lines) + "\n")
     again = FakeGPU()
-    second = tune(scale_copy, SPACE, _grid, _args, strategy="exhaustive", measure=again,
-                  store=str(path), progress=False)
+    second = tune(scale_copy, SPACE, _grid, _args, measure=again, store=str(path),
+                  options=opts)
     assert again.calls == []
     assert second.best.config == first.best.config
     assert second.best.time_s == first.best.time_s
