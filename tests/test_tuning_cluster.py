@@ -6,9 +6,14 @@ cuTile cache); the measuring actors run a stand-in measure function (no GPU here
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,18 +21,21 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'tile_lab[cluster]'")
 
+from tune_fakes import FakeGPU  # noqa: E402
 from tune_kernels import scale_copy  # noqa: E402
 
 from tile_lab import _cutile_compat as compat  # noqa: E402
 from tile_lab.signature import signature_from_args  # noqa: E402
-from tile_lab.tuning import Space  # noqa: E402
+from tile_lab.tuning import Space, TuneOptions, tune  # noqa: E402
 from tile_lab.tuning.cluster import (  # noqa: E402
     ClusterOptions,
     RayCompileExecutor,
     RayMeasurePool,
     cross_check,
 )
+from tile_lab.tuning.measurer import FunctionMeasurer  # noqa: E402
 from tile_lab.tuning.parallel_compile import (  # noqa: E402
+    Precompiler,
     _compile_job,
     kernel_reference,
     portable_signature,
@@ -141,8 +149,8 @@ def _fake_measure_factory():
 
 def test_measuring_actors_take_disjoint_shares_and_a_fatal_config_is_only_its_failure(cluster):
     configs, _ = _space().split("sm_90")
-    pool = RayMeasurePool(_fake_measure_factory, ClusterOptions(gpus=2, actor_restarts=2),
-                          gpus_per_actor=0)
+    pool = RayMeasurePool(_fake_measure_factory,
+                          ClusterOptions(gpus=2, actor_restarts=4, gpus_per_actor=0))
     try:
         measured = list(pool.map(configs))
     finally:
@@ -153,7 +161,7 @@ def test_measuring_actors_take_disjoint_shares_and_a_fatal_config_is_only_its_fa
     ok = [m for m in measured if m.error is None]
     assert len(ok) == 15
     # each outcome names the actor (node/GPU) that measured it; the work was shared
-    assert all("/gpu" in m.gpu for m in ok)
+    assert {m.gpu.rsplit("/", 1)[1] for m in ok} == {"actor0", "actor1"}
     best = min(ok, key=lambda m: m.outcome)
     assert (best.config["TILE"], best.config["LAT"]) == (256, 3)
 
@@ -169,3 +177,85 @@ def test_cross_check_alternates_order_and_ranks_by_median():
     ranked = cross_check(measure, ["a", "b", "c"], top=2, rounds=3)
     assert calls == ["a", "b", "b", "a", "a", "b"]
     assert ranked == [("b", 2.0), ("a", 3.0)]
+
+
+# ---- tile_lab.tune(..., options=TuneOptions(cluster=...)) ---------------------------------------
+def _grid(cfg):
+    return (4096 // cfg["TILE"],)
+
+
+def _cpu_signature(kernel, args):
+    return signature_from_args(kernel, args).kernel_signature
+
+
+class CpuCompilingFake(FunctionMeasurer):
+    """The fake GPU, plus compiles ahead with signatures made on the CPU (as tile_lab.inspect
+    makes them; ct.launch's own signature code needs a GPU driver)."""
+
+    def precompile(self, kernel, configs, args_fn, kinds, arch, workers):
+        return Precompiler(kernel, configs, args_fn, kinds, arch, workers,
+                           signature_fn=_cpu_signature)
+
+
+def test_tune_on_a_cluster_shares_the_configs_between_gpus_and_cross_checks_the_top(
+        cluster, tmp_path):
+    local = tune(scale_copy, _space(), _grid, _args, measure=FakeGPU(),
+                 options=TuneOptions(strategy="exhaustive", progress=False))
+    opts = TuneOptions(strategy="exhaustive", progress=False, precompile=False,
+                       cluster=replace(cluster, gpus=2, gpus_per_actor=0, cross_check_top=3))
+    store = tmp_path / "tune.jsonl"
+    r = tune(scale_copy, _space(), _grid, _args, measure=FakeGPU(), store=str(store),
+             options=opts)
+    assert r.best.config == local.best.config
+    assert ({config_key(s.config): s.time_s for s in r.successes}
+            == {config_key(s.config): s.time_s for s in local.successes})
+    measured_on = r.placement["measured_on"]
+    assert len(measured_on) == 16
+    assert {gpu.rsplit("/", 1)[1] for gpu in measured_on.values()} == {"actor0", "actor1"}
+    # the three fastest were re-timed on one GPU, alternating order, three rounds each
+    checks = r.placement["cross_check"]
+    assert len(checks) == 3 and all(c["gpu"].endswith("/actor0") and len(c["times_s"]) == 3
+                                    for c in checks)
+    # one writer: each config stored exactly once, by this process
+    keys = [json.loads(line)["config"] for line in store.read_text().splitlines()]
+    assert len(keys) == 16 and len({json.dumps(k, sort_keys=True) for k in keys}) == 16
+
+
+def _kill_first_compile_task(stop: threading.Event, killed: list[int]) -> None:
+    """Kill (SIGKILL) the first Ray worker process seen running a compile task, as an
+    out-of-memory kill or a crashed node would."""
+    while not stop.is_set() and not killed:
+        for proc in Path("/proc").iterdir():
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline.startswith(b"ray::compile_in_private_cache"):
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed.append(int(proc.name))
+                return
+        time.sleep(0.02)
+
+
+def test_killing_a_compile_worker_mid_run_retries_its_configs_and_keeps_the_store_intact(
+        cluster, tmp_path):
+    store = tmp_path / "tune.jsonl"
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_first_compile_task, args=(stop, killed))
+    killer.start()
+    try:
+        with compat.use_cache_dir(str(tmp_path / "cache")):
+            r = tune(scale_copy, _space(), _grid, _args, measure=CpuCompilingFake(FakeGPU()),
+                     store=str(store),
+                     options=TuneOptions(strategy="exhaustive", progress=False, arch="sm_90",
+                                         cluster=replace(cluster, gpus=0)))
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no compile task was seen running (nothing was killed)"
+    assert not r.failures and len(r.successes) == 16
+    assert len(r.compile_s) == 16  # every config compiled, the killed one on its retry
+    assert len(list(compat.cache_rows(str(tmp_path / "cache")))) == 16
+    assert sum(r.placement["compiled_on"].values()) >= 16
+    lines = store.read_text().splitlines()
+    assert len(lines) == 16 and all(json.loads(line)["status"] == "ok" for line in lines)

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import socket
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import TileLabError
@@ -46,6 +48,7 @@ class ClusterOptions:
     this process). ``task_retries``: how often a compile task is re-run after its worker died.
     ``actor_restarts``: how often a measuring actor is restarted after a config killed it.
     ``cross_check_top``: how many of the best configs are re-timed on one GPU at the end.
+    ``gpus_per_actor``: the GPU share Ray reserves for each measuring actor (1: a GPU each).
     ``init_kwargs``: passed to ``ray.init`` (e.g. ``{"num_cpus": 2}``).
     """
 
@@ -55,6 +58,7 @@ class ClusterOptions:
     task_retries: int = 3
     actor_restarts: int = 4
     cross_check_top: int = 3
+    gpus_per_actor: float = 1.0
     init_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -171,25 +175,26 @@ class RayCompileExecutor:
 
 
 # ---- measuring ---------------------------------------------------------------------------------
-MeasureFactory = Callable[[], Callable[[Config], Any]]
+MeasureFactory = Callable[[], Callable[..., Any]]
 
 
-class GpuMeasurer:
+class ConfigMeasurer:
     """A measuring process holding one GPU (Ray sets CUDA_VISIBLE_DEVICES for it).
 
-    ``factory()`` runs once in the actor and returns ``measure(config) -> outcome``; the factory
-    is shipped with cloudpickle, so it may close over the kernel, grid and argument functions.
-    """
+    ``factory()`` runs once in the actor and returns ``measure(config, *extra) -> outcome``; the
+    factory is shipped with cloudpickle, so it may close over the kernel, grid and argument
+    functions (the arguments are made in the actor, on its GPU, never shipped)."""
 
-    def __init__(self, factory: MeasureFactory) -> None:
+    def __init__(self, factory: MeasureFactory, index: int) -> None:
         self._measure = factory()
-        self._label = f"{node_label()}/gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
+        gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        self._label = f"{node_label()}/" + (f"gpu{gpu}" if gpu else f"actor{index}")
 
     def label(self) -> str:
         return self._label
 
-    def measure(self, config: Config) -> tuple[Any, str]:
-        return self._measure(config), self._label
+    def measure(self, config: Config, *extra: Any) -> tuple[Any, str]:
+        return self._measure(config, *extra), self._label
 
 
 @dataclass(frozen=True)
@@ -199,15 +204,19 @@ class Measured:
     config: Config
     outcome: Any
     gpu: str
-    error: str | None = None  # set when the config killed its measuring actor
+    error: str | None = None  # set when the config killed its measuring process (twice)
 
 
 class RayMeasurePool:
-    """One :class:`GpuMeasurer` actor per GPU; :meth:`map` hands each the next config when it is
-    free, so the GPUs measure disjoint shares and a slow config holds up only its own GPU."""
+    """One :class:`ConfigMeasurer` actor per GPU. Configs are dealt out in turn, so the GPUs
+    measure disjoint shares; each actor measures its share in order.
 
-    def __init__(self, factory: MeasureFactory, options: ClusterOptions,
-                 *, gpus_per_actor: float = 1.0) -> None:
+    A measuring process that dies (a config that faults the GPU, a lost node) is restarted by
+    Ray (``actor_restarts``), and the config it was measuring is tried once more there: one
+    that kills its process twice is that config's failure, and only the configs in flight on
+    that process are measured again."""
+
+    def __init__(self, factory: MeasureFactory, options: ClusterOptions) -> None:
         ray = connect(options)
         count = options.gpus
         if count is None:
@@ -215,31 +224,33 @@ class RayMeasurePool:
         if count < 1:
             raise ClusterError("the Ray cluster has no GPU to measure on (set ClusterOptions("
                                "gpus=0) to measure in this process)")
-        actor = ray.remote(num_gpus=gpus_per_actor, max_restarts=options.actor_restarts,
-                           max_task_retries=0)(GpuMeasurer)
+        actor = ray.remote(num_gpus=options.gpus_per_actor, max_restarts=options.actor_restarts,
+                           max_task_retries=1)(ConfigMeasurer)
         self._ray = ray
-        self.actors = [actor.remote(factory) for _ in range(count)]
+        self.actors = [actor.remote(factory, i) for i in range(count)]
+        self._turn = 0
 
-    def map(self, configs: Sequence[Config]) -> Iterator[Measured]:
+    def submit(self, config: Config, *extra: Any, actor: int | None = None) -> Any:
+        """Queue ``config`` on the next actor (or on ``actor``); returns a Ray object ref."""
+        if actor is None:
+            actor, self._turn = self._turn, (self._turn + 1) % len(self.actors)
+        return self.actors[actor].measure.remote(config, *extra)
+
+    def result(self, config: Config, ref: Any) -> Measured:
         from ray.exceptions import RayActorError
 
-        pending = list(configs)
-        busy: dict[Any, tuple[Any, Config]] = {}
-        free = list(self.actors)
-        while pending or busy:
-            while free and pending:
-                a, cfg = free.pop(0), pending.pop(0)
-                busy[a.measure.remote(cfg)] = (a, cfg)
-            ready, _ = self._ray.wait(list(busy), num_returns=1)
-            a, cfg = busy.pop(ready[0])
-            try:
-                outcome, gpu = self._ray.get(ready[0])
-                yield Measured(cfg, outcome, gpu)
-            except RayActorError as e:
-                # The config killed its measuring process: a failure of this config only;
-                # Ray restarts the actor (max_restarts) for the next one.
-                yield Measured(cfg, None, "lost", f"the measuring process died: {e}")
-            free.append(a)
+        try:
+            outcome, gpu = self._ray.get(ref)
+            return Measured(config, outcome, gpu)
+        except RayActorError as e:
+            return Measured(config, None, "lost", "its measuring process died twice (a GPU "
+                            f"fault, or a lost node): {str(e).splitlines()[0]}")
+
+    def map(self, configs: Sequence[Config], *extra: Any) -> Iterator[Measured]:
+        """Measure ``configs`` over all actors; outcomes in ``configs`` order."""
+        refs = [self.submit(cfg, *extra) for cfg in configs]
+        for cfg, ref in zip(configs, refs):
+            yield self.result(cfg, ref)
 
     def close(self) -> None:
         for a in self.actors:
@@ -260,3 +271,125 @@ def cross_check(measure: Callable[[Config], float], ranked: Sequence[Config],
             times[i].append(measure(picks[i]))
     medians = [(picks[i], sorted(t)[len(t) // 2]) for i, t in times.items()]
     return sorted(medians, key=lambda pair: pair[1])
+
+
+class ClusterRun:
+    """One tuning run's use of a cluster: its compile executor, its measuring actors (when the
+    cluster has GPUs to measure on), and where each config was compiled and measured."""
+
+    def __init__(self, options: ClusterOptions, factory: MeasureFactory | None) -> None:
+        self.options = options
+        self.executor = RayCompileExecutor(options)
+        self.pool: RayMeasurePool | None = None
+        gpus = options.gpus
+        if gpus is None:
+            gpus = int(self.executor._ray.cluster_resources().get("GPU", 0))
+        if factory is not None and gpus >= 1:
+            self.pool = RayMeasurePool(factory, replace(options, gpus=gpus))
+        self.measured_on: dict[str, str] = {}
+        self.cross_checked: list[dict[str, Any]] = []
+        self._prefetched: dict[str, tuple[int, Any]] = {}
+
+    @property
+    def gpu_count(self) -> int:
+        return len(self.pool.actors) if self.pool is not None else 0
+
+    def progress_note(self) -> str:
+        """Per-node counts for the progress bar: compiles finished, configs measured."""
+        parts = [f"{node.split(':')[0]} compiled {n}" for node, n in
+                 sorted(self.executor.nodes.items())]
+        per_gpu: dict[str, int] = {}
+        for gpu in self.measured_on.values():
+            per_gpu[gpu] = per_gpu.get(gpu, 0) + 1
+        parts += [f"{gpu} measured {n}" for gpu, n in sorted(per_gpu.items())]
+        return ", ".join(parts)
+
+    def placement(self) -> dict[str, Any]:
+        """What the tuning result records: which node compiled how many configs, which GPU
+        measured each config (by config key), and the cross-check's re-timings."""
+        return {"compiled_on": dict(sorted(self.executor.nodes.items())),
+                "measured_on": dict(self.measured_on),
+                "gpus": self.gpu_count,
+                "cross_check": list(self.cross_checked)}
+
+    def measure(self, cfg: Config, request: Any) -> Any:
+        """One config's Success or Failure, measured by an actor (a prefetched measurement of
+        the same sample count is used when there is one)."""
+        from .result import Failure
+        from .store import config_key
+
+        assert self.pool is not None
+        key = config_key(cfg)
+        pre = self._prefetched.pop(key, None)
+        ref = pre[1] if pre is not None and pre[0] == request.samples else \
+            self.pool.submit(cfg, request)
+        measured = self.pool.result(cfg, ref)
+        self.measured_on[key] = measured.gpu
+        if measured.error is not None:
+            return Failure(cfg, "launch", measured.error)
+        return measured.outcome
+
+    def prefetching(self, configs: Iterator[Config], request: Any) -> Iterator[Config]:
+        """Yield ``configs`` as they come (in compile-completion order) while a thread hands
+        each to the measuring actors the moment it arrives, so every GPU is busy while the
+        strategy waits for one result."""
+        from .store import config_key
+
+        pool = self.pool
+        assert pool is not None
+        arrived: queue.Queue[Config | None] = queue.Queue()
+
+        def feed() -> None:
+            try:
+                for cfg in configs:
+                    self._prefetched[config_key(cfg)] = (request.samples,
+                                                         pool.submit(cfg, request))
+                    arrived.put(cfg)
+            finally:
+                arrived.put(None)
+
+        threading.Thread(target=feed, name="tile_lab-prefetch", daemon=True).start()
+        while (cfg := arrived.get()) is not None:
+            yield cfg
+
+    def cross_check(self, successes: dict[str, Any], request: Any) -> dict[str, Any]:
+        """Re-time the ``cross_check_top`` fastest configs on the first GPU, in alternating
+        order over three rounds; each keeps its median-time measurement from that GPU. Only
+        when more than one GPU measured: GPUs of one model differ by a few percent."""
+        from .store import config_key
+
+        pool = self.pool
+        assert pool is not None
+        ranked = sorted(successes.values(), key=lambda s: s.time_s)
+        top = [s.config for s in ranked[:self.options.cross_check_top]]
+        if self.gpu_count < 2 or len(top) < 2:
+            return successes
+        runs: dict[str, list[Any]] = {config_key(c): [] for c in top}
+
+        def time_on_first_gpu(cfg: Config) -> float:
+            measured = pool.result(cfg, pool.submit(cfg, request, actor=0))
+            outcome = measured.outcome
+            if measured.error is not None or not hasattr(outcome, "time_s"):
+                return float("nan")
+            runs[config_key(cfg)].append((outcome, measured.gpu))
+            return float(outcome.time_s)
+
+        cross_check(time_on_first_gpu, top, top=len(top))
+        updated = dict(successes)
+        for cfg in top:
+            key = config_key(cfg)
+            done = sorted(runs[key], key=lambda pair: pair[0].time_s)
+            if not done:
+                continue
+            outcome, gpu = done[len(done) // 2]
+            updated[key] = outcome
+            self.cross_checked.append({"config": cfg.label(), "gpu": gpu,
+                                       "times_s": [o.time_s for o, _ in runs[key]],
+                                       "first_gpu": self.measured_on.get(key)})
+            self.measured_on[key] = gpu
+        return updated
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.close()

@@ -16,6 +16,8 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from .kernel_source import CellDefinition, KernelNotShippable, cell_definition, rebuild
@@ -33,6 +35,22 @@ class CompileExecutor(Protocol):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None: ...
 
 
+_CURRENT_EXECUTOR: ContextVar[CompileExecutor | None] = ContextVar("compile_executor",
+                                                                 default=None)
+
+
+@contextmanager
+def compiles_on(executor: CompileExecutor) -> Iterator[None]:
+    """Within the block, a :class:`Precompiler` made without an executor sends its jobs to
+    ``executor`` (``tune(..., options=TuneOptions(cluster=...))`` uses it for a Ray cluster, so
+    every measurer's own ``precompile`` compiles there unchanged)."""
+    token = _CURRENT_EXECUTOR.set(executor)
+    try:
+        yield
+    finally:
+        _CURRENT_EXECUTOR.reset(token)
+
+
 class Precompiler:
     """Compiles configs in worker processes while the caller measures: ``error(cfg)`` waits for
     that config's compile only (so measuring config 1 overlaps compiling configs 2..n) and returns
@@ -45,7 +63,8 @@ class Precompiler:
     def __init__(self, kernel: Any, configs: Sequence[Config],
                  args_fn: Callable[[Config], Sequence[Any]], kinds: dict[str, str],
                  arch: str | None, workers: int | None,
-                 executor: CompileExecutor | None = None) -> None:
+                 executor: CompileExecutor | None = None,
+                 signature_fn: Callable[[Any, tuple[Any, ...]], Any] | None = None) -> None:
         self.futures: dict[str, Future[tuple[str, str | None, float]]] = {}
         self._pool: CompileExecutor | None = None
         try:
@@ -59,7 +78,7 @@ class Precompiler:
             return
         # Leave one core to the measuring process; never fork a process with a CUDA context.
         n = workers or max(1, min(len(configs), (os.cpu_count() or 2) - 1))
-        self._pool = executor or ProcessPoolExecutor(
+        self._pool = executor or _CURRENT_EXECUTOR.get() or ProcessPoolExecutor(
             max_workers=n, mp_context=multiprocessing.get_context("spawn"))
         # Start the workers now (one warm-up job each spawns all n): they import cuTile's
         # compiler and run its tileiras queries while this process computes the signatures,
@@ -72,7 +91,8 @@ class Precompiler:
             hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
             try:
                 k = kernel.replace_hints(**hints) if hints else kernel
-                sig = portable_signature(launch_signature(k, tuple(args_fn(cfg))))
+                sig = portable_signature((signature_fn or launch_signature)(
+                    k, tuple(args_fn(cfg))))
             except Exception:
                 # Precompiling is an optimisation: a config whose signature cannot be prepared
                 # here is compiled by its own launch (and fails there, as data, if broken).
