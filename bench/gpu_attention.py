@@ -70,7 +70,7 @@ def main() -> None:
     if alone:
         print("(no tile_lab.examples.attention here: the baseline harness alone)")
     save_json(dict(env=environment(), rows=rows, baseline_alone=alone), opts.out,
-              "gpu_attention.json")
+              "regimes_attention.json")
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ def main() -> None:
     rows, comparisons, base = compare_configs(size, configs, quick=opts.quick)
     print_comparisons(f"GEMM fp16 {size}³ (fp32 accumulate) vs {base.name}", rows)
     save_json(dict(env=environment(), size=size, baseline=base.baseline, rows=rows,
-                   comparisons=comparisons), opts.out, "gpu_gemm_regimes.json")
+                   comparisons=comparisons), opts.out, "regimes_gemm.json")
 
 
 if __name__ == "__main__":

@@ -142,7 +142,7 @@ def main() -> None:
     for r in compared:
         print(f"  {r['row']:24} {r['regime']:9} ours {r['ours_gbps']:.0f} GB/s = "
               f"{r['of_copy_roof']:.3f} of copy roof; torch {r['baseline_gbps']:.0f} GB/s")
-    save_json(dict(env=environment(), roofs=roofs, rows=rows), opts.out, "gpu_norms.json")
+    save_json(dict(env=environment(), roofs=roofs, rows=rows), opts.out, "regimes_norms.json")
 
 
 if __name__ == "__main__":

@@ -293,3 +293,43 @@ def test_tileiras_is_immune_to_an_old_cuda_home(vadd_front, tmp_path, monkeypatc
     clear_caches()
     cubin, _ = run_tileiras(vadd_front.bytecode, "sm_90")  # ...and tile_lab avoids it
     assert cubin[:4] == b"\x7fELF"
+
+
+GEMM_ENDING_AT_LAST_LINE = """import cuda.tile as ct
+
+
+@ct.kernel
+def gemm(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    bm = ct.bid(0)
+    bn = ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        a = ct.load(A, index=(bm, k), shape=(TM, TK))
+        b = ct.load(B, index=(k, bn), shape=(TK, TN))
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(bm, bn), tile=acc.astype(C.dtype))"""
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100"])
+def test_line_maps_name_only_code_lines_of_the_kernels_file(tmp_path, arch):
+    # tileiras' sm_90 line info puts wgmma instructions one line past a file that ends
+    # with the kernel's last line; no pane may point at a line the file does not have
+    import importlib.util
+
+    import tile_lab
+
+    path = tmp_path / "gemm_last_line.py"
+    path.write_text(GEMM_ENDING_AT_LAST_LINE)
+    spec = importlib.util.spec_from_file_location("gemm_last_line", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    insp = tile_lab.inspect(module.gemm, "f16[512,512], f16[512,512], f32[512,512], 64, 64, 32",
+                            arch=arch)
+    lines = GEMM_ENDING_AT_LAST_LINE.splitlines()
+    code_lines = {i for i, t in enumerate(lines, start=1)
+                  if t.strip() and not t.strip().startswith("#")}
+    for stage, line_map in insp.line_map.items():
+        named = {ln for ln in line_map if ln is not None}
+        assert named, stage
+        assert named <= code_lines, (stage, sorted(named - code_lines), len(lines))
+    assert {r.line for r in insp.remarks if r.line is not None} <= code_lines

@@ -309,3 +309,33 @@ def test_same_bytes_on_device_arrays_spanning_several_host_chunks():
     b[-1] = -1  # in the last chunk only
     assert not same_bytes(cupy, a, b)
     assert same_bytes(cupy, a[:-1], b[:-1])  # everything before the changed element
+
+
+@pytest.mark.gpu
+def test_every_sample_carries_the_gpu_state_it_ran_in(vectors):
+    a, b, c = vectors
+    m = tile_lab.bench(vadd, (N // TILE,), (a, b, c, TILE), samples=6)
+    assert m.regime == "burst" and m.throttle_policy == "wait"
+    assert len(m.states) == m.n == 6
+    assert all(s.sm_mhz and s.mem_mhz and s.power_w and s.temp_c for s in m.states)
+    assert m.sm_mhz <= m.provenance.max_sm_clock_mhz
+    hot = tile_lab.bench(vadd, (N // TILE,), (a, b, c, TILE),
+                         timing=TimingOptions(samples=4, regime="sustained"))
+    assert hot.regime == "sustained" and len(hot.states) == 4
+
+
+@pytest.mark.gpu
+def test_compare_timed_on_the_gpu_against_the_copy_roof(vectors):
+    from tile_lab.gpu import CompareOptions, baselines, kernel_work
+
+    a, b, c = vectors
+    ours = kernel_work(vadd, (N // TILE,), (a, b, c, TILE))
+    copy = baselines.copy_roof(3 * N * 4 // 2)
+    cmp = tile_lab.compare_timed(ours, copy, CompareOptions(rounds=2, samples_per_round=3,
+                                                            sustain_s=0.2))
+    for r in cmp.regimes:
+        assert 0.3 < r.ratio < 2.0 and r.ci_low <= r.ratio <= r.ci_high
+        assert r.a.sm_mhz and r.b.sm_mhz and "".join(r.order) == "ABBA"
+    assert cmp.baseline.startswith("cudaMemcpyAsync D2D")
+    cupy = pytest.importorskip("cupy")
+    cupy.testing.assert_array_equal(c, a + b)

@@ -55,13 +55,13 @@ def test_race_on_the_gpu_stores_real_measurements_and_resumes(tmp_path):
 def test_explore_on_the_gpu_measures_each_new_config_once():
     import cupy
 
-    from tile_lab.widgets.explore import explore
+    from tile_lab.widgets.explore import ExploreOptions, explore
 
     x = cupy.ones(N, cupy.float32)
     y = cupy.empty_like(x)
     space = Space(TILE=[1024, 4096], LAT=[1, 4])
     ex = explore(scale_copy, space, lambda c: (N // c["TILE"],),
-                 lambda c: (x, y, c["TILE"], c["LAT"]), use_gpu=True,
+                 lambda c: (x, y, c["TILE"], c["LAT"]), options=ExploreOptions(use_gpu=True),
                  diagram_args_fn=lambda c: (x[:8192].get(), y[:8192].get(), c["TILE"], c["LAT"]),
                  diagram_grid_fn=lambda c: (8192 // c["TILE"],))
     assert len(ex.measured) == 1 and "µs" in ex.status.value

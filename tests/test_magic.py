@@ -243,8 +243,10 @@ def test_bad_options_are_usage_errors(shell, api_calls, line, match):
 def test_bad_option_in_notebook_cell_and_shell_keeps_working(shell, capsys, shown):
     capsys.readouterr()
     result = shell.run_cell("%%tile --no-such-flag\nx = 1\n")
-    assert isinstance(result.error_in_exec, UsageError)
-    assert "UsageError: unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+    assert isinstance(result.error_in_exec, UsageError)  # an OptionError is a UsageError
+    out = capsys.readouterr().out
+    assert "OptionError: %%tile: unrecognized arguments: --no-such-flag" in out
+    assert f"at Cell In[{result.execution_count}], line 1" in out
     # after failures of every kind, plain cells and %%tile cells still run
     assert shell.run_cell("after_failure = 40 + 2").success
     assert shell.user_ns["after_failure"] == 42
@@ -477,3 +479,84 @@ def test_explore_errors_name_the_option(shell, monkeypatch):
         shell.run_cell_magic("tile", EXPLORE.replace("space", "3", 1), SCALE)
     with pytest.raises(SignatureError, match="--args: name 'missing' is not defined"):
         shell.run_cell_magic("tile", EXPLORE.replace("ey,", "missing,"), SCALE)
+
+
+# -- %config TileMagics: the magic's defaults --------------------------------------------------
+
+@pytest.fixture
+def config(shell):
+    """The registered TileMagics instance; its traits are restored afterwards."""
+    from tile_lab.magic import TileMagics
+
+    magics = [c for c in shell.configurables if isinstance(c, TileMagics)]
+    saved = [m.trait_values() for m in magics]
+    yield magics
+    for m, values in zip(magics, saved):
+        for name in ("arch", "show", "emulator_max_blocks", "launch_fallback"):
+            setattr(m, name, values[name])
+
+
+def test_config_sets_arch_and_show_for_cells_that_omit_them(shell, shown, config):
+    shell.run_line_magic("config", 'TileMagics.arch = "sm_80"')
+    shell.run_line_magic("config", 'TileMagics.show = "source,tileir"')
+    shell.run_cell_magic("tile", SIG3, VADD)
+    data = shown[-1][MIME_TYPE]
+    assert data["arch"] == "sm_80" and data["show"] == ["source", "tileir"]
+    shell.run_cell_magic("tile", SIG3 + " --arch sm_90 --show sass", VADD)  # the cell wins
+    data = shown[-1][MIME_TYPE]
+    assert data["arch"] == "sm_90" and data["show"] == ["sass"]
+
+
+def test_config_emulator_block_limit_refuses_big_grids(shell, api_calls, config, capsys):
+    shell.run_line_magic("config", "TileMagics.emulator_max_blocks = 8")
+    shell.run_cell_magic("tile", '--emulate --grid 8 --args "ea, eb, ec, 64"', VADD)
+    assert [c[0] for c in api_calls] == ["emulate"]
+    err, out = run_failing(shell, capsys,
+                           '%%tile --trace --grid "(4, 4)" --args "ea, eb, ec, 32"\n' + VADD)
+    assert isinstance(err, SignatureError) and len(api_calls) == 1  # nothing ran
+    assert "16 blocks: too many for the CPU emulator" in out and "limit: 8" in out
+    assert "%config TileMagics.emulator_max_blocks" in out
+    line, caret = caret_line(out, 1)
+    assert line.split("| ", 1)[1][caret.index("^") - len("       | "):].startswith("(4, 4)")
+
+
+def test_config_launch_fallback(shell, api_calls, config):
+    shell.run_cell_magic("tile", '--launch --grid 4 --args "ea, eb, ec, 128"', VADD)
+    shell.run_line_magic("config", 'TileMagics.launch_fallback = "error"')
+    shell.run_cell_magic("tile", '--launch --grid 4 --args "ea, eb, ec, 128"', VADD)
+    assert [c[2]["fallback"] for c in api_calls] == ["emulate", None]
+
+
+def test_config_rejects_bad_values(shell, config):
+    from traitlets import TraitError
+
+    for setting in ('TileMagics.show = "bogus"', 'TileMagics.launch_fallback = "maybe"',
+                    "TileMagics.emulator_max_blocks = 0"):
+        with pytest.raises(TraitError):
+            config[0].update_config(_config_from(setting))
+
+
+def _config_from(setting: str):
+    from traitlets.config import Config
+
+    cfg = Config()
+    exec(f"cfg.{setting}", {"cfg": cfg})
+    return cfg
+
+
+def test_config_lists_the_options(shell, capsys):
+    capsys.readouterr()
+    shell.run_line_magic("config", "TileMagics")
+    out = capsys.readouterr().out
+    for name in ("arch", "show", "emulator_max_blocks", "launch_fallback"):
+        assert f"TileMagics.{name}" in out
+
+
+def test_running_cell_number_is_the_cell_ipython_shows(shell, capsys):
+    # IPython >= 9 increments execution_count before the cell runs: the label must be the
+    # count the cell itself got, for an error in the %%tile cell
+    result = shell.run_cell('%%tile --sig "f32[1024], f32[1024], f32[1024], 256"\n'
+                            + VADD.replace("ta + tb", "ta + tb + nope"), store_history=True)
+    out = capsys.readouterr().out
+    assert f"at Cell In[{result.execution_count}], line 9" in out
+    assert f"Cell In[{result.execution_count + 1}]" not in out

@@ -731,3 +731,38 @@ def test_arrays_beyond_three_dims_are_skipped_with_a_note():
     g = diagram(t).geometry
     assert [p.arg for p in g.panels] == ["y"]
     assert g.notes == ("x: 4-D arrays are not drawn",)
+
+
+def test_edge_tile_labels_sit_inside_the_array_and_above_footprints():
+    from tile_lab.render.svg import Group, Text
+
+    t = ragged_copy(shape=(10, 14), tile=(4, 4))
+    d = diagram(t, arg="c", block=(2, 3))
+    lay = d.layouts[0]
+    groups = [it for it in d.scene.items if isinstance(it, Group)]
+    labels = [g for g in groups if g.css_class == "tl-lbl"]
+    assert len(labels) == 1
+    texts = {it.text: it for it in labels[0].items if isinstance(it, Text)}
+    right, bottom = lay.x + 14 * lay.sx, lay.y + 10 * lay.sy
+    assert texts["(0,3)"].x < right and texts["(2,0)"].y < bottom
+    assert texts["(2,3)"].x < right and texts["(2,3)"].y < bottom
+    # labels come after the footprints: painted on top
+    last_fp = max(i for i, g in enumerate(d.scene.items)
+                  if isinstance(g, Group) and g.css_class == "tl-fp")
+    assert d.scene.items.index(labels[0]) > last_fp
+
+
+def test_legend_cuts_long_lines_at_a_word_with_an_ellipsis():
+    from tile_lab.render.diagram_layout import ellipsize
+
+    line = ("t = ct.load(x, index=(i, j), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)"
+            "  # and a comment that makes it long")
+    cut = ellipsize(line, 70)
+    assert cut.endswith("…") and len(cut) <= 70
+    assert cut == "t = ct.load(x, index=(i, j), shape=(TM, TN), padding_mode=…"
+    assert ellipsize("short", 70) == "short"
+
+
+def test_svg_scales_down_in_a_narrow_container():
+    d = partition((10, 16), (2, 4))
+    assert 'style="max-width:100%;height:auto"' in d.svg

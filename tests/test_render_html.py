@@ -334,3 +334,28 @@ def test_real_inspection_renders(fixture_kernels):
     assert p.panes["source"] == list(range(3, 9))
     linked = {x for stage in ("tileir", "sass") for x in p.panes[stage] if x is not None}
     assert {6, 7, 8} <= linked  # both loads and the store reach the IR and SASS
+
+
+def test_tileir_argument_prologue_is_its_own_group():
+    """vadd on sm_90: 21 of 30 Tile IR lines map to the def line; the 19 after ``entry``
+    (token, assumes, constants, tensor views) render without the def line's link."""
+    from tile_lab.render.html import _prologue_rows
+
+    insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
+    st = insp.stages["tileir"]
+    rows = _prologue_rows(st.text, st.line_map)
+    assert sorted(rows) == list(range(1, 20))
+    view = inspection_html(insp)
+    tileir = view[view.index('tl-pane-tileir'):view.index('tl-pane-sass')]
+    assert tileir.count('class="tl-ln tl-pro"') == 19
+    assert tileir.count('data-line="12"') == 21  # the rows still say where they come from
+    assert len(re.findall(r'class="tl-ln tl-l12[ "]', tileir)) == 2  # entry, closing brace
+    assert _prologue_rows("no entry here", (1,)) == frozenset()
+
+
+def test_source_pane_takes_its_natural_width():
+    insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
+    view = inspection_html(insp)
+    assert 'tl-pane-source" style="flex:0 1 auto;min-width:16em;max-width:50%"' in view
+    assert 'tl-pane-tileir" style="flex:1 1 24em;min-width:16em"' in view
+    assert "64em" not in view  # no cap leaving empty space beside cut lines

@@ -7,7 +7,7 @@ from tune_fakes import FakeGPU
 from tune_kernels import scale_copy
 
 from tile_lab.render.tune_plots import heatmap, knob_plot, result_table_html
-from tile_lab.tuning import Space, tune
+from tile_lab.tuning import Space, TuneOptions, tune
 
 N = 1 << 12
 SPACE = Space(TILE=[64, 128, 256, 512], LAT=[1, 3, 6])
@@ -17,13 +17,13 @@ def _recorded_result(tmp_path):
     path = tmp_path / "rec.jsonl"
     args = lambda c: (np.ones(N, np.float32), np.empty(N, np.float32), c["TILE"], c["LAT"])  # noqa: E731
     grid = lambda c: (N // c["TILE"],)  # noqa: E731
-    tune(scale_copy, SPACE, grid, args, strategy="exhaustive", measure=FakeGPU(),
-         store=str(path), progress=False)
+    tune(scale_copy, SPACE, grid, args, measure=FakeGPU(), store=str(path),
+         options=TuneOptions(strategy="exhaustive", progress=False))
     # replay purely from the file: this measure must never be called
     def never(*a):
         raise AssertionError("replay must not measure")
-    return tune(scale_copy, SPACE, grid, args, strategy="exhaustive", measure=never,
-                store=str(path), progress=False)
+    return tune(scale_copy, SPACE, grid, args, measure=never, store=str(path),
+                options=TuneOptions(strategy="exhaustive", progress=False))
 
 
 def test_knob_plot_has_one_bar_per_value_with_ci(tmp_path):
@@ -56,8 +56,9 @@ def test_plots_render_to_deterministic_svg(tmp_path):
 def test_result_table_lists_successes_and_failures_escaped(tmp_path):
     path = tmp_path / "f.jsonl"
     args = lambda c: (np.ones(N, np.float32), np.empty(N, np.float32), c["TILE"], c["LAT"])  # noqa: E731
-    r = tune(scale_copy, SPACE, lambda c: (N // c["TILE"],), args, strategy="exhaustive",
-             measure=FakeGPU(fail_tiles=(64,)), store=str(path), progress=False)
+    r = tune(scale_copy, SPACE, lambda c: (N // c["TILE"],), args,
+             measure=FakeGPU(fail_tiles=(64,)), store=str(path),
+             options=TuneOptions(strategy="exhaustive", progress=False))
     h = result_table_html(r)
     assert h.count("<tr") == 1 + 12
     assert "ILLEGAL_ADDRESS" in h and "<script" not in h
@@ -108,7 +109,8 @@ def test_config_roofline_needs_flops():
 
     r = tune(scale_copy, Space(TILE=[64, 128], LAT=[3]), lambda c: (4096 // c["TILE"],),
              lambda c: (np.ones(4096, np.float32), np.zeros(4096, np.float32), c["TILE"],
-                        c["LAT"]), measure=FakeGPU(), progress=False)
+                        c["LAT"]),
+             measure=FakeGPU(), options=TuneOptions(progress=False))
     with pytest.raises(ValueError, match="flops="):
         config_roofline(r)
 
@@ -131,3 +133,21 @@ def test_knob_bars_svg_draws_one_bar_per_value_around_a_config():
     assert f">{lat4.tflops:.3g}<" in svg  # the other bar's value label
     assert "fixed: TM=128, TN=128, TK=64," in svg and "GROUP=8, occupancy=2, num_ctas=1" in svg
     assert "TFLOPS vs LAT" in svg
+
+
+def test_a_config_timed_once_has_no_interval():
+    from types import SimpleNamespace
+
+    from tile_lab.tuning.result import Success, TuningResult
+    from tile_lab.tuning.space import Config
+
+    def success(n: int) -> Success:
+        m = SimpleNamespace(mean_s=1e-5 * n, ci95_s=0.0 if n == 1 else 2e-7, gbps=None,
+                            tflops=None, mode="cold", n=n)
+        return Success(config=Config((("TILE", 64 * n),)), measurement=m)
+
+    r = TuningResult(kernel_name="k", successes=(success(1), success(5)), failures=())
+    table = result_table_html(r)
+    assert "n/a (1 sample)" in table and "±0.2" in table and "±0.0" not in table
+    text = r.summary()
+    assert "(1 sample)" in text and "± 0.2" in text and "± 0.0" not in text

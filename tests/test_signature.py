@@ -129,7 +129,7 @@ def test_list_of_arrays():
     ((np.zeros(8), np.zeros(8), np.zeros(8), np.zeros(8)),
      r"argument 4 \('TILE'\): the parameter is a ct.Constant"),
     ((np.zeros(8, np.complex64), np.zeros(8), np.zeros(8), 4),
-     r"argument 1 \('a'\): arrays of dtype complex64 are not supported"),
+     r"argument 1 \('a'\): arrays of dtype complex64 have no cuTile equivalent"),
     ((np.zeros(8, np.float32)[::-1], np.zeros(8), np.zeros(8), 4),
      r"argument 1 \('a'\): negative strides"),
     ((np.zeros(8), object(), np.zeros(8), 4),

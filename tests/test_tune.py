@@ -361,12 +361,12 @@ def test_in_completion_order_yields_configs_as_their_futures_finish():
 def test_a_crafted_store_line_cannot_replace_a_recorded_measurements_methods(tmp_path):
     """Store lines that Measurement cannot rebuild load into known fields only: keys naming
     methods or dunders stay data, the object keeps its own behaviour."""
-    from tile_lab.tuning.store import recorded_measurement
+    from tile_lab.tuning.store import recorded_measurement as _recorded
 
     crafted = {"mean_s": 2e-6, "ci95_s": 1e-8, "gbps": 10.0, "to_json_dict": "boom",
                "__class__": "x", "__getattr__": 1, "_data": {"mean_s": 9.0},
                "not_a_field": 3}
-    m = recorded_measurement(crafted)
+    m = _recorded(crafted)
     assert m.mean_s == 2e-6 and m.gbps == 10.0
     assert m.to_json_dict() == crafted  # nothing lost, and still the method
     assert type(m).__name__ == "RecordedMeasurement"
@@ -375,7 +375,7 @@ def test_a_crafted_store_line_cannot_replace_a_recorded_measurements_methods(tmp
     with pytest.raises(AttributeError):
         m.mean_s = 1.0
     with pytest.raises(TypeError, match="JSON object"):
-        recorded_measurement(["mean_s", 1.0])
+        _recorded(["mean_s", 1.0])
     import copy
     import pickle
 
@@ -390,9 +390,8 @@ def test_a_store_with_crafted_keys_resumes_with_the_recorded_times(tmp_path):
     from tile_lab.render.tune_plots import result_table_html
 
     path = tmp_path / "tune.jsonl"
-    opts = TuneOptions(strategy="exhaustive", progress=False)
     first = tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), store=str(path),
-                 options=opts)
+                 options=TuneOptions(strategy="exhaustive", progress=False))
     lines = []
     for line in path.read_text().splitlines():
         rec = json.loads(line)
@@ -401,7 +400,7 @@ def test_a_store_with_crafted_keys_resumes_with_the_recorded_times(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     again = FakeGPU()
     second = tune(scale_copy, SPACE, _grid, _args, measure=again, store=str(path),
-                  options=opts)
+                  options=TuneOptions(strategy="exhaustive", progress=False))
     assert again.calls == []
     assert second.best.config == first.best.config
     assert second.best.time_s == first.best.time_s

@@ -83,3 +83,25 @@ def test_redraw_errors_are_shown_not_swallowed(monkeypatch):
     b.block_sliders["x"].value = 1
     assert isinstance(b.error, TileLabError)
     assert "something went wrong" in b.status.value and "a hint" in b.status.value
+
+
+def test_browser_marks_tma_verdicts_and_ellipsizes_long_lines():
+    from pathlib import Path
+
+    import numpy as np
+    from kernels_inspect import gemm
+
+    import tile_lab
+    from tile_lab.artifacts import Inspection
+    from tile_lab.render.tma import tma_report
+    from tile_lab.widgets.diagram_browser import DiagramBrowser
+
+    a, b = np.ones((64, 96), np.float16), np.ones((96, 64), np.float16)
+    tr = tile_lab.trace(gemm, (1, 1, 1), (a, b, np.zeros((64, 64), np.float32), 64, 64, 32))
+    fixture = Path(__file__).parent / "fixtures" / "tma_gemm_k1004_sm_90.json"
+    report = tma_report(Inspection.from_json(fixture.read_text()))
+    br = DiagramBrowser(tr, tma=report)
+    assert {e.line: e.tma for e in br.diagram.geometry.legend} == {34: False, 35: True, 37: True}
+    labels = [label for label, _ in br.lines.options]
+    assert all(len(label) < 80 for label in labels)
+    assert not any(label.endswith(("(", ",")) for label in labels)

@@ -16,7 +16,7 @@ _EXPORTS: dict[str, str] = {
     # compile + inspect (source -> artifacts)
     "inspect": "._inspect",
     "Inspection": ".artifacts",
-    "doctor": ".toolchain",
+    "doctor": "._doctor",
     # emulator, trace, sanitizer (artifacts -> execution on CPU)
     "emulate": ".emulator",
     "trace": ".emulator",
@@ -38,6 +38,12 @@ _EXPORTS: dict[str, str] = {
     "Measurement": ".gpu.measurement",
     "load_measurements": ".gpu.measurement",
     "roofline": ".render.plots",
+    # GPU: profile (execution under Nsight Compute -> per-line profiles)
+    "profile": ".profiling",
+    "Profile": ".profiling",
+    "load_profile": ".profiling",
+    "compare_profiles": ".profiling",
+    "profile_tuning": ".profiling",
     # tuning
     "Space": ".tuning",
     "tune": ".tuning",

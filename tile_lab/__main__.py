@@ -16,7 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "doctor":
-        from .toolchain import doctor
+        from ._doctor import doctor
 
         report = doctor()
         print(report)

@@ -40,7 +40,8 @@ from typing import Any
 
 from . import _cutile_compat as compat
 from .artifacts import LazyStages, Remark, StageText
-from .errors import CompileError, SignatureError, SourceLocation, ToolchainError
+from .compile_errors import compile_error_from_tile_error, source_location
+from .errors import CompileError, SignatureError, ToolchainError
 from .toolchain import run_tool, tool_failure
 
 _TOOL_TIMEOUT = 300.0  # seconds; big tiles can make tileiras slow
@@ -103,37 +104,6 @@ def run_frontend(kernel: Any, signature: Any, arch: str, options: Any) -> compat
             # cuTile checks signatures against annotations with a plain TypeError
             raise SignatureError(str(e).replace("Invalid kernel parameter", "parameter")) from None
         raise
-
-
-def source_location(filename: str, line: int, col: int | None) -> SourceLocation:
-    text = linecache.getline(filename, line) or None
-    return SourceLocation(filename, line, col, text.rstrip("\n") if text else None)
-
-
-def compile_error_from_tile_error(exc: BaseException) -> CompileError:
-    """A CompileError pointing at the user's line for one of cuTile's TileErrors."""
-    message = compat.tile_error_message(exc).strip()
-    sites = compat.tile_error_call_sites(exc)
-    location = source_location(*sites[0]) if sites else None
-    hint = None
-    if len(sites) > 1:
-        hint = "called from " + ", ".join(f"{os.path.basename(f)}:{ln}" for f, ln, _ in sites[1:])
-    kind = _TILE_ERROR_KINDS.get(type(exc).__name__, type(exc).__name__)
-    return CompileError(f"{kind}: {message}", location, hint)
-
-
-# cuTile error class -> how the message introduces it
-_TILE_ERROR_KINDS = {
-    "TypeCheckingError": "cuTile type error",
-    "UnsupportedSyntaxError": "syntax cuTile does not support",
-    "InvalidValueError": "invalid value",
-    "UnsupportedFeatureError": "unsupported feature",
-    "StaticAssertionError": "static assertion",
-    "StaticEvalError": "compile-time evaluation error",
-    "RecursionLimitError": "recursion limit",
-    "CompilerExecutionError": "tileiras error",
-    "CompilerTimeoutError": "tileiras timeout",
-}
 
 
 _CUTILE_LOC = re.compile(r"\s*//\s*(?P<file>.*?):(?P<line>\d+):(?P<col>\d+)\s*$")
@@ -213,7 +183,7 @@ def _resolve_locs(expr: str, aliases: dict[str, str], depth: int = 0
 
 def _pick_line(locs: Iterable[tuple[str, int, int]], filename: str | None) -> int | None:
     for file, line, _ in locs:
-        if (filename is None or file == filename) and line > 0:
+        if (filename is None or file == filename) and _is_code(file, line):
             return line
     return None
 
@@ -397,12 +367,15 @@ def _nvdisasm(cubin: bytes, arch: str) -> str:
 
 
 def _is_code(filename: str, line: int) -> bool:
-    """False for a line known to be blank or a comment (tileiras' line info for sm_90
-    wgmma sequences names such lines after the kernel); True when the text is unknown."""
-    text = linecache.getline(filename, line)
-    if not text:
-        return True
-    stripped = text.strip()
+    """False for a line past the end of the file, or known to be blank or a comment
+    (tileiras' line info for sm_90 wgmma sequences names such lines after the kernel, even
+    one past the file's last line); True when the file's text is unknown."""
+    lines = linecache.getlines(filename)
+    if not lines:
+        return line > 0
+    if not 0 < line <= len(lines):
+        return False
+    stripped = lines[line - 1].strip()
     return bool(stripped) and not stripped.startswith("#")
 
 

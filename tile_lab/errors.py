@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from IPython.core.error import UsageError
+
 
 @dataclass(frozen=True)
 class SourceLocation:
@@ -33,6 +35,8 @@ class TileLabError(Exception):
 
     def __init__(self, message: str, location: SourceLocation | None = None,
                  hint: str | None = None) -> None:
+        if not message.strip():  # never an empty message: say at least what kind of error
+            message = (type(self).__doc__ or type(self).__name__).strip().splitlines()[0]
         super().__init__(message)
         self.message = message
         self.location = location
@@ -42,11 +46,14 @@ class TileLabError(Exception):
         return (type(self), (self.message, self.location, self.hint))
 
     def render(self) -> str:
-        """Plain-text rendering: message, location line, source line, caret, hint."""
+        """Plain-text rendering: message, location line, source line, caret, hint.
+
+        An error that carries no location of its own (a bad argument to a public function)
+        names the notebook cell line that made the call, found in its traceback."""
         out = [f"{type(self).__name__}: {self.message}"]
-        loc = self.location
+        loc = self.location if self.location is not None else _calling_cell(self)
         if loc is not None:
-            out.append(f"  at {_where(loc.filename)}, line {loc.line}")
+            out.append(f"  at {location_label(loc.filename)}, line {loc.line}")
             if loc.text is not None:
                 out.append(f"  {loc.line:>4} | {loc.text.rstrip()}")
                 if loc.col is not None:
@@ -60,7 +67,39 @@ class TileLabError(Exception):
         return self.render().splitlines()
 
 
-def _where(filename: str) -> str:
+def _calling_cell(exc: BaseException) -> SourceLocation | None:
+    """The innermost notebook-cell line in ``exc``'s traceback (the user's call), if any."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except Exception:  # no IPython
+        return None
+    if shell is None:
+        return None
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if shell.compile.format_code_name(code.co_filename):
+            found = (code, tb.tb_lineno, tb.tb_lasti)
+        tb = tb.tb_next
+    if found is None:
+        return None
+    import linecache
+
+    code, line, lasti = found
+    text = linecache.getline(code.co_filename, line).rstrip("\n") or None
+    col = None
+    if hasattr(code, "co_positions"):  # Python >= 3.11: where on the line the call is
+        positions = list(code.co_positions())
+        if 0 <= lasti // 2 < len(positions):
+            start_line, _, start_col, _ = positions[lasti // 2]
+            col = start_col if start_line == line else None
+    return SourceLocation(code.co_filename, line, col, text)
+
+
+def location_label(filename: str) -> str:
     """A notebook cell's code file as IPython names it ("Cell In[3]"), else the filename."""
     try:
         from IPython import get_ipython
@@ -70,6 +109,17 @@ def _where(filename: str) -> str:
     except Exception:  # no IPython, or an IPython without format_code_name
         named = None
     return " ".join(named) if named else filename
+
+
+class ArgumentTypeError(TileLabError, TypeError):
+    """A public function got an argument of the wrong type; the message names the argument
+    (position and name) and the type it expects."""
+
+
+class OptionError(TileLabError, UsageError):
+    """A ``%%tile`` option is wrong or missing. Also an IPython ``UsageError`` (what magics
+    raise for usage mistakes), but shown like every tile_lab error: at the ``%%tile`` line,
+    with a caret under the option."""
 
 
 class CompileError(TileLabError):
@@ -115,3 +165,11 @@ class CheckMismatch(TileLabError):
 class DiagramError(TileLabError, ValueError):
     """A diagram was asked for something its trace or arguments do not allow
     (an unknown array, a block outside the grid, a line without memory operations)."""
+
+
+class ProfilerUnavailable(TileLabError):
+    """No usable profiler: Nsight Compute missing, or GPU counters not permitted."""
+
+
+class ProfilerError(TileLabError):
+    """The profiler ran but gave no profile (e.g. the launch failed under every plan)."""

@@ -14,7 +14,8 @@ The magic
    shows ``tile_lab.explore``'s sliders (``--grid``/``--args`` are then expressions of the
    slider config ``cfg``).
 
-Every failure raises: option errors are ``UsageError``; errors in the cell (syntax,
+Every failure raises: option errors are ``OptionError`` (an IPython ``UsageError``) at the
+``%%tile`` line, caret under the option; errors in the cell (syntax,
 cuTile typing, tileiras, bad ``--args``) are TileLabErrors located at the cell line, which
 IPython renders through ``_render_traceback_``. The shell keeps working afterwards.
 """
@@ -22,7 +23,9 @@ IPython renders through ``_render_traceback_``. The shell keeps working afterwar
 from __future__ import annotations
 
 import ast
+import math
 import re
+import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,13 +33,21 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
+from traitlets import Int, TraitError, Unicode, validate
 
 from .artifacts import STAGES
-from .errors import CompileError, EmulatorUnsupported, SignatureError, SourceLocation, TileLabError
+from .errors import (
+    CompileError,
+    EmulatorUnsupported,
+    OptionError,
+    SignatureError,
+    SourceLocation,
+    TileLabError,
+)
 
 __all__ = ["TileMagics", "register"]
 
-EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch")
+EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile")
 PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
 CPP_LANGS = ("c++", "cpp", "cuda")
 
@@ -58,7 +69,40 @@ class _Cell:
 
 @magics_class
 class TileMagics(Magics):
-    """Holds the ``%%tile`` magic."""
+    """Holds the ``%%tile`` magic. Its defaults are traitlets, set once per notebook with
+    ``%config TileMagics.arch = "sm_90"`` (or in ``ipython_config.py``)."""
+
+    arch = Unicode("", help="target GPU when a cell gives no --arch, e.g. sm_90 "
+                            "(empty: the local GPU's, else sm_100)").tag(config=True)
+    show = Unicode("", help="panes shown when a cell gives no --show, e.g. "
+                            "'source,tileir,sass' (empty: every pane)").tag(config=True)
+    emulator_max_blocks = Int(
+        1 << 20, help="--emulate/--trace/--sanitize refuse grids of more blocks than this "
+                      "(the CPU emulator runs blocks one after another)").tag(config=True)
+    launch_fallback = Unicode(
+        "emulate", help="what --launch does without a GPU: 'emulate' (run on the CPU "
+                        "emulator, with a notice) or 'error'").tag(config=True)
+
+    @validate("show")
+    def _valid_show(self, proposal: Any) -> str:
+        value = proposal["value"]
+        bad = [n for n in (s.strip() for s in value.split(",")) if n and n not in PANES]
+        if bad:
+            raise TraitError(f"unknown pane {bad[0]!r}; panes: {', '.join(PANES)}")
+        return value
+
+    @validate("launch_fallback")
+    def _valid_fallback(self, proposal: Any) -> str:
+        if proposal["value"] not in ("emulate", "error"):
+            raise TraitError("launch_fallback is 'emulate' or 'error', not "
+                             f"{proposal['value']!r}")
+        return proposal["value"]
+
+    @validate("emulator_max_blocks")
+    def _valid_max_blocks(self, proposal: Any) -> int:
+        if proposal["value"] < 1:
+            raise TraitError("emulator_max_blocks must be at least 1")
+        return proposal["value"]
 
     @magic_arguments()
     @argument("--args", metavar="EXPRS",
@@ -80,6 +124,9 @@ class TileMagics(Magics):
               help="run on the CPU emulator and report races / out-of-bounds tiles")
     @argument("--launch", action="store_true",
               help="run on the GPU (falls back to the emulator, with a notice, without one)")
+    @argument("--profile", action="store_true",
+              help="launch once under Nsight Compute (ncu) and show where the time goes, per "
+                   "line, in the inspect view (needs a GPU, ncu, --grid and --args)")
     @argument("--explore", metavar="SPACE",
               help="sliders over a tile_lab.Space (an expression in the notebook); --grid and "
                    "--args are then expressions of the slider config, named cfg: "
@@ -88,17 +135,29 @@ class TileMagics(Magics):
     @cell_magic
     def tile(self, line: str, cell: str) -> None:
         """Define tile kernels in this cell, then inspect and/or run them."""
-        opts = parse_argstring(self.tile, line)
-        _unquote_options(opts)
-        _check_options(opts)
         body = self._register_cell(line, cell)
         try:
+            opts = parse_argstring(self.tile, line)
+            _unquote_options(opts)
+            self._apply_defaults(opts)
+            _check_options(opts)
             if opts.lang.lower() in CPP_LANGS:
                 self._run_cpp(opts, body)
             else:
                 self._run_python(opts, body)
-        except TileLabError as err:
+        except TileLabError as err:  # any tile_lab error, whatever its class
             raise _relabel(err, body) from None
+        except UsageError as err:  # an option mistake: at the %%tile line, like the rest
+            if type(err) is not UsageError:
+                raise
+            raise _option_error(str(err), body) from None
+
+    def _apply_defaults(self, opts: Any) -> None:
+        """Options the cell leaves out take the ``%config TileMagics`` defaults."""
+        if opts.arch is None and self.arch:
+            opts.arch = self.arch
+        if opts.show is None and self.show:
+            opts.show = self.show
 
     # -- the two languages ---------------------------------------------------------------
 
@@ -123,9 +182,16 @@ class TileMagics(Magics):
             spec = opts.sig if opts.sig is not None else args
             if spec is None:
                 raise UsageError("%%tile: inspecting needs --args or --sig")
+            option = opts.sig if opts.sig is not None else opts.args
             for name in chosen:
-                display(tile_lab.inspect(kernels[name], spec, arch=opts.arch,
-                                         hints=opts.hints, show=show))
+                try:
+                    insp = tile_lab.inspect(kernels[name], spec, arch=opts.arch,
+                                            hints=opts.hints, show=show)
+                except SignatureError as err:
+                    if err.location is None:  # caret under the item the message names
+                        err.location = _item_location(body, option, err.message)
+                    raise
+                display(insp)
         if flags or want_partition:
             if len(chosen) != 1:
                 raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
@@ -133,7 +199,25 @@ class TileMagics(Magics):
             if args is None or opts.grid is None:
                 raise UsageError("%%tile: running a kernel needs --grid and --args")
             grid = _eval_grid(opts.grid, body, ns)
-            self._execute(kernels[chosen[0]], grid, args, flags, want_partition, opts.hints)
+            if set(flags) & {"emulate", "trace", "sanitize"} or want_partition:
+                self._check_emulator_grid(grid, opts.grid, body)
+            try:
+                self._execute(kernels[chosen[0]], grid, args, flags, want_partition,
+                              opts.hints)
+            except TileLabError as err:  # a bad argument: point at what the user typed
+                if re.match(r"argument \d+ \(", err.message):
+                    err.location = _item_location(body, opts.args, err.message) or err.location
+                raise
+
+    def _check_emulator_grid(self, grid: tuple[int, ...], text: str, body: _Cell) -> None:
+        blocks = math.prod(grid)
+        if blocks > self.emulator_max_blocks:
+            raise SignatureError(
+                f"--grid {grid} is {blocks:,} blocks: too many for the CPU emulator, which "
+                f"runs blocks one after another (this notebook's limit: "
+                f"{self.emulator_max_blocks:,})", _option_location(body, text.strip()),
+                hint="emulate a smaller problem (fewer, larger tiles), or raise the limit "
+                     "with %config TileMagics.emulator_max_blocks = N")
 
     def _explore(self, opts: Any, body: _Cell, kernels: dict[str, Any],
                  chosen: list[str]) -> None:
@@ -180,7 +264,12 @@ class TileMagics(Magics):
             if hints:
                 from ._inspect import parse_hints
                 hint_values = parse_hints(hints)
-            tile_lab.launch(kernel, grid, args, hints=hint_values, fallback="emulate")
+            fallback = "emulate" if self.launch_fallback == "emulate" else None
+            tile_lab.launch(kernel, grid, args, hints=hint_values, fallback=fallback)
+        if "profile" in flags:
+            prof = tile_lab.profile(kernel, grid, args, hints=_parse_hints(hints))
+            display(prof.view(tile_lab.inspect(kernel, args, arch=prof.arch, hints=hints,
+                                               show=("source", "tileir", "sass"))))
 
     def _run_cpp(self, opts: Any, body: _Cell) -> None:
         import tile_lab
@@ -228,7 +317,7 @@ class TileMagics(Magics):
     def _register_cell(self, line: str, cell: str) -> _Cell:
         shell = self.shell
         text = "\n" + cell  # the %%tile line is line 1, so body line k is cell line k+1
-        number = shell.execution_count
+        number = _running_cell_number(shell)
         filename = shell.compile.cache(text, number, raw_code=text)
         named = shell.compile.format_code_name(filename)
         label = " ".join(named) if named else filename
@@ -259,6 +348,30 @@ class TileMagics(Magics):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+def _parse_hints(hints: str | None) -> dict[str, Any] | None:
+    from ._inspect import parse_hints
+
+    return parse_hints(hints) if hints else None
+
+
+def _running_cell_number(shell: Any) -> int:
+    """The N of the cell now running, as IPython labels it ("Cell In[N]").
+
+    Not ``shell.execution_count``: IPython >= 9 has already incremented it when the cell
+    runs (and does not when history is off). The running cell's code is on the call stack,
+    compiled under a filename IPython registered with the cell's number, so that frame
+    says which cell this is, in a terminal IPython and in a Jupyter kernel alike.
+    """
+    format_code_name = getattr(shell.compile, "format_code_name", None)
+    frame = sys._getframe(1) if format_code_name is not None else None
+    while frame is not None:
+        named = format_code_name(frame.f_code.co_filename)
+        if named and (m := re.fullmatch(r"In\[(\d+)\]", named[1])):
+            return int(m.group(1))
+        frame = frame.f_back
+    return shell.execution_count  # called outside any cell (run_cell_magic from code)
+
 
 def _unquote_options(opts: Any) -> None:
     # IPython splits the magic line shell-style but keeps the quotes (non-POSIX mode).
@@ -354,6 +467,24 @@ def _option_location(body: _Cell, value: str, offset: int = 0) -> SourceLocation
     return SourceLocation(body.label, 1, col, body.magic_line)
 
 
+def _item_location(body: _Cell, option_text: str, message: str) -> SourceLocation | None:
+    """The ``%%tile`` line with the caret under the comma-separated item of ``option_text``
+    that ``message`` names ("argument 2 (...)", "spec item 2"); None when it names none."""
+    m = re.search(r"\b(?:argument|item) (\d+)\b", message)
+    if m is None:
+        return None
+    wanted, depth, start, items = int(m.group(1)), 0, 0, []
+    for i, ch in enumerate(option_text + ","):
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == "," and depth == 0:
+            items.append(start + len(option_text[start:i]) - len(option_text[start:i].lstrip()))
+            start = i + 1
+    if not 1 <= wanted <= len(items):
+        return None
+    return _option_location(body, option_text.strip(), items[wanted - 1]
+                            - (len(option_text) - len(option_text.lstrip())))
+
+
 def _eval_option(value: str, option: str, body: _Cell, ns: dict[str, Any],
                  local: dict[str, Any] | None = None) -> tuple[Any, ...]:
     """Evaluate a comma-separated list of expressions in the user namespace (and ``local``
@@ -396,10 +527,34 @@ def _eval_grid(value: str, body: _Cell, ns: dict[str, Any],
     return tuple(int(v) for v in items)
 
 
+def _option_error(message: str, body: _Cell) -> OptionError:
+    """An OptionError at the ``%%tile`` line, the caret under the first option the message
+    names, or just after the line when the option is missing from it."""
+    text = message.removeprefix("%%tile: ")
+    col = None
+    said = text.split(": ", 1)[1] if text.startswith("%%tile --") else text  # skip "--lang c++:"
+    named = re.search(r"--[a-z+]+", said)
+    if named is not None:  # under that option, or after the line when it is missing there
+        idx = body.magic_line.find(named.group(0))
+        col = idx if idx >= 0 else len(body.magic_line) + 1
+    hint = ("%%tile? lists the options" if "unrecognized arguments" in text
+            or "expected one argument" in text else None)
+    text = text if text.startswith("%%tile") else f"%%tile: {text}"
+    return OptionError(text, SourceLocation(body.label, 1, col, body.magic_line), hint=hint)
+
+
 def _relabel(err: TileLabError, body: _Cell) -> TileLabError:
-    """Show the cell's label instead of IPython's cache filename, and the line text."""
+    """Show the cell's label instead of IPython's cache filename, and the line text; an
+    error that names no place (a refusal, a missing GPU) points at the ``%%tile`` line."""
+    if err.hint and body.filename in err.hint:  # e.g. nvcc's full diagnostics
+        err.hint = err.hint.replace(body.filename, body.label)
     loc = err.location
-    if loc is not None and loc.filename == body.filename:
+    if loc is None:  # e.g. a refusal: under the option the message is about, if it says
+        words = re.findall(r"\b(grid|hint|arch|args|sig|kernel)s?\b", err.message)
+        col = next((i for i in (body.magic_line.find(f"--{w}{'s' * (w == 'hint')}")
+                                for w in words) if i >= 0), None)
+        err.location = SourceLocation(body.label, 1, col, body.magic_line)
+    elif loc.filename == body.filename:
         text = loc.text if loc.text is not None else _line_of(body.text, loc.line)
         err.location = replace(loc, filename=body.label, text=text)
     return err

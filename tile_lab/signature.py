@@ -6,8 +6,9 @@ and the value of each ``ct.Constant``. ``KernelSignature.from_kernel_args`` deri
 from device arrays but needs a CUDA driver; this module derives the same assumptions on
 any machine from
 
-* example arguments: NumPy arrays, CuPy arrays (anything with
-  ``__cuda_array_interface__`` or ``__array_interface__``), Python/NumPy scalars,
+* example arguments: NumPy arrays, torch tensors, CuPy arrays, anything with
+  ``__cuda_array_interface__``, ``__array_interface__`` or ``__dlpack__`` (read by
+  ``tile_lab.array_like`` from metadata, without copying), Python/NumPy scalars,
   values for ``ct.Constant`` parameters, lists of arrays; or
 * a spec string such as ``"f32[4096], f32[4096], f32[4096], 128"`` (see ``parse_spec``).
 
@@ -38,6 +39,7 @@ from cuda.tile.compilation import (
 )
 
 from . import _cutile_compat as compat
+from .array_like import ArgumentProblem, array_info, is_array_like
 from .errors import SignatureError
 
 # spec dtype code -> (cuTile dtype name, NumPy dtype name)
@@ -115,44 +117,25 @@ def _code_for_numpy_dtype(dt: Any) -> str | None:
 def describe_array(obj: Any) -> ArrayDesc | None:
     """An ArrayDesc for an array-like example argument, None for anything else.
 
-    NumPy (host) arrays are assumed to be copied into a fresh, aligned device buffer
-    before a launch, so their host address does not matter; device arrays
-    (``__cuda_array_interface__``) report their real alignment.
+    Anything ``tile_lab.array_like`` reads (NumPy, torch, CuPy, ``__cuda_array_interface__``,
+    DLPack) is described from its metadata, never by copying device data. Host arrays are
+    assumed to be copied into a fresh, aligned device buffer before a launch, so their host
+    address does not matter; device arrays report their real alignment.
     """
-    if isinstance(obj, np.generic):
-        return None  # NumPy scalars expose __array_interface__ too, but are scalars
-    if isinstance(obj, np.ndarray):
-        return _desc_from_interface(obj.dtype, obj.shape, obj.strides, None)
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if isinstance(cai, dict):
-        return _desc_from_interface(cai["typestr"], cai["shape"], cai.get("strides"),
-                                    int(cai["data"][0]))
-    ai = getattr(obj, "__array_interface__", None)
-    if isinstance(ai, dict):
-        return _desc_from_interface(ai["typestr"], ai["shape"], ai.get("strides"), None)
-    return None
-
-
-def _desc_from_interface(dtype: Any, shape: Sequence[int], strides_bytes: Sequence[int] | None,
-                         device_ptr: int | None) -> ArrayDesc:
-    code = _code_for_numpy_dtype(dtype)
-    if code is None:
-        raise _ArgProblem(f"arrays of dtype {np.dtype(dtype).name} are not supported by cuTile "
-                          f"(supported: {', '.join(_CODE_BY_NUMPY_NAME)})")
-    shape = tuple(int(n) for n in shape)
-    itemsize = max(1, _ct_dtype(code).bitwidth // 8)
-    if strides_bytes is None:
-        strides = contiguous_strides(shape)
-    else:
-        if any(int(s) % itemsize for s in strides_bytes):
-            raise _ArgProblem("strides are not a whole number of elements")
-        strides = tuple(int(s) // itemsize for s in strides_bytes)
+    info = array_info(obj)
+    if info is None:
+        return None
+    code = _code_for_numpy_dtype(info.dtype)
+    if code is None:  # array_like accepts only dtypes with a cuTile equivalent
+        raise _ArgProblem(f"arrays of dtype {info.dtype.name} are not supported by cuTile")
+    strides = (contiguous_strides(info.shape) if info.strides is None
+               else tuple(s // info.dtype.itemsize for s in info.strides))
+    device_ptr = None if info.on_host or info.data_ptr is None else info.data_ptr
     aligned = True if device_ptr is None else device_ptr % _ALIGN_BYTES == 0
-    return ArrayDesc(code, shape, strides, aligned)
+    return ArrayDesc(code, info.shape, strides, aligned)
 
 
-class _ArgProblem(Exception):
-    """Internal: a problem with one argument; re-raised as SignatureError naming it."""
+_ArgProblem = ArgumentProblem  # a problem with one argument; re-raised naming it
 
 
 # -- constraints -----------------------------------------------------------------------
@@ -265,7 +248,8 @@ def _arg_constraint(value: Any, param: compat.ParamInfo) -> tuple[Any, str]:
             raise _ArgProblem("the parameter is annotated as a scalar but got an array")
         return array_constraint(desc, param), desc.display()
     if kind == "array":
-        raise _ArgProblem(f"expected an array (NumPy or CuPy), got {type(value).__name__}")
+        raise _ArgProblem("expected an array (NumPy, torch, CuPy or DLPack), got "
+                          f"{type(value).__name__}")
     if isinstance(value, list):
         return _list_constraint(value, param)
     if isinstance(value, tuple):
@@ -498,8 +482,7 @@ def build_signature(kernel: Any, args_or_sig: str | Sequence[Any]) -> BuiltSigna
         return signature_from_spec(kernel, args_or_sig)
     if isinstance(args_or_sig, Sequence):
         return signature_from_args(kernel, list(args_or_sig))
-    if hasattr(args_or_sig, "__cuda_array_interface__") or hasattr(args_or_sig,
-                                                                  "__array_interface__"):
+    if is_array_like(args_or_sig):
         raise SignatureError("args_or_sig must be a sequence of example arguments "
                              "(a tuple or list) or a spec string, not a single array")
     raise SignatureError("args_or_sig must be a sequence of example arguments or a spec "

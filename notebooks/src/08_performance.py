@@ -22,7 +22,7 @@
 import numpy as np
 import cuda.tile as ct
 import tile_lab
-from tile_lab.gpu import gpu_available, load_measurements
+from tile_lab.gpu import BenchOptions, gpu_available, load_measurements
 from tile_lab.render.plots import bar_chart, roofline
 
 HAVE_GPU = gpu_available()
@@ -49,7 +49,8 @@ if HAVE_GPU:
 
     N = 1 << 28
     a, b, c = (cp.random.random(N, dtype=cp.float32) for _ in range(3))
-    vadd = [tile_lab.bench(vector_add, (N // t,), (a, b, c, t), flops=N, label=f"vector_add tile={t}")
+    vadd = [tile_lab.bench(vector_add, (N // t,), (a, b, c, t), flops=N,
+                           options=BenchOptions(label=f"vector_add tile={t}"))
             for t in (256, 1024, 4096)]
     vadd.append(tile_lab.gpu.bench_function(lambda: cp.add(a, b, out=c), bytes=3 * N * 4,
                                             flops=N, label="cupy a + b"))
@@ -183,7 +184,7 @@ import json
 
 from tile_lab.gpu import Comparison
 
-roof_run = json.load(open("data/gpu_vector_add_roof.json"))
+roof_run = json.load(open("data/regimes_vector_add.json"))
 print(Comparison.from_json_dict(roof_run["comparison"]).summary())
 copy = roof_run["copy_roof"]
 print(f"copy roof {copy['gbps']:.0f} GB/s measured = {copy['gbps'] / copy['peak_gbps']:.2f} of "

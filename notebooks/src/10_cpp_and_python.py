@@ -394,6 +394,7 @@ for hint in ("num_cta_per_cga", "num_cta_in_cga"):
 
 # %%
 from tile_lab.cpp import bench_cpp, tune_cpp
+from tile_lab.tuning import TuneOptions
 from tile_lab.tuning import Space
 
 if not GPU:
@@ -407,8 +408,8 @@ else:
     x, y = cp.random.rand(n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)
     result = tune_cpp(SCALE, "scale", Space(TILE=[256, 1024, 4096], OCC=[1, 2], LAT=[3]),
                       lambda cfg: (n // cfg["TILE"],), lambda cfg: (x, y, n),
-                      arch=local_arch(), check=lambda x, y, n: np.multiply(x, 2, out=y),
-                      progress=False)
+                      check=lambda x, y, n: np.multiply(x, 2, out=y),
+                      options=TuneOptions(arch=local_arch(), progress=False))
     print(result.summary())
 
 # %% [markdown]

@@ -21,7 +21,7 @@ from typing import Any
 
 from .._inspect import resolve_arch
 from ..artifacts import Inspection, StageText
-from ..errors import CompileError, SourceLocation, ToolchainError
+from ..errors import ArgumentTypeError, CompileError, SourceLocation, ToolchainError
 from . import diagnostics
 from . import source as src
 
@@ -182,7 +182,8 @@ def inspect_cpp(source: str | os.PathLike[str], kernel_name: str | None = None, 
     elif isinstance(source, str):
         text = source
     else:
-        raise TypeError(f"source must be C++ text or a path, not {type(source).__name__}")
+        raise ArgumentTypeError(f"tile_lab.inspect_cpp: argument 1 (source) must be C++ text "
+                                f"or a path, got {type(source).__name__}")
     filename = filename or DEFAULT_FILENAME
     if "\n" in filename or '"' in filename:
         raise CompileError(f"filename={filename!r} must be one line without quotes")

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import inspect
 import linecache
+import re
 import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import cuda.tile as ct
@@ -21,6 +22,9 @@ import numpy as np
 
 from .._cutile_compat import is_kernel, kernel_parameters
 from ..access_trace import ArrayInfo, Trace
+from ..array_like import ArgumentProblem
+from ..array_like import is_array_like as _array_like
+from ..array_like import to_host as _to_host
 from ..errors import EmulationError, SourceLocation, TileLabError
 from . import dtypes, state
 from ._kernel_access import kernel_function
@@ -180,7 +184,8 @@ def _parameters(pyfunc, args: Sequence[Any]) -> list[inspect.Parameter]:
         sig = ", ".join(p.name for p in params)
         raise EmulationError(
             f"{pyfunc.__name__}({sig}) takes {len(params)} argument"
-            f"{'s' if len(params) != 1 else ''} but {len(args)} were given",
+            f"{'s' if len(params) != 1 else ''} but {len(args)} "
+            f"{'was' if len(args) == 1 else 'were'} given",
             _def_location(pyfunc))
     return params
 
@@ -231,7 +236,8 @@ def _convert_args(kernel, pyfunc, params, args):
     arrays: list[ArrayInfo] = []
     scalars: dict[str, Any] = {}
     copy_back: list[Callable[[], None]] = []
-    for p, spec, value in zip(params, _param_specs(kernel, pyfunc, params), args):
+    for pos, (p, spec, value) in enumerate(
+            zip(params, _param_specs(kernel, pyfunc, params), args), start=1):
         if spec.constant:
             if _array_like(value):
                 raise EmulationError(f"parameter {p.name!r} is ct.Constant but got an array",
@@ -239,7 +245,16 @@ def _convert_args(kernel, pyfunc, params, args):
             converted.append(value)
             scalars[p.name] = _jsonable(value)
             continue
-        converted.append(_convert_one(pyfunc, p.name, value, spec, arrays, scalars, copy_back))
+        try:
+            converted.append(_convert_one(pyfunc, p.name, value, spec, arrays, scalars,
+                                          copy_back))
+        except ArgumentProblem as exc:  # named like inspect names it: position and name
+            loc = _def_location(pyfunc)
+            text = loc.text or ""
+            m = re.search(rf"\b{re.escape(p.name)}\b", text[text.find("("):])  # the parameter
+            col = text.find("(") + m.start() if m and "(" in text else None
+            raise EmulationError(f"argument {pos} ({p.name!r}): {exc}",
+                                 replace(loc, col=col)) from None
     return converted, arrays, scalars, copy_back
 
 
@@ -272,39 +287,6 @@ def _convert_one(pyfunc, name, value, spec: _ParamSpec, arrays, scalars, copy_ba
         return Tile(np.array(value, dtype=np.float32), ct.float32)
     scalars[name] = _jsonable(value)
     return value  # dtypes, tuples of constants, None: passed through as Python values
-
-
-def _array_like(value: Any) -> bool:
-    return isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__") \
-        or (hasattr(value, "__dlpack__") and not isinstance(value, (int, float)))
-
-
-def _to_host(value: Any, copy_back: list[Callable[[], None]]) -> np.ndarray:
-    """A NumPy array to run on; device arrays are copied and scheduled to be copied back."""
-    if isinstance(value, np.ndarray):
-        return value
-    root = type(value).__module__.split(".")[0]
-    if root == "cupy":
-        host = value.get()
-        copy_back.append(lambda: value.set(host))
-        return host
-    if root == "torch":
-        import torch
-        t = value.detach()
-        bf16 = t.dtype == torch.bfloat16
-        src = t.view(torch.int16) if bf16 else t
-        if t.device.type == "cpu":
-            host = src.numpy()  # shares memory: updated in place
-            return host.view(dtypes.to_numpy(ct.bfloat16)) if bf16 else host
-        host_raw = src.cpu().numpy()
-        copy_back.append(lambda: src.copy_(torch.from_numpy(host_raw)))
-        return host_raw.view(dtypes.to_numpy(ct.bfloat16)) if bf16 else host_raw
-    try:
-        return np.from_dlpack(value)  # CPU DLPack producers share memory
-    except Exception as exc:
-        raise EmulationError(
-            f"cannot bring a {type(value).__name__} array to the host for emulation: {exc}",
-            hint="pass a NumPy array, or install CuPy for CUDA arrays") from exc
 
 
 def _jsonable(value: Any) -> Any:

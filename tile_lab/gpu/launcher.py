@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..array_like import as_launch_args
 from ..errors import LaunchError, TileLabError
 from .arrays import copy_back, device_args
 from .device import gpu_available, require_gpu
@@ -35,6 +36,7 @@ def launch(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any]
     one notice line. Without a GPU and without the fallback: NoGPUError.
     """
     grid = check_grid(grid)
+    args = as_launch_args(args)  # torch CPU tensors, CPU DLPack: zero-copy NumPy views
     if not isinstance(args, (tuple, list)):
         raise LaunchError(f"args must be a tuple or list of kernel arguments, got "
                           f"{type(args).__name__}")

@@ -183,6 +183,7 @@ def sample_with_state(timer: Timer, work: Timeable, samples: int, reader: StateR
         if hot and burst and policy.action == "wait" and remaining > 0:
             _, w = wait_for_recovery(reader, policy)
             waited += w
+            ramp_up(timer, work, reader, policy, first=False)
         times += got
         states += [SampleState.of(state, hot)] * n
         if stop_above_s is not None and got and got[0] > stop_above_s:

@@ -33,9 +33,10 @@ from pathlib import Path as FilePath
 import numpy as np
 
 from ..access_trace import ATOMIC_KINDS, READ_KINDS, WRITE_KINDS, Block, MemoryAccess, Trace
-from ..errors import DiagramError
+from ..errors import ArgumentTypeError, DiagramError
 from . import palette
 from .svg import Scene, paint_png
+from .tma import TmaReport
 
 __all__ = ["Box", "Diagram", "Footprint", "Geometry", "Heatmap", "IndexedTrace", "Panel",
            "TileGrid", "TileVisit", "diagram", "partition"]
@@ -257,6 +258,8 @@ class LegendEntry:
     line: int
     color: str
     text: str
+    tma: bool | None = None  # None: no TMA verdict given (see ``diagram(..., tma=)``)
+    tma_note: str = ""  # the verdict's opcodes or reason
 
 
 @dataclass(frozen=True)
@@ -518,6 +521,25 @@ class IndexedTrace:
                        tuple(int(v) for v in lo_c.ravel()), tuple(int(v) for v in hi_c.ravel()),
                        uncovered, overlapped, exact)
 
+    def window_steps(self, arg: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """``(tile, steps)`` when ``arg``'s boxes of its first tile shape do not sit on that
+        shape's grid (overlapping windows of a ``tiled_view`` with ``traversal_steps``, or
+        tiles of a slice, offset from the array's origin); None when they do."""
+        grids = self.tile_grids(arg)
+        if not grids:
+            return None
+        tile = grids[0].tile
+        starts = {st for _, st, sp in self.shapes(arg)[0] if st is not None and sp is not None
+                  and tuple(b - a for a, b in zip(st, sp)) == tile}
+        if all(v % t == 0 for st in starts for v, t in zip(st, tile)):
+            return None
+        steps = []
+        for ax, t in enumerate(tile):
+            vals = sorted({st[ax] for st in starts})
+            diffs = [b - a for a, b in itertools.pairwise(vals)]
+            steps.append(math.gcd(*diffs) if diffs else t)
+        return tile, tuple(steps)
+
     def visits(self, arg: str) -> tuple[TileVisit, ...]:
         if arg not in self._visits:
             self._visits[arg] = _visits(self, arg)
@@ -701,7 +723,7 @@ def _find_gemm(index: IndexedTrace) -> tuple[str, str, str] | None:
 def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = None,
             block: int | Sequence[int] | None = None, iteration: int | None = None,
             line: int | Sequence[int] | None = None, view: str = "block",
-            zoom: Sequence[int] | None = None) -> Diagram:
+            zoom: Sequence[int] | None = None, tma: TmaReport | None = None) -> Diagram:
     """Draw a trace's memory accesses in tile space.
 
     ``view="block"``: for one block (default the first) every array with its tile grids and
@@ -713,7 +735,14 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
 
     ``arg``/``line``/``iteration`` filter what is drawn; ``zoom=(r0, r1, c0, c1)`` (or
     ``(c0, c1)`` for 1-D, six numbers for 3-D) limits the drawn region of every array.
+    ``tma=tile_lab.render.tma.tma_report(inspection)`` (an inspection of the same kernel
+    source) marks each legend line "TMA" or "no TMA" with the reason.
     """
+    if not isinstance(trace, (Trace, IndexedTrace)):
+        raise ArgumentTypeError(
+            f"tile_lab.diagram: argument 1 (trace) must be a tile_lab.Trace, got "
+            f"{type(trace).__name__}", hint="t = tile_lab.trace(kernel, grid, args); "
+                                            "tile_lab.diagram(t)")
     index = trace if isinstance(trace, IndexedTrace) else IndexedTrace(trace)
     t = index.trace
     if view not in VIEWS:
@@ -750,6 +779,13 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
             notes.append(f"{name}: {len(info.shape)}-D arrays are not drawn")
             continue
         grids = index.tile_grids(name)
+        windows = index.window_steps(name)
+        if windows is not None:  # a tile grid drawn over overlapping/offset windows would lie
+            grids = ()
+            notes.append(f"{name}: its boxes overlap or are offset (a tiled_view with "
+                         "traversal_steps, or a slice): no tile grid drawn; "
+                         f"tile_lab.render.views.windows_from_trace(trace, {name!r}) draws "
+                         "them all")
         if view == "coverage":
             for kind in ("write", "read"):
                 if not index.has_kind(name, kind):
@@ -763,7 +799,7 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
         fps: tuple[Footprint, ...] = ()
         visits: tuple[TileVisit, ...] = ()
         if view == "order":
-            visits = index.visits(name)
+            visits = index.visits(name) if windows is None else ()
         else:
             accs = [a for a in index.by_block.get(blk, ()) if a.arg == name  # type: ignore[arg-type]
                     and (iteration is None or a.iteration == iteration)
@@ -772,7 +808,7 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
         panels.append(_panel(name, info.shape, info.dtype, grids, zoom, footprints=fps,
                              visits=visits, role=roles.get(name),
                              title=_array_title(name, info.shape, info.dtype, grids,
-                                                roles.get(name))))
+                                                roles.get(name)) + _windows_text(windows)))
     if view == "coverage":
         blk = None
     if any(not p.element_detail for p in panels) and zoom is None:
@@ -781,11 +817,19 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
     shown_lines = sorted({f.line for p in panels for f in p.footprints})
     if view in ("coverage", "order"):
         shown_lines = []
-    legend = tuple(LegendEntry(ln, index.colors[ln], index.line_text(ln)) for ln in shown_lines)
+    legend = tuple(_with_tma(LegendEntry(ln, index.colors[ln], index.line_text(ln)), tma)
+                   for ln in shown_lines)
     geometry = Geometry(view=view, kernel=t.kernel, grid=t.grid, block=blk, iteration=iteration,
                         lines=None if lines is None else tuple(sorted(lines)), layout=layout,
                         panels=tuple(panels), legend=legend, notes=tuple(notes))
     return _draw(geometry, index)
+
+
+def _with_tma(entry: LegendEntry, tma: TmaReport | None) -> LegendEntry:
+    verdict = next((t for t in tma.lines if t.line == entry.line), None) if tma else None
+    if verdict is None:
+        return entry
+    return dataclasses.replace(entry, tma=verdict.tma, tma_note=verdict.reason)
 
 
 def partition(shape: Sequence[int], tile: Sequence[int],
@@ -963,6 +1007,14 @@ def _array_title(name: str, shape: tuple[int, ...], dtype: str, grids: tuple[Til
         if len(grids) > 1:
             head += f" (+{len(grids) - 1} more tile shape{'s' if len(grids) > 2 else ''})"
     return head
+
+
+def _windows_text(windows: tuple[tuple[int, ...], tuple[int, ...]] | None) -> str:
+    if windows is None:
+        return ""
+    tile, steps = windows
+    kind = " (overlapping)" if any(s < t for s, t in zip(steps, tile)) else ""
+    return f", {_dims(tile)} windows every {_dims(steps)}{kind}"
 
 
 def _check_args(t: Trace, arg: str | Sequence[str] | None) -> list[str]:

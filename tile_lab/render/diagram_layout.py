@@ -32,7 +32,7 @@ from .diagram import (
 )
 from .svg import INK, Group, Path, Rect, Scene, Style, Text, text_width, to_svg
 
-__all__ = ["draw"]
+__all__ = ["draw", "ellipsize"]
 
 HIGHLIGHT = "#E69F00"  # partition(): highlighted tiles (Okabe–Ito orange)
 GOOD, BAD_ZERO, BAD_MULTI, READ = "#009E73", "#CC79A7", "#D55E00", "#0072B2"
@@ -274,12 +274,15 @@ def _draw_panel(panel: Panel, win: _Win, x: float, y: float, geometry: Geometry,
                 items.append(Group((Rect(*r, Style(fill=HIGHLIGHT, fill_opacity=0.85,
                                                    stroke=HIGHLIGHT, stroke_width=2)),),
                                    title=f"tile {_tup(t)}: elements {b.describe()}"))
-        items.extend(_tile_labels(panel, win, gx, top, z, first=(k == 0)))
         if panel.visits:
             items.extend(_visit_cells(panel, place, geometry, index))
         if index is not None:
             for f in panel.footprints:
                 items.extend(_footprint_items(f, panel, place, geometry, index))
+        # labels last: on top of padding hatches and footprints, with a halo (svg.py's CSS)
+        labels = _tile_labels(panel, win, gx, top, z, first=(k == 0))
+        if labels:
+            items.append(Group(tuple(labels), css_class="tl-lbl"))
     n = len(panel.slices)
     fy = gy + n * win.rows * win.sy + (n - 1) * SLICE_GAP + 6
     for line in _footer(panel):
@@ -348,15 +351,22 @@ def _tile_labels(panel: Panel, win: _Win, gx: float, top: float, z: int, first: 
     out: list = []
     X = lambda c: gx + (c - c0) * win.sx  # noqa: E731
     Y = lambda r: top + (r - r0) * win.sy  # noqa: E731
+    _, arr_r, arr_c = _lift_shape(panel.shape)
     if fs >= 6.5 and len(rows) * len(cols) <= 1024:
         for i in rows:
             for j in cols:
                 idx = (z // tz, i, j)[3 - len(g.grid):]
+                label = "(" + ",".join(map(str, idx)) + ")"
                 ra, rb = max(i * tr, r0), min((i + 1) * tr, r1)
                 ca, cb = max(j * tc, c0), min((j + 1) * tc, c1)
+                # centred on the part inside the array when the label fits there, so an
+                # edge tile's label sits on its elements, not on the padded lanes
+                ia_r, ia_c = min(rb, max(arr_r, ra + 1)), min(cb, max(arr_c, ca + 1))
+                if ((ia_c - ca) * win.sx >= text_width(label, fs) + 2
+                        and (ia_r - ra) * win.sy >= fs + 2):
+                    rb, cb = ia_r, ia_c
                 cx, cy = (X(ca) + X(cb)) / 2, (Y(ra) + Y(rb)) / 2 + fs * 0.35
-                out.append(Text(cx, cy, "(" + ",".join(map(str, idx)) + ")", size=fs,
-                                anchor="middle", opacity=0.8))
+                out.append(Text(cx, cy, label, size=fs, anchor="middle", opacity=0.9))
         # element indices at tile starts on the margins: read off "(2, 8)" directly
         if first:
             for j in cols:
@@ -574,6 +584,44 @@ def _tooltip(f: Footprint, panel: Panel, geometry: Geometry, index: IndexedTrace
     return "\n".join(lines)
 
 
+LEGEND_CHARS = 96  # most characters of a source line shown in the legend
+
+
+def ellipsize(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word or punctuation boundary,
+    with "…" when anything was cut (the full line is the entry's tooltip)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    at = max(cut.rfind(c) for c in " ,(=")
+    if at >= limit // 2:
+        cut = cut[:at + 1]
+    return cut.rstrip() + "…"
+
+
+TMA_YES, TMA_NO = "#009E73", "#D55E00"
+
+
+def _tma_legend(e, x: float, y: float, after: float) -> tuple[list, float, float]:
+    """A "TMA" / "no TMA" badge after a legend line; for "no TMA", the reason on the next
+    line (ellipsized; the full reason is the tooltip)."""
+    text = "TMA" if e.tma else "no TMA"
+    color = TMA_YES if e.tma else TMA_NO
+    bx, w = after + 10, text_width(text, 10) + 8
+    items: list = [Group((Rect(bx, y - 10, w, 13, Style(fill=color, fill_opacity=0.2,
+                                                         stroke=color)),
+                          Text(bx + 4, y, text, size=10, color=color, bold=True)),
+                         title=e.tma_note, css_class="tl-tma")]
+    right = bx + w
+    if not e.tma:
+        y += 14
+        reason = ellipsize(e.tma_note, 110)
+        items.append(Group((Text(x + 12, y, "↳ " + reason, size=10, opacity=0.85),),
+                           title=e.tma_note))
+        right = max(right, x + 12 + text_width("↳ " + reason, 10))
+    return items, y, right
+
+
 def _legend(g: Geometry, x: float, y: float) -> tuple[list, float, float]:
     out: list = []
     width = x
@@ -585,9 +633,14 @@ def _legend(g: Geometry, x: float, y: float) -> tuple[list, float, float]:
             out.append(Rect(x + 18, y - 10, 14, 12, Style(fill=e.color, fill_opacity=0.12,
                                                             stroke=e.color, stroke_width=2,
                                                             hatch="diag", hatch_color=e.color)))
-            label = f"line {e.line}" + (f": {e.text[:70]}" if e.text else "")
-            out.append(Text(x + 38, y, label, size=11))
+            label = f"line {e.line}" + (f": {ellipsize(e.text, LEGEND_CHARS)}" if e.text else "")
+            out.append(Group((Text(x + 38, y, label, size=11),),
+                             title=f"line {e.line}: {e.text}" if e.text else None))
             width = max(width, x + 38 + text_width(label, 11))
+            if e.tma is not None:
+                tma_items, y, right = _tma_legend(e, x + 38, y, x + 38 + text_width(label, 11))
+                out.extend(tma_items)
+                width = max(width, right)
         key = [("load (fill)", Style(fill=INK, fill_opacity=0.35, stroke=INK)),
                ("store (hatched outline)", Style(stroke=INK, stroke_width=2, hatch="diag")),
                ("padded load lanes", Style(stroke=INK, dash="2 2", hatch="dots")),

@@ -115,7 +115,11 @@ _BOLD = ("nf",)
 # Layout styles put inline on the few container elements, so the side-by-side,
 # scrollable layout survives JupyterLab's sanitizer for untrusted output.
 _STYLE_PANES = "display:flex;gap:8px;overflow-x:auto;align-items:flex-start"
-_STYLE_PANE = "min-width:30em;max-width:64em"
+# Panes share the row and scroll their own long lines; the source pane takes its natural
+# width (up to half the row) so short kernels leave no empty pane space and the def line
+# is not cut while the IR panes have room.
+_STYLE_PANE = "flex:1 1 24em;min-width:16em"
+_STYLE_PANE_SOURCE = "flex:0 1 auto;min-width:16em;max-width:50%"
 _STYLE_PANE_MISSING = "min-width:10em;max-width:18em"
 _STYLE_CODE = "max-height:36em;overflow:auto;margin:0"
 
@@ -214,7 +218,15 @@ def inspection_html(insp: Inspection) -> str:
         f"<script>{_SCRIPT}</script>",
         "</div>",
     ]
-    return "\n".join(parts)
+    return _with_tma_badges(insp, "\n".join(parts))
+
+
+def _with_tma_badges(insp: Inspection, view_html: str) -> str:
+    """Source lines whose loads/stores became TMA copies (or did not) get a badge, when the
+    view shows both SASS and Tile IR (``render/tma.py`` reads the verdict from them)."""
+    from .tma import annotate_inspection_html
+
+    return annotate_inspection_html(_shown(insp), view_html)
 
 
 def highlight_lines(text: str, lexer: Lexer) -> list[str]:
@@ -281,14 +293,16 @@ def _pane(insp: Inspection, name: str, slots: dict[int, int]) -> str:
     elif name in insp.stages:
         st = insp.stages[name]
         text = _compact_sass(st.text) if name == "sass" else st.text
-        body = _stage_code(text, st.line_map, _stage_lexer(name), slots)
+        prologue = _prologue_rows(text, st.line_map) if name == "tileir" else frozenset()
+        body = _stage_code(text, st.line_map, _stage_lexer(name), slots, prologue)
         title = f"{title} ({len(st.line_map)} lines)"
     else:  # asked for but not produced: a narrow pane that says why
         return (f'<section class="tl-pane tl-pane-{name} tl-pane-missing" '
                 f'style="{_STYLE_PANE_MISSING}"><div class="tl-title">{html.escape(title)}'
                 f'</div><div class="tl-missing">{html.escape(_missing_reason(name))}</div>'
                 f"</section>")
-    return (f'<section class="tl-pane tl-pane-{name}" style="{_STYLE_PANE}">'
+    style = _STYLE_PANE_SOURCE if name == "source" else _STYLE_PANE
+    return (f'<section class="tl-pane tl-pane-{name}" style="{style}">'
             f'<div class="tl-title">{html.escape(title)}</div>{body}</section>')
 
 
@@ -333,16 +347,51 @@ def _source_code(insp: Inspection, slots: dict[int, int]) -> str:
 
 
 def _stage_code(text: str, line_map: Sequence[int | None], lexer: Lexer,
-                slots: dict[int, int]) -> str:
+                slots: dict[int, int], prologue: frozenset[int] = frozenset()) -> str:
     fragments = highlight_lines(text, lexer)
     mapped = [ln for ln in line_map if ln is not None]
     width = len(str(max(mapped))) if mapped else 1
     rows = []
     for i, frag in enumerate(fragments):
         line = line_map[i] if i < len(line_map) else None
+        if i in prologue:
+            rows.append(_prologue_span(line, "·".rjust(width), frag))
+            continue
         gutter = str(line).rjust(width) if line is not None else " " * width
         rows.append(_line_span(line, slots, gutter, frag))
     return f'<pre class="tl-code" style="{_STYLE_CODE}">{"".join(rows)}</pre>'
+
+
+_PROLOGUE_OPS = re.compile(r"^\s*(?:%[\w.#:]+\s*=\s*)?(make_token|assume|constant|"
+                           r"make_tensor_view)\b")
+
+
+def _prologue_rows(text: str, line_map: Sequence[int | None]) -> frozenset[int]:
+    """Tile IR rows of the argument prologue: after ``entry``, the token, the facts cuTile
+    assumed of each argument (``assume div_by``/``bounded``), constants and tensor views,
+    all tied to the ``def`` line. Shown as their own group, so hovering the ``def`` line
+    lights up the signature, not two thirds of a small kernel's IR."""
+    rows = text.split("\n")
+    entry = next((i for i, r in enumerate(rows) if r.lstrip().startswith("entry ")), None)
+    if entry is None or entry >= len(line_map) or line_map[entry] is None:
+        return frozenset()
+    out = []
+    for i in range(entry + 1, min(len(rows), len(line_map))):
+        if line_map[i] != line_map[entry] or not _PROLOGUE_OPS.match(rows[i]):
+            break
+        out.append(i)
+    return frozenset(out)
+
+
+def _prologue_span(line: int | None, gutter: str, code: str) -> str:
+    where = f" (tied to line {line}, the def)" if line is not None else ""
+    tip = ("argument prologue" + where + ": what cuTile assumed of the arguments "
+           "(divisibility, bounds) and the tensor views built on them")
+    # data-line stays (the rows are the def line's), the tl-lN class does not: hovering
+    # the def line then lights up the signature only
+    data = f' data-line="{line}"' if line is not None else ""
+    return (f'<span class="tl-ln tl-pro"{data} title="{html.escape(tip, quote=True)}">'
+            f'<span class="tl-g">{gutter} </span>{code}\n</span>')
 
 
 def _remarks(insp: Inspection, slots: dict[int, int]) -> str:
@@ -418,8 +467,11 @@ def _stylesheet(vclass: str, slots: dict[int, int]) -> str:
         token_rules,
         f"{v} .tl-head{{font-family:var(--jp-ui-font-family,sans-serif);margin:2px 0 6px}}",
         f"{v} .tl-panes{{display:flex;gap:8px;overflow-x:auto;align-items:flex-start}}",
-        f"{v} .tl-pane{{flex:1 0 30em;min-width:30em;max-width:64em;"
+        f"{v} .tl-pane{{flex:1 1 24em;min-width:16em;"
         f"border:1px solid var(--jp-border-color2,#ccc);border-radius:3px}}",
+        f"{v} .tl-pane-source{{flex:0 1 auto;max-width:50%}}",
+        f"{v} .tl-pro{{color:var(--jp-content-font-color2,#666)}}",
+        f"{v}:has(.tl-pro:hover) .tl-pro{{background:color-mix(in srgb,#888 22%,transparent)}}",
         f"{v} .tl-title{{font-family:var(--jp-ui-font-family,sans-serif);font-weight:600;"
         f"padding:2px 6px;border-bottom:1px solid var(--jp-border-color2,#ccc)}}",
         f"{v} .tl-code{{position:relative;max-height:36em;overflow:auto;margin:0;padding:0;"

@@ -204,8 +204,13 @@ def _arrow_head(p0: tuple[float, float], p1: tuple[float, float], style: Style) 
     return f'<polygon points="{pts}" style="fill:{_esc(style.stroke)}{op}"/>'
 
 
-_CSS = (".tile-lab-diagram .tl-fp:hover>rect{stroke-width:3px}"
-        ".tile-lab-diagram text{pointer-events:none}")
+# Tile labels get a halo in the page's background colour (JupyterLab / VS Code variables;
+# none on a page without them) so they stay readable over hatches and footprint fills.
+_CSS = (".tile-lab-diagram .tl-fp:hover>rect{stroke-width:3px!important}"  # beats style=""
+        ".tile-lab-diagram text{pointer-events:none}"
+        ".tile-lab-diagram .tl-lbl text{paint-order:stroke;stroke-linejoin:round;"
+        "stroke-width:3px;stroke:var(--jp-layout-color0,var(--vscode-editor-background,"
+        "transparent))}")
 
 
 _PLACEHOLDER = "tl@@pattern@@"
@@ -222,6 +227,9 @@ def to_svg(scene: Scene, css: str = "") -> str:
     w, h = num(scene.width), num(scene.height)
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="tile-lab-diagram" '
             f'width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="{FONT}" '
+            # narrower containers (a widget row beside a chart) scale the drawing down
+            # instead of clipping it; a wider page shows it at its own size
+            'style="max-width:100%;height:auto" '
             f'role="img" aria-label="{_esc(scene.label)}">')
     text = (head + f"<style>{_esc_css(_CSS + css)}</style>" + writer.defs() + "".join(body)
             + "</svg>")

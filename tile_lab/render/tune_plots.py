@@ -240,7 +240,7 @@ def result_table_html(result: Any, top_k: int = 20) -> str:
         tf = "" if s.tflops is None else f"{s.tflops:.1f}"
         style = " style='font-weight:bold'" if i == 0 else ""
         rows.append(f"<tr{style}><td>{e(s.config.label())}</td><td>{s.time_s * 1e6:.1f}</td>"
-                    f"<td>±{s.ci95_s * 1e6:.1f}</td><td>{gb}</td><td>{tf}</td>"
+                    f"<td>{_ci_cell(s)}</td><td>{gb}</td><td>{tf}</td>"
                     f"<td>{e(str(getattr(s.measurement, 'mode', '')))}</td></tr>")
     for f in result.failures:
         first = f.error.splitlines()[0] if f.error else ""
@@ -248,6 +248,18 @@ def result_table_html(result: Any, top_k: int = 20) -> str:
                     f"<td colspan='5'>[{e(f.stage)}] {e(first)}</td></tr>")
     return (head + "<table><tr><th>config</th><th>mean µs</th><th>95% CI</th><th>GB/s</th>"
             "<th>TFLOPS</th><th>mode</th></tr>" + "".join(rows) + "</table></div>")
+
+
+def _ci_cell(success: Any) -> str:
+    """The 95% CI column: a config timed once has no interval ("± 0.0" would read as no
+    uncertainty), so it says so."""
+    m = success.measurement
+    n = getattr(m, "n", None)
+    if n is None and getattr(m, "samples_s", None) is not None:  # a recorded measurement
+        n = len(m.samples_s)
+    if n is not None and n < 2:
+        return "n/a (1 sample)"
+    return f"±{success.ci95_s * 1e6:.1f}"
 
 
 def why_html(best: Any, worst: Any, best_label: str, worst_label: str) -> str:

@@ -100,8 +100,13 @@ class TuningResult:
             if s.tflops is not None:
                 extra.append(f"{s.tflops:.1f} TFLOPS")
             mark = "best " if i == 0 else "     "
+            # one sample has no interval: "± 0.0" would read as zero uncertainty
+            n = getattr(s.measurement, "n", None)
+            if n is None:  # a recorded measurement
+                n = len(getattr(s.measurement, "samples_s", None) or (0, 0))
+            ci = "(1 sample)" if n < 2 else f"± {s.ci95_s * 1e6:.1f}"
             lines.append(f"  {mark}{s.config.label():<48} {s.time_s * 1e6:10.1f} µs "
-                         f"± {s.ci95_s * 1e6:.1f}  {' '.join(extra)}")
+                         f"{ci}  {' '.join(extra)}")
         for f in self.failures:
             lines.append(f"  FAIL {f.config.label():<48} [{f.stage}] {f.error.splitlines()[0]}")
         return "\n".join(lines)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ..errors import ArgumentTypeError
 from ..progress import ProgressBar, progress
 from .measurer import (
     GpuMeasurer,
@@ -74,6 +75,10 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
     opts = options or TuneOptions()
     if not isinstance(opts, TuneOptions):
         raise TuneError(f"options= must be a TuneOptions, not {type(opts).__name__}")
+    if not isinstance(space, Space):
+        raise ArgumentTypeError(f"tile_lab.tune: argument 2 (space) must be a tile_lab.Space, "
+                                f"got {type(space).__name__}",
+                                hint="e.g. tile_lab.Space(TILE=[256, 512, 1024])")
     own_kinds = getattr(kernel, "knob_kinds", None)
     kinds = own_kinds(space) if own_kinds is not None else space.classify(kernel)
     arch = opts.arch

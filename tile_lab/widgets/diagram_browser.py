@@ -17,6 +17,8 @@ import ipywidgets as widgets
 from ..access_trace import Trace
 from ..errors import TileLabError
 from ..render.diagram import Diagram, IndexedTrace, diagram
+from ..render.diagram_layout import ellipsize
+from ..render.tma import TmaReport
 
 __all__ = ["DiagramBrowser", "browse"]
 
@@ -29,8 +31,10 @@ class DiagramBrowser(widgets.VBox):
     ``browser.error`` the error of the last redraw, if it failed (also shown in the widget)."""
 
     def __init__(self, trace: Trace | IndexedTrace, *, view: str = "block",
-                 block: Sequence[int] | None = None, arg: str | None = None) -> None:
+                 block: Sequence[int] | None = None, arg: str | None = None,
+                 tma: TmaReport | None = None) -> None:
         self.index = trace if isinstance(trace, IndexedTrace) else IndexedTrace(trace)
+        self.tma = tma  # TMA verdicts marked in the legend (render/tma.py), if given
         t = self.index.trace
         self.diagram: Diagram | None = None
         self.error: TileLabError | None = None
@@ -47,7 +51,7 @@ class DiagramBrowser(widgets.VBox):
             options=[("all", ALL)] + [(str(i), i) for i in range(self.index.max_iteration + 1)],
             value=ALL, description="iteration", continuous_update=False)
         self.lines = widgets.SelectMultiple(
-            options=[(f"line {ln}: {self.index.line_text(ln)[:60]}", ln)
+            options=[(f"line {ln}: {ellipsize(self.index.line_text(ln), 60)}", ln)
                      for ln in self.index.lines],
             value=self.index.lines, description="lines", rows=min(6, max(2, len(self.index.lines))),
             layout=widgets.Layout(width="auto"))
@@ -94,7 +98,7 @@ class DiagramBrowser(widgets.VBox):
             d = diagram(self.index, arg=self.array.value or None,
                         block=None if view == "coverage" else self.block,
                         iteration=None if it == ALL or not block_view else it,
-                        line=line if block_view else None, view=view)
+                        line=line if block_view else None, view=view, tma=self.tma)
         except TileLabError as e:
             # an observer's exception would vanish into the widget log: show it instead
             self.error = e

@@ -98,7 +98,9 @@ class Explorer:
         controls = w.VBox([header, *self.sliders.values(),
                            w.HBox([self.sweep_button, self.apply_button]),
                            self.sweep_output, self.status])
-        self.widget = w.VBox([controls, w.HBox([self.perf, self.diagram])])
+        # wraps: below ~1400 px the diagram goes under the chart instead of shrinking to fit
+        self.widget = w.VBox([controls, w.HBox([self.perf, self.diagram],
+                                               layout=w.Layout(flex_flow="row wrap"))])
         self.redraw()
 
     # ---- state ------------------------------------------------------------------------------

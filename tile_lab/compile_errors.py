@@ -1,0 +1,135 @@
+"""cuTile's compile errors in the user's words, at the user's line.
+
+cuTile raises a ``TileError`` with a location chain (innermost first, then call sites).
+This module turns one into a :class:`~tile_lab.errors.CompileError`:
+
+* located at the innermost site in the user's code (cuTile reports its own stub's line first
+  for Tile methods such as ``t.reshape``), call sites named as IPython names cells;
+* introduced by what kind of mistake it is ("cuTile type error", "shape error", ...), never
+  by cuTile's ``InternalError`` label for a user mistake, and never with an empty message
+  (an ``InternalError`` wraps the real exception: a ``BroadcastError`` is a shape error; an
+  empty one on a ``while True:`` without ``break`` is a loop that never ends);
+* with a hint where the fix is known.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+import textwrap
+
+from . import _cutile_compat as compat
+from .errors import CompileError, SourceLocation, location_label
+
+
+def source_location(filename: str, line: int, col: int | None) -> SourceLocation:
+    text = linecache.getline(filename, line) or None
+    return SourceLocation(filename, line, col, text.rstrip("\n") if text else None)
+
+
+def compile_error_from_tile_error(exc: BaseException) -> CompileError:
+    """A CompileError pointing at the user's line for one of cuTile's TileErrors."""
+    message = compat.tile_error_message(exc).strip()
+    # the innermost site in the user's code: a Tile method (t.reshape) is a cuTile stub
+    # that calls the op, and cuTile reports the stub's line first
+    all_sites = compat.tile_error_call_sites(exc)
+    sites = [site for site in all_sites if not _in_cutile(site[0])] or all_sites
+    location = source_location(*sites[0]) if sites else None
+    hint = None
+    if len(sites) > 1:
+        hint = "called from " + ", ".join(f"{_site_label(f)}, line {ln}"
+                                          for f, ln, _ in sites[1:])
+    kind = _TILE_ERROR_KINDS.get(type(exc).__name__, type(exc).__name__)
+    if type(exc).__name__ == "InternalError":
+        kind, message, why = _internal_error_words(exc, message, location)
+        hint = why if hint is None else f"{why}; {hint}"
+    elif "numpy" in message or type(exc).__name__ == "UnsupportedCallError":
+        why = ("kernels compute with cuTile operations (ct.sqrt, ct.sum, ...), not NumPy, "
+               "math or other Python functions, which run on the host")
+        hint = why if hint is None else f"{why}; {hint}"
+    return CompileError(f"{kind}: {message}", location, hint)
+
+
+def _in_cutile(filename: str) -> bool:
+    import cuda.tile
+
+    return filename.startswith(os.path.dirname(cuda.tile.__file__) + os.sep)
+
+
+def _site_label(filename: str) -> str:
+    label = location_label(filename)
+    return label if label != filename else os.path.basename(filename)
+
+
+# cuTile reports some user mistakes as an InternalError wrapping the original exception
+# (its _wrap_exceptions): name them by the wrapped exception's class.
+_WRAPPED_KINDS = {
+    "BroadcastError": ("shape error", "the two tiles' shapes cannot be broadcast together "
+                       "(dimensions must match or be 1, aligned from the right); reshape "
+                       "one of them, e.g. with ct.reshape or ct.expand_dims"),
+}
+
+
+def _internal_error_words(exc: BaseException, message: str, location: SourceLocation | None
+                          ) -> tuple[str, str, str]:
+    """(kind, message, why) for a cuTile InternalError: the user mistake it stands for, or
+    an honest "cuTile failed" with the internal exception named, never an empty message."""
+    cause = exc.__cause__ or exc.__context__
+    cause_name = type(cause).__name__ if cause is not None else ""
+    if cause_name in _WRAPPED_KINDS:
+        kind, why = _WRAPPED_KINDS[cause_name]
+        return kind, message or str(cause), why
+    text = (location.text or "").strip() if location else ""
+    if text.startswith("while") and location is not None and _loop_never_exits(location):
+        return ("loop without an exit",
+                f"this `{text.rstrip(':')}` loop has no `break` and no condition that can "
+                f"end it, so the kernel would never finish",
+                "cuTile cannot compile a loop that never ends: add a `break`, or loop over "
+                "`range(...)`")
+    detail = message or (f"{cause_name} inside cuTile's compiler" if cause_name
+                         else "no message from cuTile")
+    return ("cuTile internal error", detail,
+            "cuTile's compiler failed on this line without saying why; rewriting the line "
+            "(e.g. splitting the expression) usually gets past it")
+
+
+def _loop_never_exits(location: SourceLocation) -> bool:
+    """True when the ``while`` at ``location`` loops on a constant true test with no
+    ``break`` (a ``return`` is not allowed in cuTile loops either)."""
+    lines = linecache.getlines(location.filename)
+    first = location.line - 1
+    if not 0 <= first < len(lines):
+        return False
+    indent = len(lines[first]) - len(lines[first].lstrip())
+    block = [lines[first]]
+    for raw in lines[first + 1:]:
+        if raw.strip() and len(raw) - len(raw.lstrip()) <= indent:
+            break
+        block.append(raw)
+    try:
+        loop = ast.parse(textwrap.dedent("".join(block))).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    if not isinstance(loop, ast.While) or not (
+            isinstance(loop.test, ast.Constant) and loop.test.value):
+        return False
+    inner = [n for stmt in loop.body for n in ast.walk(stmt)]
+    nested = {id(m) for n in inner if isinstance(n, (ast.While, ast.For))
+              for m in ast.walk(n) if m is not n}
+    return not any(isinstance(n, ast.Break) and id(n) not in nested for n in inner)
+
+
+# cuTile error class -> how the message introduces it
+_TILE_ERROR_KINDS = {
+    "TypeCheckingError": "cuTile type error",
+    "UnsupportedSyntaxError": "syntax cuTile does not support",
+    "InvalidValueError": "invalid value",
+    "UnsupportedFeatureError": "unsupported feature",
+    "StaticAssertionError": "static assertion",
+    "StaticEvalError": "compile-time evaluation error",
+    "RecursionLimitError": "recursion limit",
+    "CompilerExecutionError": "tileiras error",
+    "CompilerTimeoutError": "tileiras timeout",
+    "UnsupportedCallError": "not callable in a kernel",
+}
