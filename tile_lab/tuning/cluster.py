@@ -208,13 +208,13 @@ class Measured:
 
 
 class RayMeasurePool:
-    """One :class:`ConfigMeasurer` actor per GPU. Configs are dealt out in turn, so the GPUs
-    measure disjoint shares; each actor measures its share in order.
+    """One :class:`ConfigMeasurer` actor per GPU, each given one config at a time: whichever
+    actor is free takes the next config, so the GPUs measure disjoint shares and a fault can
+    only touch the config in flight.
 
     A measuring process that dies (a config that faults the GPU, a lost node) is restarted by
-    Ray (``actor_restarts``), and the config it was measuring is tried once more there: one
-    that kills its process twice is that config's failure, and only the configs in flight on
-    that process are measured again."""
+    Ray (``actor_restarts``) and the config it was measuring is tried once more: one that
+    kills its process twice is that config's failure, and no other config is lost."""
 
     def __init__(self, factory: MeasureFactory, options: ClusterOptions) -> None:
         ray = connect(options)
@@ -228,31 +228,69 @@ class RayMeasurePool:
                            max_task_retries=1)(ConfigMeasurer)
         self._ray = ray
         self.actors = [actor.remote(factory, i) for i in range(count)]
-        self._turn = 0
+        self._waiting: list[tuple[Config, tuple[Any, ...], int | None, Future[Measured]]] = []
+        self._lock = threading.Condition()
+        self._closed = False
+        self._dispatcher = threading.Thread(target=self._dispatch, name="tile_lab-measure",
+                                            daemon=True)
+        self._dispatcher.start()
 
-    def submit(self, config: Config, *extra: Any, actor: int | None = None) -> Any:
-        """Queue ``config`` on the next actor (or on ``actor``); returns a Ray object ref."""
-        if actor is None:
-            actor, self._turn = self._turn, (self._turn + 1) % len(self.actors)
-        return self.actors[actor].measure.remote(config, *extra)
+    def submit(self, config: Config, *extra: Any, actor: int | None = None) -> Future[Measured]:
+        """Queue ``config`` for the next free actor (or for actor number ``actor``)."""
+        fut: Future[Measured] = Future()
+        with self._lock:
+            self._waiting.append((config, extra, actor, fut))
+            self._lock.notify()
+        return fut
 
-    def result(self, config: Config, ref: Any) -> Measured:
-        from ray.exceptions import RayActorError
-
-        try:
-            outcome, gpu = self._ray.get(ref)
-            return Measured(config, outcome, gpu)
-        except RayActorError as e:
-            return Measured(config, None, "lost", "its measuring process died twice (a GPU "
-                            f"fault, or a lost node): {str(e).splitlines()[0]}")
+    def result(self, config: Config, fut: Future[Measured]) -> Measured:
+        return fut.result()
 
     def map(self, configs: Sequence[Config], *extra: Any) -> Iterator[Measured]:
         """Measure ``configs`` over all actors; outcomes in ``configs`` order."""
-        refs = [self.submit(cfg, *extra) for cfg in configs]
-        for cfg, ref in zip(configs, refs):
-            yield self.result(cfg, ref)
+        futures = [self.submit(cfg, *extra) for cfg in configs]
+        for fut in futures:
+            yield fut.result()
+
+    def _dispatch(self) -> None:
+        from ray.exceptions import RayActorError
+
+        running: dict[Any, tuple[int, Config, Future[Measured]]] = {}
+        free = set(range(len(self.actors)))
+        while True:
+            with self._lock:
+                for item in list(self._waiting):
+                    cfg, extra, want, fut = item
+                    slot = want if want is not None else min(free, default=None)
+                    if slot is None or slot not in free:
+                        continue
+                    self._waiting.remove(item)
+                    free.discard(slot)
+                    running[self.actors[slot].measure.remote(cfg, *extra)] = (slot, cfg, fut)
+                if not running:
+                    if self._closed:
+                        return
+                    self._lock.wait(timeout=0.5)
+                    continue
+            done, _ = self._ray.wait(list(running), num_returns=1, timeout=0.2)
+            for ref in done:
+                slot, cfg, fut = running.pop(ref)
+                free.add(slot)
+                try:
+                    outcome, gpu = self._ray.get(ref)
+                    fut.set_result(Measured(cfg, outcome, gpu))
+                except RayActorError as e:
+                    fut.set_result(Measured(
+                        cfg, None, "lost", "its measuring process died twice (a GPU fault, or "
+                        f"a lost node): {str(e).splitlines()[0]}"))
+                except Exception as e:  # the measure function itself raised
+                    fut.set_exception(e)
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._lock.notify()
+        self._dispatcher.join(timeout=10)
         for a in self.actors:
             self._ray.kill(a)
         self.actors = []
