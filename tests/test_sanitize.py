@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 
+import cuda.tile as ct
 import numpy as np
 import pytest
 from corpus import buggy, export_tileir
@@ -275,6 +276,77 @@ def test_atomics_count_as_writes_for_coverage():
     assert "uncovered_output" not in _kinds(check_trace(t.trace(("y", (4,)))))
 
 
+# ---- honest coverage: in-place and host-prefilled partial writes ------------------------------
+
+@ct.kernel
+def rope_first_quarter(q, cos, sin, rot: ct.Constant[int]):
+    """RoPE rotating only the first `rot` of head_dim in place; the rest passes through."""
+    row = ct.bid(0)
+    half = rot // 2
+    x1 = ct.load(q, index=(row, 0), shape=(1, half))
+    x2 = ct.load(q, index=(row, 1), shape=(1, half))
+    c = ct.load(cos, index=(row, 0), shape=(1, half))
+    s = ct.load(sin, index=(row, 0), shape=(1, half))
+    ct.store(q, index=(row, 0), tile=x1 * c - x2 * s)
+    ct.store(q, index=(row, 1), tile=x2 * c + x1 * s)
+
+
+@ct.kernel
+def fill_counts(counts, out, n: ct.Constant[int]):
+    """Writes only the first n entries of `out`; the host pre-fills the rest with -1."""
+    ct.store(out, index=(0,), tile=ct.load(counts, index=(0,), shape=(n,)) * 2)
+
+
+def _rope_args():
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((4, 64)).astype(np.float32)
+    ang = rng.standard_normal((4, 8)).astype(np.float32)
+    return q, np.cos(ang), np.sin(ang)
+
+
+def test_in_place_partial_update_is_not_an_uncovered_output():
+    q, cos, sin = _rope_args()
+    before = q.copy()
+    report = sanitize(rope_first_quarter, (4,), (q, cos, sin, 16))
+    assert report.ok and not report.findings, str(report)
+    x1, x2 = before[:, :8], before[:, 8:16]
+    np.testing.assert_allclose(q[:, :8], x1 * cos - x2 * sin, rtol=1e-6)
+    np.testing.assert_allclose(q[:, 8:16], x2 * cos + x1 * sin, rtol=1e-6)
+    np.testing.assert_array_equal(q[:, 16:], before[:, 16:])  # three quarters untouched
+
+
+def test_write_only_partial_output_is_a_warning_that_says_how_it_was_decided():
+    counts, out = np.arange(8, dtype=np.int32), np.full(32, -1, np.int32)
+    report = sanitize(fill_counts, (1,), (counts, out, 8))
+    [f] = report.findings
+    assert (f.kind, f.severity, f.count) == ("uncovered_output", "warning", 24)
+    assert report.ok  # a warning, not an error
+    assert "only writes out, never reads it" in f.message and "partial=['out']" in f.message
+    assert "warning" in str(report)
+
+
+def test_partial_silences_and_outputs_makes_it_an_error():
+    counts = np.arange(8, dtype=np.int32)
+    assert not sanitize(fill_counts, (1,), (counts, np.zeros(32, np.int32), 8),
+                        partial=["out"]).findings
+    report = sanitize(fill_counts, (1,), (counts, np.zeros(32, np.int32), 8), outputs="out")
+    [f] = report.findings
+    assert f.severity == "error" and not report.ok and "is in outputs=" in f.message
+    # an in-place array named in outputs= is held to it too
+    q, cos, sin = _rope_args()
+    [f] = sanitize(rope_first_quarter, (4,), (q, cos, sin, 16), outputs=["q"]).findings
+    assert (f.kind, f.arg, f.count) == ("uncovered_output", "q", 4 * 48)
+
+
+def test_contract_names_must_be_array_arguments():
+    counts = np.arange(8, dtype=np.int32)
+    with pytest.raises(ValueError, match="names outt, not an array argument"):
+        sanitize(fill_counts, (1,), (counts, np.zeros(32, np.int32), 8), partial=["outt"])
+    with pytest.raises(ValueError, match="both outputs= and partial="):
+        sanitize(fill_counts, (1,), (counts, np.zeros(32, np.int32), 8), partial=["out"],
+                 outputs=["out"])
+
+
 # ---- boxes ------------------------------------------------------------------------------------
 
 def test_boxes_from_mask_cover_exactly_and_are_disjoint():
@@ -403,3 +475,24 @@ def test_the_k_loop_bug_is_pinned_to_the_last_loop_iteration():
     n_k = args[0].shape[1] // args[5]
     assert f.iteration == n_k - 1 and f.occurrences == grid[0] * grid[1]
     assert f.boxes[0] == ((0, 64), (32, 80)) and f"iteration {n_k - 1}" in f.message
+
+
+def test_big_traces_show_progress_per_check(monkeypatch):
+    import tile_lab.progress
+    import tile_lab.sanitizer as sanitizer_module
+
+    seen = []
+    real = tile_lab.progress.progress
+
+    def spy(total, desc, **kw):
+        seen.append((total, desc))
+        return real(total, desc, **kw)
+
+    monkeypatch.setattr(tile_lab.progress, "progress", spy)
+    t = _Builder()
+    t.box(0, "store", "y", (0,), (4,))
+    check_trace(t.trace(("y", (4,)), ("x", (4,))))
+    assert seen == []
+    monkeypatch.setattr(sanitizer_module, "PROGRESS_MIN_ACCESSES", 1)
+    check_trace(t.trace(("y", (4,)), ("x", (4,))))
+    assert seen == [(9, "sanitize k")]

@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     # emulator, trace, sanitizer (artifacts -> execution on CPU)
     "emulate": ".emulator",
     "trace": ".emulator",
+    "emulation": ".emulator",
     "Trace": ".access_trace",
     "MemoryAccess": ".access_trace",
     "sanitize": ".sanitizer",
@@ -78,6 +79,20 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return __all__
+
+
+def _emulate_from_env() -> None:
+    """``TILE_LAB_EMULATE=1|sanitize``: every ``ct.launch`` of this process runs on the CPU
+    emulator (imported only when the variable is set)."""
+    import os
+
+    if os.environ.get("TILE_LAB_EMULATE", "").strip():
+        from .emulator.program import install_from_env
+
+        install_from_env()
+
+
+_emulate_from_env()
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -170,6 +170,18 @@ def compile_frontend(kernel: Any, signature: Any, arch: str, options: Any) -> Fr
                           bytecode=bytes(result.bytecode), symbol=sig.symbol)
 
 
+def check_frontend(kernel: Any, signature: Any) -> None:
+    """Parse and type-check ``kernel`` for one signature with cuTile's front end, stopping
+    before Tile IR bytecode: raises cuTile's TileError for anything it rejects. Needs no
+    tileiras and no GPU (the bytecode version is cuTile's newest rather than one asked of
+    tileiras, and no target arch is checked)."""
+    from cuda.tile._compile import _all_bytecode_versions, compile_tile
+
+    compile_tile(kernel._annotated_function, [signature], sm_arch=None,
+                 bytecode_version=max(_all_bytecode_versions()), return_final_ir=False,
+                 return_bytecode=False, return_cubin=False)
+
+
 def compile_cubin_like_cutile(kernel: Any, signature: Any, arch: str, options: Any) -> bytes:
     """cuTile's own end-to-end compile (front end + its tileiras call), for benchmarks."""
     from cuda.tile._compile import compile_tile

@@ -172,6 +172,42 @@ class MmaCall:
 
 
 @dataclass(frozen=True)
+class UndeterminedWrite:
+    """Undetermined lanes (``PaddingMode.UNDETERMINED`` padding, or values computed from
+    it) written into in-bounds elements of an argument by one op of one block.
+
+    ``load_*``: the load that padded; ``mix_*``: the op that first combined padded lanes
+    with other lanes (a reduction, scan or matrix product; None when padded lanes were
+    stored as they are); ``line``: the writing op (store, scatter, atomic). The element box
+    ``[box_start, box_stop)`` bounds the ``elements`` written, in argument coordinates.
+    """
+
+    block: Block
+    op: str
+    arg: str
+    line: int
+    filename: str
+    load_line: int
+    load_arg: str
+    load_op: str
+    mix_line: int | None
+    mix_op: str | None
+    box_start: tuple[int, ...]
+    box_stop: tuple[int, ...]
+    elements: int
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_json(cls, d: dict) -> UndeterminedWrite:
+        d = dict(d)
+        for k in ("block", "box_start", "box_stop"):
+            d[k] = tuple(d[k])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
 class Trace:
     """All memory operations of one emulated launch, in program order per block.
 
@@ -192,6 +228,7 @@ class Trace:
     scalars: dict = field(default_factory=dict)  # non-array arguments by name
     mma_calls: tuple[MmaCall, ...] | None = None
     blocks_run: tuple[Block, ...] | None = None
+    undetermined: tuple[UndeterminedWrite, ...] = ()  # undetermined values written to memory
 
     # ---- lookups -------------------------------------------------------------
     def array(self, name: str) -> ArrayInfo:
@@ -345,6 +382,7 @@ class Trace:
             "scalars": self.scalars,
             "mma_calls": None if self.mma_calls is None else [c.to_json() for c in self.mma_calls],
             "blocks_run": None if self.blocks_run is None else [list(b) for b in self.blocks_run],
+            "undetermined": [u.to_json() for u in self.undetermined],
         })
 
     @classmethod
@@ -359,7 +397,9 @@ class Trace:
                    mma_calls=None if d.get("mma_calls") is None else tuple(
                        MmaCall.from_json(c) for c in d["mma_calls"]),
                    blocks_run=None if d.get("blocks_run") is None else tuple(
-                       tuple(b) for b in d["blocks_run"]))
+                       tuple(b) for b in d["blocks_run"]),
+                   undetermined=tuple(UndeterminedWrite.from_json(u)
+                                      for u in d.get("undetermined", ())))
 
     def __repr__(self) -> str:
         return (f"Trace(kernel={self.kernel!r}, grid={self.grid}, "

@@ -32,7 +32,7 @@ __all__ = ["ArgumentProblem", "ArrayInfo", "array_info", "as_launch_args", "host
 # NumPy dtype names that have a cuTile dtype (ml_dtypes provides bfloat16 and float8)
 SUPPORTED_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                     "uint64", "float16", "bfloat16", "float32", "float64", "float8_e4m3fn",
-                    "float8_e5m2")
+                    "float8_e5m2", "float8_e8m0fnu")  # e8m0: ct.mma_scaled's scales
 
 
 class ArgumentProblem(ValueError):

@@ -55,6 +55,25 @@ CPP_LANGS = ("c++", "cpp", "cuda")
 def register(ipython: Any) -> None:
     """Register the ``%%tile`` cell magic on ``ipython`` (prints nothing)."""
     ipython.register_magics(TileMagics)
+    ipython.register_magic_function(tile_emulate, "line", "tile_emulate")
+
+
+def tile_emulate(line: str) -> None:
+    """``%tile_emulate on|sanitize|off``: every ``ct.launch`` in later cells runs on the CPU
+    emulator (``sanitize``: and is sanitized, with a report per launch) until ``off``."""
+    from .emulator import program
+
+    mode = line.strip().lower()
+    if mode not in ("on", "sanitize", "off", ""):
+        raise UsageError(f"%tile_emulate {line.strip()}: use on, sanitize or off")
+    if mode:  # no argument: only say where launches go
+        while program.is_enabled():  # one switch at a time: 'sanitize' replaces 'on'
+            program.disable()
+        if mode in ("on", "sanitize"):
+            program.enable(sanitize=mode == "sanitize")
+    sanitizing = program.mode() == "sanitize"
+    print(f"ct.launch runs on {'the CPU emulator' if program.is_enabled() else 'the GPU'}"
+          f"{' (sanitizing every launch)' if sanitizing else ''}")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,24 @@ block, source line, argument and element ranges involved:
     launch: the value read depends on block scheduling, whether the write came first in
     the emulator's order or not.
 ``uncovered_output``
-    an output (an array some block stores or scatters to) has elements no block wrote.
+    an output has elements no block wrote. Only *write-only* arguments (stored or
+    scattered to, never read by the kernel) count as outputs: an array the kernel also
+    reads is an in-place update, where a partial write is normal (a RoPE kernel rotating
+    the first quarter of ``head_dim``). ``partial=[...]`` names write-only outputs the host
+    pre-fills (never reported); ``outputs=[...]`` names outputs the kernel's contract says
+    are fully written: for those the finding is an ``error``, for other write-only arrays a
+    ``warning`` that says how it was decided.
+``undetermined_value``
+    an undetermined value reaches an output: lanes a load padded under
+    ``PaddingMode.UNDETERMINED`` (cuTile's default) were written to in-bounds elements,
+    directly or after an op mixed them into kept lanes (e.g. a ``ct.sum`` over a ragged
+    row). The finding names the load, the mixing op, the store and the elements. Padded
+    lanes masked out by ``ct.where``, discarded by the store, or never mixed into kept
+    lanes are not reported.
+
+Every finding has a ``severity``: ``error`` (undefined behaviour, a race, a value that can
+be garbage on a GPU, or a broken contract you stated) or ``warning`` (suspicious but correct
+for some kernels). ``SanitizerReport.ok`` is True when there are no errors.
 
 Every check is vectorised: per array, an int32 "last writer" array updated box by box
 (or with the flat indices of gathers/scatters/atomics), never a Python loop over elements.
@@ -38,7 +55,9 @@ block drawing the last ticket reads every partial) is reported as order-dependen
 
 from __future__ import annotations
 
+import contextlib
 import html
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,11 +67,13 @@ from .access_trace import ArrayInfo, Block, MemoryAccess, Trace
 Box = tuple[tuple[int, ...], tuple[int, ...]]  # (start, stop) per axis, stop exclusive
 
 KINDS = ("tile_out_of_bounds", "unchecked_out_of_bounds", "write_race", "scatter_collision",
-         "order_dependent_read", "uncovered_output")
+         "order_dependent_read", "undetermined_value", "uncovered_output")
+SEVERITIES = ("error", "warning")
 
 # ops whose tile entirely outside the array is undefined (partly outside is fine); for
 # these the trace records lanes, not a box
 _ADVANCED_INDEXING = frozenset({"load_advanced_indexing", "store_advanced_indexing"})
+PROGRESS_MIN_ACCESSES = 50_000  # smaller traces check in well under a second: no bar
 _MAX_BOXES = 8  # element ranges kept per finding; ``count`` always has the full total
 
 
@@ -80,6 +101,9 @@ class Finding:
     occurrences: int = 1
     filename: str = ""
     iteration: int | None = None  # of ``line`` in ``block`` (the loop trip), when known
+    severity: str = "error"  # "error" | "warning"
+    load_line: int | None = None  # undetermined_value: the load that padded
+    mix_line: int | None = None  # undetermined_value: the op that mixed padding into kept lanes
 
     def ranges(self) -> str:
         """The element ranges as ``arg[a:b, c:d]`` text (``…`` when some were left off)."""
@@ -92,7 +116,9 @@ class Finding:
                 "other_line": self.other_line,
                 "boxes": [[list(s), list(e)] for s, e in self.boxes],
                 "count": self.count, "occurrences": self.occurrences,
-                "filename": self.filename, "iteration": self.iteration}
+                "filename": self.filename, "iteration": self.iteration,
+                "severity": self.severity, "load_line": self.load_line,
+                "mix_line": self.mix_line}
 
 
 @dataclass(frozen=True)
@@ -107,7 +133,16 @@ class SanitizerReport:
 
     @property
     def ok(self) -> bool:
-        return not self.findings
+        """No errors (warnings may remain: see ``warnings``)."""
+        return not self.errors
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
 
     def of_kind(self, kind: str) -> list[Finding]:
         if kind not in KINDS:
@@ -117,7 +152,7 @@ class SanitizerReport:
     def summary(self) -> str:
         """One line: kernel, grid, and how many findings of each kind."""
         head = f"sanitizer: {self.kernel} grid={self.grid}: {self.accesses} memory ops checked"
-        if self.ok:
+        if not self.findings:
             return head + ", no problems found"
         counts: dict[str, int] = {}
         for f in self.findings:
@@ -129,12 +164,13 @@ class SanitizerReport:
         lines = [self.summary()]
         for f in self.findings:
             where = f"line {f.line}" if f.line is not None else "no line"
-            lines.append(f"- [{f.kind}] {where}, {f.arg}: {f.message}")
+            tag = f.kind if f.severity == "error" else f"{f.kind}, {f.severity}"
+            lines.append(f"- [{tag}] {where}, {f.arg}: {f.message}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         esc = html.escape
-        status = "ok" if self.ok else "problems"
+        status = "ok" if not self.findings else "problems"
         out = [f'<div class="tile-lab-sanitizer tile-lab-sanitizer-{status}">',
                f"<p><b>{esc(self.summary())}</b></p>"]
         if self.findings:
@@ -143,7 +179,8 @@ class SanitizerReport:
             for f in self.findings:
                 block = "" if f.block is None else esc(str(f.block))
                 line = "" if f.line is None else str(f.line)
-                out.append(f"<tr><td>{esc(f.kind)}</td><td>{line}</td><td>{esc(f.arg)}</td>"
+                kind = f.kind if f.severity == "error" else f"{f.kind} ({f.severity})"
+                out.append(f"<tr><td>{esc(kind)}</td><td>{line}</td><td>{esc(f.arg)}</td>"
                            f"<td>{block}</td><td>{esc(f.ranges())}</td>"
                            f"<td>{esc(f.message)}</td></tr>")
             out.append("</tbody></table>")
@@ -157,35 +194,65 @@ class SanitizerReport:
 
 # ---- public entry points --------------------------------------------------------------
 
-def sanitize(kernel, grid, args) -> SanitizerReport:
+def sanitize(kernel, grid, args, *, outputs: Iterable[str] | None = None,
+             partial: Iterable[str] | None = None) -> SanitizerReport:
     """Emulate ``kernel`` on ``grid`` with ``args`` (like ``tile_lab.trace``: NumPy arrays
-    are updated in place) and check every memory access it made."""
+    are updated in place) and check every memory access it made.
+
+    ``outputs``: argument names the kernel must write completely (an unwritten element is
+    an error); ``partial``: write-only arguments it may write in part (the host fills the
+    rest). See the module docstring for every check."""
     from .emulator import trace as run_trace
 
-    return check_trace(run_trace(kernel, grid, args))
+    return check_trace(run_trace(kernel, grid, args), outputs=outputs, partial=partial)
 
 
-def check_trace(trace: Trace) -> SanitizerReport:
+def check_trace(trace: Trace, *, outputs: Iterable[str] | None = None,
+                partial: Iterable[str] | None = None) -> SanitizerReport:
     """Check a trace you already have; see the module docstring for the checks."""
-    blocks = _block_ids(trace)
-    locks = _locksets(trace)
-    by_arg: dict[str, list[int]] = {}
-    for i, a in enumerate(trace.accesses):
-        by_arg.setdefault(a.arg, []).append(i)
-    findings: list[Finding] = []
-    for info in trace.arrays:
-        accesses = by_arg.get(info.name)
-        if not accesses:
-            continue
-        checker = _ArrayChecker(trace, info, accesses, blocks, locks)
-        findings += checker.bounds_findings()
-        findings += checker.write_findings()
-        findings += checker.read_findings()
-        findings += checker.coverage_findings()
+    contract = _Contract.of(trace, outputs, partial)
+    with _progress(trace) as bar:
+        blocks = _block_ids(trace)
+        locks = _locksets(trace)
+        bar.update(1)
+        by_arg: dict[str, list[int]] = {}
+        for i, a in enumerate(trace.accesses):
+            by_arg.setdefault(a.arg, []).append(i)
+        findings: list[Finding] = []
+        for info in trace.arrays:
+            accesses = by_arg.get(info.name)
+            if not accesses:
+                bar.update(4)
+                continue
+            checker = _ArrayChecker(trace, info, accesses, blocks, locks)
+            for check in (checker.bounds_findings, checker.write_findings,
+                          checker.read_findings, lambda c=checker: c.coverage_findings(contract)):
+                bar.set_postfix_str(info.name)
+                findings += check()
+                bar.update(1)
+        findings += undetermined_findings(trace)
     order = {k: i for i, k in enumerate(KINDS)}
     findings.sort(key=lambda f: (order[f.kind], f.line or 0, f.arg))
     return SanitizerReport(kernel=trace.kernel, grid=trace.grid, findings=tuple(findings),
                            accesses=len(trace.accesses), arrays=trace.arrays)
+
+
+def _progress(trace: Trace):
+    """A bar over the checks (one per array and check) for traces big enough to take a
+    while; a no-op otherwise (tqdm is not even imported)."""
+    if len(trace.accesses) < PROGRESS_MIN_ACCESSES:
+        return contextlib.nullcontext(_NoBar())
+    from .progress import progress
+
+    return progress(1 + 4 * len(trace.arrays), f"sanitize {trace.kernel}", unit="check")
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
 
 
 # ---- helpers on boxes -------------------------------------------------------------------
@@ -504,10 +571,15 @@ class _ArrayChecker:
         return out
 
     # -- output elements no block wrote ----------------------------------------------------
-    def coverage_findings(self) -> list[Finding]:
+    def coverage_findings(self, contract: _Contract) -> list[Finding]:
         stores = [self.acc[i] for i in self.idx if self.acc[i].kind in ("store", "scatter")]
         if not stores or not self.shape:
             return []
+        name = self.info.name
+        required = name in contract.outputs
+        if not required and (name in contract.partial or any(
+                self.acc[i].kind in ("load", "gather") for i in self.idx)):
+            return []  # pre-filled by the host, or an in-place update: partial is normal
         written = np.zeros(self.shape, dtype=bool) if self.plain_writer is None \
             else self.plain_writer != -1
         for i in self.idx:  # atomics count as writes too, they just don't make an output
@@ -525,12 +597,74 @@ class _ArrayChecker:
         if len(boxes) > _MAX_BOXES:
             shown += f" and {len(boxes) - _MAX_BOXES} more ranges"
         a = stores[0]
-        msg = (f"{count} of {self.size} elements of output {self.info.name} were never "
+        msg = (f"{count} of {self.size} elements of output {name} were never "
                f"written by any block: {shown} (is the grid too small, or a tile index "
                f"wrong?)")
-        return [Finding(kind="uncovered_output", message=msg, arg=self.info.name,
+        if required:
+            msg += f"; {name} is in outputs=, so every element must be written"
+        else:
+            msg += (f"; reported because the kernel only writes {name}, never reads it. If "
+                    f"the host fills the rest, pass partial=[{name!r}]; if every element "
+                    f"must be written, outputs=[{name!r}] makes this an error")
+        return [Finding(kind="uncovered_output", message=msg, arg=name,
                         line=a.line, filename=a.filename,
-                        boxes=tuple(boxes[:_MAX_BOXES]), count=count)]
+                        boxes=tuple(boxes[:_MAX_BOXES]), count=count,
+                        severity="error" if required else "warning")]
+
+
+@dataclass(frozen=True)
+class _Contract:
+    """What the user said about outputs: fully written (``outputs``) or partial."""
+
+    outputs: frozenset[str]
+    partial: frozenset[str]
+
+    @classmethod
+    def of(cls, trace: Trace, outputs, partial) -> _Contract:
+        names = {a.name for a in trace.arrays}
+        sets = []
+        for what, given in (("outputs", outputs), ("partial", partial)):
+            if isinstance(given, str):
+                given = [given]
+            chosen = frozenset(given or ())
+            unknown = sorted(chosen - names)
+            if unknown:
+                raise ValueError(f"{what}={sorted(chosen)} names {', '.join(unknown)}, not an "
+                                 f"array argument of {trace.kernel}; its arrays are: "
+                                 f"{', '.join(sorted(names))}")
+            sets.append(chosen)
+        both = sets[0] & sets[1]
+        if both:
+            raise ValueError(f"{', '.join(sorted(both))} cannot be in both outputs= and "
+                             "partial=")
+        return cls(*sets)
+
+
+def undetermined_findings(trace: Trace) -> list[Finding]:
+    """One finding per (output, store line, load line, mixing line), over all blocks."""
+    groups: dict[tuple, list] = {}
+    for u in trace.undetermined:
+        groups.setdefault((u.arg, u.line, u.load_line, u.mix_line), []).append(u)
+    out = []
+    for (arg, line, load_line, mix_line), us in groups.items():
+        first = us[0]
+        nd = len(first.box_start)
+        box = (tuple(min(u.box_start[k] for u in us) for k in range(nd)),
+               tuple(max(u.box_stop[k] for u in us) for k in range(nd)))
+        count = sum(u.elements for u in us)
+        blocks = len({u.block for u in us})
+        how = (f", mixed into kept lanes by ct.{first.mix_op} at line {mix_line}"
+               if mix_line is not None else ", stored as they are")
+        msg = (f"undetermined value reaches output {arg}: lanes padded by the {first.load_op} "
+               f"of {first.load_arg} at line {load_line} (PaddingMode.UNDETERMINED, the "
+               f"default){how}, written by {first.op} at line {line} to "
+               f"{format_box(arg, box)} ({count} element{'s' * (count != 1)} in {blocks} "
+               f"block{'s' * (blocks != 1)}); on a GPU these can be garbage. Mask the padded "
+               f"lanes (ct.where) or load with padding_mode=ct.PaddingMode.ZERO")
+        out.append(Finding(kind="undetermined_value", message=msg, arg=arg, line=line,
+                           block=first.block, boxes=(box,), count=count, occurrences=len(us),
+                           filename=first.filename, load_line=load_line, mix_line=mix_line))
+    return out
 
 
 def _mark(mask: np.ndarray, region, selected: np.ndarray) -> None:

@@ -4,7 +4,10 @@ NumPy, and record every memory access into a :class:`tile_lab.access_trace.Trace
 ``emulate(kernel, grid, args)`` updates array arguments in place (CuPy/torch/DLPack
 arrays are copied to the host and back); ``trace(kernel, grid, args)`` does the same and
 returns the access trace, including the shapes of every ``mma``/``matmul`` (for FLOPs);
-``trace(..., blocks=[...])`` runs only some blocks (to sample a GPU-sized launch).
+``trace(..., blocks=[...])`` runs only some blocks (to sample a GPU-sized launch);
+``with emulation():`` (``program.py``) makes ``ct.launch`` itself run on the emulator, so
+whole programs run on the CPU (also ``TILE_LAB_EMULATE=1`` and ``python -m
+tile_lab.emulator script.py``).
 
 How it runs: the kernel's Python function is rebuilt against an emulated ``cuda.tile``
 namespace (``namespace.py``; the real module is never patched), then called once per
@@ -15,8 +18,10 @@ cuTile's stub at import) or raises ``EmulatorUnsupported`` naming it.
 
 Where the emulator has to choose (the device result is unspecified):
 
-* ``PaddingMode.UNDETERMINED`` pads with zeros; a tile entirely outside its array (undefined
-  behaviour) is padded / discarded like a partial one and recorded for the sanitizer.
+* ``PaddingMode.UNDETERMINED`` pads with poison (NaN, or bytes 0xDB for integers; ``padding=
+  "zero"`` for zeros) whose taint is tracked to every store (``poison.py``); a tile entirely
+  outside its array (undefined behaviour) is padded / discarded like a partial one and
+  recorded for the sanitizer.
 * Blocks run one after another, and the lanes of one atomic in lane order. A spin on
   ``atomic_cas`` that fails 1000 times in a row on the same element can never succeed
   in that order and raises ``EmulationError``.
@@ -30,6 +35,8 @@ Where the emulator has to choose (the device result is unspecified):
 
 from __future__ import annotations
 
+from .blocks import limits, set_limits
+from .program import emulation
 from .runtime import emulate, trace
 
-__all__ = ["emulate", "trace"]
+__all__ = ["emulate", "emulation", "limits", "set_limits", "trace"]

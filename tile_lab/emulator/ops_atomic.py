@@ -11,7 +11,7 @@ from __future__ import annotations
 import cuda.tile as ct
 import numpy as np
 
-from . import dtypes
+from . import dtypes, poison
 from .ops_gather import index_lanes, values_for
 from .ops_memory import check_array, implicit_cast_check, record_points
 from .registry import emulates
@@ -112,6 +112,8 @@ def _atomic_rmw(op: str, array, indices, update, check_bounds) -> Tile:
             return Tile(np.zeros((), data.dtype), arr._dtype)
         cur = np.array(data[pos])
         data[pos] = rmw(cur, _scalar_value(update, arr, "update"), arr._dtype)
+        if poison.ACTIVE:
+            poison.sink_points(update, arr, tuple(np.array(p) for p in pos), None, (), name)
         record_points("atomic", name, arr, tuple(np.array([p]) for p in pos), 0, 0,
                        not check_bounds)
         return Tile(cur, arr._dtype)
@@ -132,6 +134,8 @@ def _atomic_rmw(op: str, array, indices, update, check_bounds) -> Tile:
             olds[k] = data[at]
             data[at] = rmw(np.asarray(olds[k]), np.asarray(lane_upd[k]), arr._dtype)
         old[live] = olds
+    if poison.ACTIVE:
+        poison.sink_points(update, arr, tuple(parts), live, shape, name)
     record_points("atomic", name, arr, sel, oob, 0, not check_bounds)
     return Tile(old, arr._dtype)
 
@@ -198,6 +202,8 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True,
                 data[at] = d[k]
                 succeeded += 1
         old[live] = olds
+    if poison.ACTIVE:
+        poison.sink_points(desired, arr, tuple(parts), live, shape, "atomic_cas")
     record_points("atomic", "atomic_cas", arr, sel, oob, 0, not check_bounds)
     if lanes:
         _watch_spin(succeeded > 0, (flat.tobytes(), e.tobytes()))

@@ -13,7 +13,7 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from . import dtypes
+from . import dtypes, poison
 from .ops_memory import (
     Array,
     Slice,
@@ -104,6 +104,8 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
     else:
         sel = tuple(p[live] for p in parts)
         arr._data[sel] = vals[live]
+    if poison.ACTIVE:
+        poison.sink_points(value, arr, tuple(parts), live, shape, "scatter")
     record_points("scatter", "scatter", arr, sel, oob, masked, not check_bounds)
 
 
@@ -142,6 +144,9 @@ def load_advanced_indexing(array, indices, /, *, padding_mode=_UNDETERMINED, lat
     sel = tuple(p[live] for p in bparts)
     out[live] = arr._data[sel]
     record_points("gather", "load_advanced_indexing", arr, sel, oob, 0, False)
+    if padding_mode is _UNDETERMINED and oob:
+        return poison.padded(out, ~live, arr._dtype, arr.name, "load_advanced_indexing",
+                             filled=False)
     return Tile(out, arr._dtype)
 
 
@@ -153,4 +158,6 @@ def store_advanced_indexing(array, indices, tile, /, *, latency=None, allow_tma=
     vals = values_for(tile, arr, shape, "tile")
     sel = tuple(p[live] for p in bparts)
     arr._data[sel] = vals[live]
+    if poison.ACTIVE:
+        poison.sink_points(tile, arr, tuple(bparts), live, shape, "store_advanced_indexing")
     record_points("scatter", "store_advanced_indexing", arr, sel, oob, 0, False)

@@ -317,8 +317,13 @@ def mma(x, y, /, acc, *, use_fast_acc=False) -> Tile:
         raise kernel_error("ct.mma needs 2-d or 3-d tiles")
     product = _product(x, y, acc.dtype)
     compute = dtypes.compute_dtype(acc.dtype)
+    acc_values = np.asarray(acc._a, dtype=compute)
     try:
-        total = product.astype(compute) + np.asarray(acc._a, dtype=compute)
+        if product.dtype == compute and product.shape == acc_values.shape:
+            product += acc_values  # product is a fresh array: accumulate in place
+            total = product
+        else:
+            total = product.astype(compute, copy=False) + acc_values
     except ValueError:
         raise kernel_error(f"ct.mma: accumulator shape {acc.shape} does not match "
                            f"{product.shape}") from None

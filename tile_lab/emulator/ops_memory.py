@@ -6,8 +6,9 @@ Coordinates in the trace are element indices of the *kernel argument* (a sliced 
 accesses are shifted back into its parent's coordinates).
 
 Semantics follow cuTile's API reference: a tile partly outside the array is padded on a
-load (``padding_mode``; UNDETERMINED pads with zeros here) and its outside lanes are
-discarded on a store; gather/scatter/atomics skip out-of-bounds and masked-off lanes.
+load (``padding_mode``; UNDETERMINED lanes are poisoned: see ``poison.py``) and its
+outside lanes are discarded on a store; gather/scatter/atomics skip out-of-bounds and
+masked-off lanes.
 A tile *entirely* outside the array is undefined behaviour in cuTile: the emulator pads /
 discards it like a partial tile and records it, so the sanitizer can report it.
 """
@@ -21,10 +22,11 @@ import numpy as np
 
 from ..access_trace import MemoryAccess
 from ..errors import EmulatorUnsupported
-from . import dtypes
+from . import dtypes, poison
 from .registry import IMPLEMENTATIONS, emulates, emulates_method
-from .state import current, kernel_error, record_site
-from .tile import Tile, is_loose
+from .state import RECORDING as _RECORDING
+from .state import current, kernel_error, note_outside_tile, record_site
+from .tile import _INDEX_DTYPES, Tile, is_loose
 
 _WEAK, _NOSCOPE = ct.MemoryOrder.WEAK, ct.MemoryScope.NONE
 _ACQ_REL, _DEVICE = ct.MemoryOrder.ACQ_REL, ct.MemoryScope.DEVICE
@@ -158,10 +160,11 @@ class TiledView:
         arr = self._array
         start, idx = self._start(index)
         shape = self._full_shape()
-        values = _read_box(arr, arr._data, start, shape, self._padding)
+        tile = _read_box(arr, arr._data, start, shape, self._padding, self._tile_shape,
+                         "tiled_view.load")
         _record_box("load", "tiled_view.load", arr, idx, shape, start, None, self._padding,
                     not check_bounds)
-        return Tile(values.reshape(self._tile_shape), arr._dtype)
+        return tile
 
     @emulates_method(ct.TiledView.store)
     def store(self, index, tile, *, check_bounds=True, latency=None, allow_tma=None) -> None:
@@ -169,6 +172,8 @@ class TiledView:
         start, idx = self._start(index)
         shape = self._full_shape()
         _write_box(arr, arr._data, start, shape, _store_values(tile, arr, shape, "tile"))
+        if type(tile) is poison.Poisoned:
+            poison.sink_box(tile, arr, start, shape, None, "tiled_view.store")
         _record_box("store", "tiled_view.store", arr, idx, shape, start, None, None,
                     not check_bounds)
 
@@ -183,6 +188,8 @@ class TiledView:
             from .ops_atomic import RMW
 
             view[...] = RMW[op](view, values[src], arr._dtype)
+        if type(update) is poison.Poisoned:
+            poison.sink_box(update, arr, start, shape, None, f"atomic_store_{op}")
         _record_box("atomic", f"atomic_store_{op}", arr, idx, shape, start, None, None, False)
 
     @emulates_method(ct.TiledView.atomic_store_add)
@@ -267,6 +274,12 @@ def check_array(array: Any, op: str) -> Array:
 
 
 def _tile_index(index: Any, ndim: int) -> tuple[int, ...]:
+    if type(index) is tuple and ndim == 1 == len(index):  # the common 1-d case, first
+        i = index[0]
+        if type(i) is int:
+            return index
+        if type(i) is Tile and i._dtype in _INDEX_DTYPES and not i._a.ndim:
+            return (int(i._a),)
     idx = index if isinstance(index, (tuple, list)) else (index,)
     if len(idx) != ndim:
         raise kernel_error(f"index {tuple(idx)} has {len(idx)} components but the array has "
@@ -322,19 +335,32 @@ def _clip(dshape, start, shape):
     return tuple(arr_sl), tuple(tile_sl)
 
 
-def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode) -> np.ndarray:
+def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode,
+              tile_shape, op: str) -> Tile:
+    """The box as a tile of ``tile_shape``; lanes padded under ``UNDETERMINED`` are poisoned."""
     inside = True
     for st, sz, n in zip(start, shape, data.shape):
         if st < 0 or st + sz > n:
             inside = False
             break
     if inside:
-        return data[tuple([slice(st, st + sz) for st, sz in zip(start, shape)])].copy()
-    out = np.full(shape, pad_value(padding_mode, arr), dtype=data.dtype)
+        values = data[tuple([slice(st, st + sz) for st, sz in zip(start, shape)])].copy()
+        return Tile(values.reshape(tile_shape), arr._dtype)
+    undetermined = padding_mode is _UNDETERMINED
+    fill = poison.fill_value(arr._dtype) if undetermined else pad_value(padding_mode, arr)
+    out = np.full(shape, fill, dtype=data.dtype)
     sl, src = _clip(data.shape, start, shape)
     if sl is not None:
         out[src] = data[sl]
-    return out
+    else:
+        note_outside_tile(op, arr.name, tuple(st // max(sz, 1) for st, sz in zip(start, shape)))
+    if not undetermined:
+        return Tile(out.reshape(tile_shape), arr._dtype)
+    padded = np.ones(shape, dtype=bool)
+    if sl is not None:
+        padded[src] = False
+    return poison.padded(out.reshape(tile_shape), padded.reshape(tile_shape), arr._dtype,
+                         arr.name, op)
 
 
 def _write_box(arr: Array, data: np.ndarray, start, shape, values: np.ndarray) -> None:
@@ -347,6 +373,9 @@ def _write_box(arr: Array, data: np.ndarray, start, shape, values: np.ndarray) -
     sl, src = _clip(data.shape, start, shape)
     if sl is not None:
         data[sl] = values[src]
+    else:
+        note_outside_tile("store", arr.name,
+                          tuple(st // max(sz, 1) for st, sz in zip(start, shape)))
 
 
 def _store_values(tile: Any, arr: Array, shape: tuple[int, ...], what: str) -> np.ndarray:
@@ -425,39 +454,86 @@ def record_points(kind: str, op: str, arr: Array, sel: tuple[np.ndarray, ...], o
 
 # ---- tile-space load / store ----------------------------------------------------------------
 
+def _inside_slices(array: Any, index: Any, shape: Any) -> tuple[slice, ...] | None:
+    """The common case of a tile access, decided with as little Python as possible: an
+    Array, an already-validated tile shape of its rank, an index of ints / 0-d int tiles,
+    and a box entirely inside the array. None means "take the general path"."""
+    if type(array) is not Array or type(index) is not tuple:
+        return None
+    try:
+        tshape = _VALID_SHAPES.get(shape)
+    except TypeError:  # a shape holding a tile: unhashable
+        return None
+    dshape = array._data.shape
+    if tshape is None or len(tshape) != len(dshape) or len(index) != len(dshape):
+        return None
+    if len(dshape) == 1:  # 1-d, unrolled
+        i = index[0]
+        if type(i) is not int:
+            if type(i) is not Tile or i._dtype not in _INDEX_DTYPES or i._a.ndim:
+                return None
+            i = int(i._a)
+        s = tshape[0]
+        st = i * s
+        return (slice(st, st + s),) if st >= 0 and st + s <= dshape[0] else None
+    out = []
+    for i, s, n in zip(index, tshape, dshape):
+        if type(i) is not int:
+            if type(i) is not Tile or i._dtype not in _INDEX_DTYPES or i._a.ndim:
+                return None
+            i = int(i._a)
+        st = i * s
+        if st < 0 or st + s > n:
+            return None
+        out.append(slice(st, st + s))
+    return tuple(out)
+
+
 @emulates(ct.load)
 def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check_bounds=True,
          latency=None, allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> Tile:
-    arr = check_array(array, "load")
+    if order == "C":
+        box = _inside_slices(array, index, shape)
+        if box is not None and (not _RECORDING[0] or current().recorder is None):
+            return Tile(array._data[box].copy(), array._dtype)
+    arr = array if type(array) is Array else check_array(array, "load")
     tshape = const_shape(shape, "shape")
     nd = arr._data.ndim
     box = tshape if tshape else (1,) * nd
     if len(box) != nd:
         raise kernel_error(f"tile shape {tshape} must have the rank of {arr.name} ({nd})")
     idx = _tile_index(index, nd)
-    perm = _order(order, nd)
+    perm = None if order == "C" else _order(order, nd)
     data = arr._data if perm is None else arr._data.transpose(perm)
     start = [i * s for i, s in zip(idx, box)]
-    values = _read_box(arr, data, start, box, padding_mode)
+    tile = _read_box(arr, data, start, box, padding_mode, tshape, "load")
     _record_box("load", "load", arr, idx, box, start, perm, padding_mode, not check_bounds)
-    return Tile(values.reshape(tshape) if not tshape else values, arr._dtype)
+    return tile
 
 
 @emulates(ct.store)
 def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None,
           allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> None:
-    arr = check_array(array, "store")
+    if type(tile) is Tile and tile._dtype is getattr(array, "_dtype", None) \
+            and order == "C" and (not _RECORDING[0] or current().recorder is None):
+        box = _inside_slices(array, index, tile._a.shape)
+        if box is not None:  # fast path: same dtype, inside, untainted, not recorded
+            array._data[box] = tile._a
+            return
+    arr = array if type(array) is Array else check_array(array, "store")
     nd = arr._data.ndim
-    tshape = tile.shape if isinstance(tile, Tile) else ()
+    tshape = tile._a.shape if isinstance(tile, Tile) else ()
     if tshape and len(tshape) != nd:
         raise kernel_error(f"tile of shape {tshape} must have the rank of {arr.name} ({nd}), "
                            "or be a scalar")
     box = tshape if tshape else (1,) * nd
     idx = _tile_index(index, nd)
-    perm = _order(order, nd)
+    perm = None if order == "C" else _order(order, nd)
     data = arr._data if perm is None else arr._data.transpose(perm)
     start = [i * s for i, s in zip(idx, box)]
     _write_box(arr, data, start, box, _store_values(tile, arr, box, "tile"))
+    if type(tile) is poison.Poisoned:
+        poison.sink_box(tile, arr, start, box, perm, "store")
     _record_box("store", "store", arr, idx, box, start, perm, None, not check_bounds)
 
 
@@ -472,6 +548,8 @@ def num_tiles(array, /, axis, shape, order="C") -> Tile:
 
 
 def _grid_axis(axis) -> int:
+    if type(axis) is int and 0 <= axis <= 2:  # the common case, first
+        return axis
     a = const_int(axis, "axis")
     if not 0 <= a <= 2:
         raise kernel_error(f"grid axis must be 0, 1 or 2, got {a}")

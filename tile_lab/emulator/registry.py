@@ -42,6 +42,8 @@ def emulates(stub: Callable[..., Any], *, name: str | None = None):
 
     def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
         check_signature(stub, impl, op_name)
+        from .poison import wrap  # every op with a taint rule propagates undetermined lanes
+        impl = wrap(op_name, impl)
         IMPLEMENTATIONS[op_name] = impl
         return impl
 

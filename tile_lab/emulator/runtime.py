@@ -9,9 +9,11 @@ compile-time Python values. Blocks run one after another, x fastest.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import linecache
 import re
+import time
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -26,14 +28,16 @@ from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
 from ..array_like import to_host as _to_host
 from ..errors import EmulationError, SourceLocation, TileLabError
-from . import dtypes, state
+from . import blocks as blocks_mod
+from . import dtypes, gate, poison, state
 from ._kernel_access import kernel_function
 from .namespace import Rebuilder
 from .ops_memory import Array, int32
 from .tile import Tile
 
 
-def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> None:
+def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
+            padding: str = "poison") -> None:
     """Run ``kernel`` over ``grid`` on the CPU, updating array arguments in place.
 
     Args:
@@ -47,12 +51,17 @@ def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> None:
         EmulationError: bad arguments or grid, or the kernel did something invalid; the
             error points at the kernel line. EmulatorUnsupported: an operation the
             emulator does not implement.
+
+    ``padding``: what lanes padded under ``PaddingMode.UNDETERMINED`` (cuTile's default)
+    hold: ``"poison"`` (NaN for floats, bytes 0xDB for integers), or ``"zero"``. Either way
+    a warning names the load and the store when such lanes reach an output (see
+    ``tile_lab.sanitize`` for the full report).
     """
-    _launch(kernel, grid, args, record=False)
+    _launch(kernel, grid, args, record=False, padding=padding)
 
 
 def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
-          blocks: Sequence[Sequence[int]] | None = None) -> Trace:
+          blocks: Sequence[Sequence[int]] | None = None, padding: str = "poison") -> Trace:
     """Run ``kernel`` like :func:`emulate` and return every memory access it made, as a
     :class:`~tile_lab.access_trace.Trace` (per access: block, kind, op, argument name, tile index
     and element box or element indices, lanes padded/discarded, source line, iteration),
@@ -61,8 +70,10 @@ def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
     ``blocks``: run only these block ids (each 1 to 3 ints inside ``grid``), in grid order,
     e.g. to sample a GPU-sized launch. The other blocks do not run, so the arrays hold a
     partial result and the trace (``Trace.blocks_run``) describes only these blocks.
+    ``padding`` as for :func:`emulate`; undetermined values written to memory are listed in
+    ``Trace.undetermined``.
     """
-    result = _launch(kernel, grid, args, record=True, blocks=blocks)
+    result = _launch(kernel, grid, args, record=True, blocks=blocks, padding=padding)
     assert result is not None
     return result
 
@@ -70,9 +81,12 @@ def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
 # ---- the launch ---------------------------------------------------------------------------
 
 def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bool,
-            blocks: Sequence[Sequence[int]] | None = None):
+            blocks: Sequence[Sequence[int]] | None = None, padding: str = "poison"):
+    if padding not in ("poison", "zero"):
+        raise EmulationError(f"padding must be 'poison' or 'zero', got {padding!r}")
     pyfunc = kernel_function(kernel)
     grid3 = _check_grid(grid)
+    gate.check(kernel, args)  # what cuTile's compiler rejects does not run here either
     subset = None if blocks is None else _check_blocks(blocks, grid3)
     params = _parameters(pyfunc, args)
     converted, arrays, scalars, copy_back = _convert_args(kernel, pyfunc, params, args)
@@ -81,10 +95,18 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     recorder: list | None = [] if record else None
     run = state.RunState(grid3, recorder, rebuilder.user_codes)
     run.grid_tiles = tuple(int32(g) for g in grid3)
+    run.poison_values = padding == "poison"
+    _, total = blocks_mod.block_ids(grid3, subset)
+    limit = blocks_mod.current_limits()
+    if total > limit.probe_blocks and limit.max_seconds != float("inf"):
+        estimate = _probe(fn, converted, run, subset, total)
+        if estimate is not None:
+            blocks_mod.check_budget(estimate, pyfunc.__name__, limit)
     state.push(run)
     try:
         with np.errstate(all="ignore"):  # device arithmetic never warns (inf, NaN, wraparound)
-            _run_grid(fn, grid3, converted, run, subset)
+            blocks_mod.run_blocks(fn, converted, run, grid3, subset,
+                                  f"{'trace' if record else 'emulate'} {pyfunc.__name__}")
     except TileLabError as exc:
         if exc.location is None:
             exc.location = _location_in_traceback(exc, rebuilder.user_codes)
@@ -102,34 +124,49 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     for restore in copy_back:
         restore()
     if not record:
+        _warn_undetermined(run.undetermined)
+        _warn_outside(run.outside_tiles)
         return None
     return _make_trace(pyfunc, grid3, arrays, scalars, recorder or [], run.mma_recorder or [],
-                       subset)
+                       subset, run.undetermined)
 
 
-def _run_grid(fn: Callable[..., Any], grid: tuple[int, int, int], args: list[Any],
-              run: state.RunState, subset: tuple[tuple[int, int, int], ...] | None) -> None:
-    """Every block in turn (or those of ``subset``), x fastest: set the block context, call
-    the kernel."""
-    if subset is not None:
-        for x, y, z in subset:
-            run.bid = (x, y, z)
-            run.bid_tiles = (int32(x), int32(y), int32(z))
-            run.line_counts = {}
-            run.cas_failures = {}
-            fn(*args)
-        return
-    gx, gy, gz = grid
-    for z in range(gz):
-        tz = int32(z)
-        for y in range(gy):
-            ty = int32(y)
-            for x in range(gx):
-                run.bid = (x, y, z)
-                run.bid_tiles = (int32(x), ty, tz)
-                run.line_counts = {}
-                run.cas_failures = {}
-                fn(*args)
+def _probe(fn, converted: list[Any], run: state.RunState, subset, total: int
+           ) -> blocks_mod.Estimate | None:
+    """Time a few blocks on copies of the arrays (nothing the user passed is written)."""
+    probe = state.RunState(run.grid, [], run.user_codes)
+    probe.grid_tiles = run.grid_tiles
+    probe.poison_values = run.poison_values
+    copies = [_copy_arg(a) for a in converted]
+    picks = blocks_mod.probe_blocks(total, run.grid, subset)
+    state.push(probe)
+    try:
+        with np.errstate(all="ignore"):
+            for timed in (False, True):  # the first pass pays one-off costs (caches)
+                started = time.perf_counter()
+                if timed:
+                    probe.recorder.clear()
+                for b in picks:
+                    probe.bid, probe.bid_tiles = b, tuple(int32(v) for v in b)
+                    probe.line_counts, probe.cas_failures = {}, {}
+                    fn(*copies)
+            elapsed = time.perf_counter() - started
+    except Exception:  # the real run reports it, at the right block
+        return None
+    finally:
+        state.pop()
+    n = len(picks)
+    return blocks_mod.Estimate(total, elapsed / n, len(probe.recorder or ()) / n)
+
+
+def _copy_arg(value: Any) -> Any:
+    if isinstance(value, Array):
+        twin = copy.copy(value)
+        twin._data = value._data.copy()
+        return twin
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy_arg(v) for v in value)
+    return value
 
 
 def _check_grid(grid: Any) -> tuple[int, int, int]:
@@ -314,7 +351,41 @@ def _location_in_traceback(exc: BaseException, user_codes) -> SourceLocation | N
                           text=linecache.getline(filename, found.tb_lineno) or None)
 
 
-def _make_trace(pyfunc, grid, arrays, scalars, accesses, mma_calls, subset) -> Trace:
+def _warn_outside(outside: dict) -> None:
+    """One warning per line whose tiles lay entirely outside their array (the sanitizer's
+    tile_out_of_bounds, which plain emulate would otherwise run silently)."""
+    import warnings
+
+    for (filename, line), (op, arg, tile, block, count) in outside.items():
+        more = f" ({count} times on this line)" if count > 1 else ""
+        warnings.warn_explicit(
+            f"{op} of tile {tile} of {arg!r} (block {block}) lies entirely outside the array"
+            f"{more}: undefined behaviour in cuTile; the emulator padded / discarded it. "
+            "tile_lab.sanitize lists every occurrence", blocks_mod.OutOfArrayTileWarning,
+            filename, line)
+
+
+def _warn_undetermined(writes) -> None:
+    """One warning per (writing line, load line): undetermined values reached memory."""
+    import warnings
+
+    seen = {}
+    for w in writes:
+        seen.setdefault((w.filename, w.line, w.load_line, w.arg), []).append(w)
+    for (filename, line, load_line, arg), ws in seen.items():
+        mixed = ws[0].mix_line
+        how = f", mixed into kept lanes by {ws[0].mix_op} at line {mixed}" if mixed else ""
+        n = sum(w.elements for w in ws)
+        warnings.warn_explicit(
+            f"undetermined values reach {arg!r} ({n} element{'s' if n != 1 else ''}, "
+            f"{len(ws)} block{'s' if len(ws) != 1 else ''}): padded by the load at line "
+            f"{load_line} (PaddingMode.UNDETERMINED){how}; on a GPU these elements can hold "
+            "garbage. Mask the padded lanes with ct.where, or load with "
+            "padding_mode=ct.PaddingMode.ZERO", poison.UndeterminedValueWarning, filename, line)
+
+
+def _make_trace(pyfunc, grid, arrays, scalars, accesses, mma_calls, subset,
+                undetermined=()) -> Trace:
     code = pyfunc.__code__
     try:
         lines, first = inspect.getsourcelines(pyfunc)
@@ -324,4 +395,4 @@ def _make_trace(pyfunc, grid, arrays, scalars, accesses, mma_calls, subset) -> T
     return Trace(kernel=pyfunc.__name__, grid=grid, arrays=tuple(arrays),
                  accesses=tuple(accesses), source=source, first_line=first,
                  filename=code.co_filename, scalars=scalars, mma_calls=tuple(mma_calls),
-                 blocks_run=subset)
+                 blocks_run=subset, undetermined=tuple(undetermined))

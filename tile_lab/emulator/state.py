@@ -18,7 +18,8 @@ class RunState:
     """Mutable per-launch state (a stack per thread: launches may nest or run in threads)."""
 
     __slots__ = ("bid", "bid_tiles", "cas_failures", "grid", "grid_tiles", "line_counts",
-                 "mma_recorder", "recorder", "user_codes")
+                 "mma_recorder", "outside_tiles", "poison_values", "recorder", "undetermined",
+                 "user_codes")
 
     def __init__(self, grid: tuple[int, int, int], recorder, user_codes: set[CodeType]) -> None:
         self.grid = grid
@@ -30,6 +31,10 @@ class RunState:
         self.user_codes = user_codes  # code objects of the kernel and its emulated helpers
         self.line_counts: dict[tuple[str, int], int] = {}  # per block: executions of a line
         self.cas_failures: dict[tuple[str, int], int] = {}  # per block: consecutive CAS fails
+        self.poison_values = True  # undetermined lanes hold NaN / 0xDB.. (False: zeros)
+        self.undetermined: list = []  # UndeterminedWrite records (always collected)
+        # (file, line) -> (op, arg, tile index, first block, count): tiles entirely outside
+        self.outside_tiles: dict[tuple[str, int], tuple] = {}
 
 
 class _Stack(threading.local):
@@ -48,12 +53,26 @@ def current() -> RunState:
     return runs[-1]
 
 
+def running() -> bool:
+    """True while an emulated launch is in progress on this thread."""
+    return bool(_LOCAL.runs)
+
+
+# how many launches, on any thread, are recording a trace: while 0 the memory ops' fast
+# paths need not look up the current launch to know that nothing is recorded
+RECORDING = [0]
+
+
 def push(state: RunState) -> None:
     _LOCAL.runs.append(state)
+    if state.recorder is not None:
+        RECORDING[0] += 1
 
 
 def pop() -> None:
-    _LOCAL.runs.pop()
+    state = _LOCAL.runs.pop()
+    if state.recorder is not None:
+        RECORDING[0] -= 1
 
 
 def user_frame(depth: int = 2) -> FrameType | None:
@@ -78,6 +97,18 @@ def record_site(state: RunState) -> tuple[str, int, int]:
     it = counts.get(key, 0)
     counts[key] = it + 1
     return frame.f_code.co_filename, frame.f_lineno, it
+
+
+def note_outside_tile(op: str, arg: str, tile: tuple[int, ...]) -> None:
+    """A tile-space access lying entirely outside its array (undefined behaviour)."""
+    run = _LOCAL.runs[-1] if _LOCAL.runs else None
+    frame = user_frame(2)
+    if run is None or frame is None:
+        return
+    key = (frame.f_code.co_filename, frame.f_lineno)
+    seen = run.outside_tiles.get(key)
+    run.outside_tiles[key] = (op, arg, tile, run.bid, 1) if seen is None else \
+        (*seen[:4], seen[4] + 1)
 
 
 def location_of(frame: FrameType | None) -> SourceLocation | None:

@@ -102,7 +102,10 @@ class Tile:
             if not (it is None or it is Ellipsis or it == slice(None)):
                 raise kernel_error("tile indexing only inserts axes (t[:, None]); use "
                                    "ct.extract or ct.gather to select elements")
-        return Tile(np.asarray(self._a)[index], self._dtype)
+        out = Tile(np.asarray(self._a)[index], self._dtype)
+        if type(self) is not Tile:
+            return _poison.tag(out, np.asarray(self._taint)[index], self._origin)
+        return out
 
     def __iter__(self):
         raise kernel_error("tiles are not iterable; use ct.extract, or ct.static_iter over "
@@ -304,7 +307,8 @@ def binary(fn: str, x: Any, y: Any, *, propagate_nan: bool = False) -> Any:
             r = _ARITH[fn](a, b)
     except ValueError as exc:
         raise kernel_error(f"`{fn}` of shapes {np.shape(a)} and {np.shape(b)}: {exc}") from None
-    return finish(r, common)
+    out = finish(r, common)
+    return _poison.elementwise(out, x, y) if _poison.ACTIVE else out
 
 
 def _python_binary(fn: str, x: Scalar, y: Scalar) -> Scalar:
@@ -329,7 +333,8 @@ def compare(fn: str, x: Any, y: Any) -> Any:
     compute = dtypes.compute_dtype(common)
     a, b = operand(x, common, compute), operand(y, common, compute)
     try:
-        return Tile(_CMP[fn](a, b), ct.bool_)
+        out = Tile(_CMP[fn](a, b), ct.bool_)
+        return _poison.elementwise(out, x, y) if _poison.ACTIVE else out
     except ValueError as exc:
         raise kernel_error(f"comparison of shapes {np.shape(a)} and {np.shape(b)}: {exc}") \
             from None
@@ -367,7 +372,8 @@ def bitwise(fn: str, x: Any, y: Any) -> Any:
             r = np.right_shift(a, b)
     except ValueError as exc:
         raise kernel_error(f"`{fn}` of shapes {np.shape(a)} and {np.shape(b)}: {exc}") from None
-    return Tile(np.asarray(r).astype(a.dtype, copy=False), common)
+    out = Tile(np.asarray(r).astype(a.dtype, copy=False), common)
+    return _poison.elementwise(out, x, y) if _poison.ACTIVE else out
 
 
 _FLOAT_UNARY = {
@@ -378,6 +384,11 @@ _FLOAT_UNARY = {
 
 
 def unary(fn: str, x: Any) -> Tile:
+    out = _unary(fn, x)
+    return _poison.elementwise(out, x) if _poison.ACTIVE else out
+
+
+def _unary(fn: str, x: Any) -> Tile:
     t = as_tile(x)
     dt = t._dtype
     if fn == "isnan":
@@ -402,3 +413,6 @@ def unary(fn: str, x: Any) -> Tile:
         dt = ct.float32  # integer inputs of transcendental functions compute in float32
     compute = dtypes.compute_dtype(dt)
     return finish(_FLOAT_UNARY[fn](operand(t, dt, compute)), dt)
+
+
+from . import poison as _poison  # noqa: E402  (poison subclasses Tile)

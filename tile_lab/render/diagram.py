@@ -136,6 +136,7 @@ class Footprint:
     outside: tuple[Box, ...]
     out_of_bounds: int = 0  # gather/scatter lanes outside the array (no coordinates)
     approximate: bool = False  # runs were merged into coarse cells (too many to draw)
+    undetermined: bool = False  # a load whose ``outside`` lanes hold undetermined values
 
     @property
     def is_write(self) -> bool:
@@ -223,6 +224,8 @@ class Panel:
     heatmap: Heatmap | None = None
     visits: tuple[TileVisit, ...] = ()
     highlight: tuple[tuple[int, ...], ...] = ()  # partition(): highlighted tile indices
+    # elements the shown block wrote undetermined values to: (box, explanation) pairs
+    poisoned: tuple[tuple[Box, str], ...] = ()
 
     def padding_area(self) -> tuple[Box, ...]:
         return self.tile_grids[0].padding_area(self.shape) if self.tile_grids else ()
@@ -807,6 +810,7 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
             fps = tuple(_footprint(a, info.shape) for a in accs)
         panels.append(_panel(name, info.shape, info.dtype, grids, zoom, footprints=fps,
                              visits=visits, role=roles.get(name),
+                             poisoned=_poisoned(t, name, blk, lines) if view != "order" else (),
                              title=_array_title(name, info.shape, info.dtype, grids,
                                                 roles.get(name)) + _windows_text(windows)))
     if view == "coverage":
@@ -927,7 +931,24 @@ def _footprint(a: MemoryAccess, shape: tuple[int, ...]) -> Footprint:
     return Footprint(seq=a.seq, block=a.block, kind=a.kind, op=a.op, line=a.line,
                      iteration=a.iteration, tile_index=a.tile_index, tile_shape=a.tile_shape,
                      inside=inside, outside=outside,
-                     out_of_bounds=0 if a.is_box else a.out_of_bounds, approximate=approx)
+                     out_of_bounds=0 if a.is_box else a.out_of_bounds, approximate=approx,
+                     undetermined=a.kind == "load" and a.padding == "UNDETERMINED"
+                     and bool(outside))
+
+
+def _poisoned(t: Trace, name: str, block: Block | None, lines: set[int] | None
+              ) -> tuple[tuple[Box, str], ...]:
+    """Boxes of ``name`` that ``block`` wrote undetermined values to (Trace.undetermined)."""
+    out = []
+    for u in t.undetermined:
+        if u.arg != name or u.block != block or (lines is not None and u.line not in lines):
+            continue
+        mixed = f", mixed in by ct.{u.mix_op} at line {u.mix_line}" if u.mix_line else ""
+        out.append((Box(tuple(u.box_start), tuple(u.box_stop)),
+                    f"{u.elements} element{'s' if u.elements != 1 else ''} written with "
+                    f"undetermined values by line {u.line}: padding of the {u.load_op} of "
+                    f"{u.load_arg} at line {u.load_line}{mixed}"))
+    return tuple(out)
 
 
 def _runs(flat: np.ndarray | None, shape: tuple[int, ...]) -> tuple[tuple[Box, ...], bool]:

@@ -32,6 +32,8 @@ from .diagram import (
 )
 from .svg import INK, Group, Path, Rect, Scene, Style, Text, text_width, to_svg
 
+POISON = "#B2182B"  # undetermined values: padding a GPU leaves unspecified, and what it reaches
+
 __all__ = ["draw", "ellipsize"]
 
 HIGHLIGHT = "#E69F00"  # partition(): highlighted tiles (Okabe–Ito orange)
@@ -279,6 +281,11 @@ def _draw_panel(panel: Panel, win: _Win, x: float, y: float, geometry: Geometry,
         if index is not None:
             for f in panel.footprints:
                 items.extend(_footprint_items(f, panel, place, geometry, index))
+        for b, why in panel.poisoned:
+            if (r := place(b)) is not None:
+                items.append(Group((Rect(*_visible(r), Style(
+                    fill=POISON, fill_opacity=0.25, stroke=POISON, stroke_width=2,
+                    hatch="cross", hatch_color=POISON)),), title=why))
         # labels last: on top of padding hatches and footprints, with a halo (svg.py's CSS)
         labels = _tile_labels(panel, win, gx, top, z, first=(k == 0))
         if labels:
@@ -555,6 +562,11 @@ def _footprint_items(f: Footprint, panel: Panel, place, geometry: Geometry,
     for b in f.outside:
         if (r := place(b)) is None:
             continue
+        if f.undetermined:  # poison: lanes a GPU fills with whatever
+            parts.append(Rect(*r, Style(fill=POISON, fill_opacity=0.15, stroke=POISON,
+                                        stroke_width=1, dash="2 2", hatch="dots",
+                                        hatch_color=POISON)))
+            continue
         parts.append(Rect(*r, Style(stroke=color, stroke_width=1, dash="2 2",
                                     hatch="cross" if f.is_write else "dots", hatch_color=color)))
     if not parts:
@@ -580,6 +592,9 @@ def _tooltip(f: Footprint, panel: Panel, geometry: Geometry, index: IndexedTrace
     if lanes:
         what = "discarded (store lanes outside the array)" if f.is_write else \
             "padded (load lanes outside the array)"
+        if f.undetermined:
+            what = ("padded with undetermined values (PaddingMode.UNDETERMINED, the default): "
+                    "poison unless masked")
         lines.append(f"{lanes} lane{'s' if lanes != 1 else ''} {what}")
     return "\n".join(lines)
 
@@ -645,6 +660,13 @@ def _legend(g: Geometry, x: float, y: float) -> tuple[list, float, float]:
                ("store (hatched outline)", Style(stroke=INK, stroke_width=2, hatch="diag")),
                ("padded load lanes", Style(stroke=INK, dash="2 2", hatch="dots")),
                ("discarded store lanes", Style(stroke=INK, dash="2 2", hatch="cross"))]
+        if any(p.poisoned or any(f.undetermined for f in p.footprints) for p in g.panels):
+            key += [("undetermined padding (poison)", Style(
+                         fill=POISON, fill_opacity=0.15, stroke=POISON, dash="2 2",
+                         hatch="dots", hatch_color=POISON)),
+                    ("written with undetermined values", Style(
+                         fill=POISON, fill_opacity=0.25, stroke=POISON, stroke_width=2,
+                         hatch="cross", hatch_color=POISON))]
     elif g.view == "coverage":
         key = [("written once", Style(fill=GOOD, fill_opacity=0.35)),
                ("written by 2+ blocks", Style(fill=BAD_MULTI, fill_opacity=0.5, hatch="diag",

@@ -1,0 +1,227 @@
+"""Whole programs on the CPU: ``ct.launch`` runs on the emulator under the environment
+variable (in a subprocess), ``python -m tile_lab.emulator``, ``with tile_lab.emulation()``
+and ``%tile_emulate``; NumPy arrays and torch CPU tensors are updated in place."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import cuda.tile as ct
+import numpy as np
+import pytest
+
+import tile_lab
+from tile_lab.emulator import program
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# In the style of NVIDIA's samples: a kernel, a host wrapper that launches it on the current
+# stream, and a __main__ check against NumPy.
+SAMPLE = textwrap.dedent('''\
+    import sys
+    import numpy as np
+    import cuda.tile as ct
+    {extra_import}
+
+    @ct.kernel
+    def vector_add(a, b, c, tile: ct.Constant[int]):
+        pid = ct.bid(0)
+        ta = ct.load(a, index=(pid,), shape=(tile,))
+        tb = ct.load(b, index=(pid,), shape=(tile,))
+        ct.store(c, index=(pid,), tile=ta + tb)
+
+
+    def vector_add_host(a, b, stream=None):
+        c = np.empty_like(a)
+        tile = 256
+        grid = (ct.cdiv(a.shape[0], tile), 1, 1)
+        ct.launch(stream, grid, vector_add, (a, b, c, tile))
+        return c
+
+
+    if __name__ == "__main__":
+        n = int(sys.argv[1]) if len(sys.argv) > 1 else 4096
+        a = np.arange(n, dtype=np.float32)
+        b = np.full(n, 2.0, np.float32)
+        c = vector_add_host(a, b)
+        np.testing.assert_array_equal(c, a + b)
+        print("vector_add OK", n)
+    ''')
+
+
+def _run(script: str, *argv: str, env: dict | None = None, module: bool = False,
+         tmp_path: Path) -> subprocess.CompletedProcess:
+    path = tmp_path / "sample.py"
+    path.write_text(script)
+    cmd = [sys.executable, *(["-m", "tile_lab.emulator"] if module else []), str(path), *argv]
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=120,
+                          cwd=tmp_path)
+
+
+def test_env_var_runs_a_whole_program_on_the_cpu(tmp_path):
+    script = SAMPLE.format(extra_import="import tile_lab  # TILE_LAB_EMULATE switches launch")
+    done = _run(script, "5000", env={"TILE_LAB_EMULATE": "1"}, tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "vector_add OK 5000" in done.stdout
+
+
+TORCH_SAMPLE = textwrap.dedent('''\
+    import torch
+    import cuda.tile as ct
+    import tile_lab
+
+
+    @ct.kernel
+    def scale_rows(x, out, alpha: float, tile: ct.Constant[int]):
+        row = ct.bid(0)
+        t = ct.load(x, index=(row, 0), shape=(1, tile), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(out, index=(row, 0), tile=t * alpha)
+
+
+    def scale_rows_host(x, alpha, stream=None):
+        out = torch.empty_like(x)
+        ct.launch(stream, (x.shape[0],), scale_rows, (x, out, alpha, 64))
+        return out
+
+
+    if __name__ == "__main__":
+        x = torch.randn(16, 48)
+        torch.testing.assert_close(scale_rows_host(x, 0.5), x * 0.5)
+        print("scale_rows OK")
+    ''')
+
+
+def test_env_var_runs_a_torch_program_on_the_cpu(tmp_path):
+    pytest.importorskip("torch")
+    done = _run(TORCH_SAMPLE, env={"TILE_LAB_EMULATE": "1"}, tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "scale_rows OK" in done.stdout
+
+
+def test_without_the_switch_launch_needs_a_gpu(tmp_path):
+    script = SAMPLE.format(extra_import="import tile_lab")
+    done = _run(script, env={"TILE_LAB_EMULATE": "0"}, tmp_path=tmp_path)
+    assert done.returncode != 0 and "vector_add OK" not in done.stdout
+
+
+def test_module_runner_needs_no_tile_lab_import(tmp_path):
+    done = _run(SAMPLE.format(extra_import=""), "1000", module=True, tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "vector_add OK 1000" in done.stdout
+
+
+def test_env_var_sanitize_reports_every_launch_with_its_line(tmp_path):
+    script = SAMPLE.format(extra_import="import tile_lab") + textwrap.dedent('''\
+        vector_add_host(np.ones(300, np.float32), np.ones(300, np.float32))
+        ''')
+    done = _run(script, "512", env={"TILE_LAB_EMULATE": "sanitize"}, tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    reports = [ln for ln in done.stdout.splitlines() if ln.startswith("[tile_lab]")]
+    line = script.splitlines().index("    ct.launch(stream, grid, vector_add, (a, b, c, tile))") + 1
+    assert reports == [f"[tile_lab] sample.py:{line}: ct.launch of vector_add grid=(2, 1, 1)"] * 2
+    assert done.stdout.count("no problems found") == 2
+
+
+def test_gpu_only_call_gets_a_note_naming_it(tmp_path):
+    pytest.importorskip("torch")
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("needs a CPU-only torch")
+    script = SAMPLE.format(extra_import="import torch").replace(
+        "c = vector_add_host(a, b)", "c = vector_add_host(a, b, torch.cuda.current_stream())")
+    done = _run(script, module=True, tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert "`c = vector_add_host(a, b, torch.cuda.current_stream())` (sample.py:26) needs " \
+           "a GPU" in done.stderr
+    assert "pass stream=None" in done.stderr
+
+
+# ---- in process ------------------------------------------------------------------------------
+
+@ct.kernel
+def scale(x, y, factor: float, tile: ct.Constant[int]):
+    pid = ct.bid(0)
+    ct.store(y, index=(pid,), tile=ct.load(x, index=(pid,), shape=(tile,)) * factor)
+
+
+def test_context_manager_with_numpy_and_any_stream():
+    x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    real = ct.launch
+    with tile_lab.emulation():
+        ct.launch(None, (4,), scale, (x, y, 2.0, 16))
+        ct.launch(object(), 4, scale, (y, y, 0.5, 16))
+    assert ct.launch is real
+    np.testing.assert_array_equal(y, x)
+
+
+def test_context_manager_updates_torch_cpu_tensors_in_place():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(64, dtype=torch.float32)
+    y = torch.zeros(64)
+    with tile_lab.emulation():
+        ct.launch(None, (4,), scale, (x, y, 3.0, 16))
+    assert torch.equal(y, x * 3)
+
+
+def test_sanitize_mode_prints_a_report_per_launch(capsys):
+    x = np.ones(1000, np.float32)
+    with tile_lab.emulation(sanitize=True):
+        ct.launch(None, (4,), scale, (x, np.zeros(1024, np.float32), 1.0, 256))  # line A
+        ct.launch(None, (3,), scale, (x, np.zeros(1000, np.float32), 1.0, 256))  # line B
+    out = capsys.readouterr().out
+    here = Path(__file__).name
+    lines = [ln for ln in out.splitlines() if ln.startswith("[tile_lab]")]
+    assert len(lines) == 2 and all(here in ln and "ct.launch of scale" in ln for ln in lines)
+    assert "undetermined value reaches output y" in out  # launch A: 24 padded lanes stored
+    assert "uncovered_output" in out  # launch B: grid too small for 1000 elements
+
+
+def test_gpu_note_in_the_context_manager():
+    def host():
+        raise AssertionError("Torch not compiled with CUDA enabled")
+    with pytest.raises(AssertionError) as info, tile_lab.emulation():
+        host()
+    assert any("stream=None" in n for n in info.value.__notes__)
+
+
+def test_magic_switches_launch_on_and_off(capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "tile_lab")
+    real = ct.launch
+    x, y = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    try:
+        shell.run_line_magic("tile_emulate", "on")
+        assert program.is_enabled()
+        ct.launch(None, (2,), scale, (x, y, 2.0, 16))
+        np.testing.assert_array_equal(y, 2 * x)
+        shell.run_line_magic("tile_emulate", "sanitize")
+        ct.launch(None, (2,), scale, (x, y, 1.0, 16))
+        assert "no problems found" in capsys.readouterr().out
+        shell.run_line_magic("tile_emulate", "")  # status only
+        assert program.is_enabled()
+        assert "CPU emulator (sanitizing every launch)" in capsys.readouterr().out
+    finally:
+        shell.run_line_magic("tile_emulate", "off")
+    assert ct.launch is real and not program.is_enabled()
+
+
+def test_a_bad_env_var_value_warns_and_leaves_launch_alone(tmp_path):
+    done = _run("import tile_lab, cuda.tile as ct\n"
+                "from tile_lab.emulator import program\n"
+                "print('enabled', program.is_enabled())\n",
+                env={"TILE_LAB_EMULATE": "maybe"}, tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "enabled False" in done.stdout and "TILE_LAB_EMULATE='maybe'" in done.stderr
+
+
+def test_env_var_values():
+    assert program.mode_from_env("1") == "emulate" and program.mode_from_env("0") is None
+    assert program.mode_from_env("Sanitize") == "sanitize"
+    with pytest.raises(ValueError, match="TILE_LAB_EMULATE"):
+        program.mode_from_env("maybe")

@@ -1,0 +1,125 @@
+"""The front-end gate: a kernel cuTile rejects does not run on the emulator either.
+
+Before a ``@ct.kernel`` runs, cuTile's own front end (parsing, type inference, constant
+folding, ``static_assert``; no tileiras, no GPU) types it for the signature of the actual
+arguments. A kernel the compiler would reject (``range(4, 0, -1)``, a name bound to tiles of
+different dtypes on two paths, a Python list of tiles) fails here with cuTile's message at
+the kernel's line, as a :class:`~tile_lab.errors.CompileError`, instead of "working" on the
+CPU and failing on the GPU. Each (kernel, signature) is checked once per process.
+
+Plain Python functions (not ``@ct.kernel``) are not gated: cuTile cannot compile them.
+Arguments the signature builder cannot describe skip the gate; the emulator's own checks
+report them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _cutile_compat as compat
+from ..errors import TileLabError
+
+_PASSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> {signature repr}
+_LOCK = threading.Lock()
+_OFF = [0]  # >0 inside ``disabled()``
+_QUICK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> {quick keys}
+
+
+def check(kernel: Any, args: Sequence[Any]) -> None:
+    """Raise cuTile's error (as a CompileError at the kernel line) if it rejects ``kernel``
+    for these arguments; return at once for a signature that passed before."""
+    if _OFF[0] or not compat.is_kernel(kernel):
+        return
+    quick = _quick_key(args)
+    if quick is not None and quick in _QUICK.get(kernel, ()):
+        return  # the same argument layout passed before: skip building its signature
+    from ..signature import build_signature
+
+    try:
+        signature = build_signature(kernel, [_describable(a) for a in args]).kernel_signature
+    except (TileLabError, TypeError, ValueError):
+        return  # arguments the signature cannot describe: the emulator reports them
+    key = repr(signature)
+    with _LOCK:
+        seen = _PASSED.setdefault(kernel, set())
+        if key in seen:
+            return
+    try:
+        compat.check_frontend(kernel, signature)
+    except Exception as exc:
+        if type(exc).__name__ not in _REJECTIONS:
+            return  # cuTile could not look at the kernel (e.g. no source): not a verdict
+        from ..compile import compile_error_from_tile_error
+
+        error = compile_error_from_tile_error(exc)
+        error.hint = _join(error.hint, "cuTile's compiler rejects this kernel, so the emulator "
+                           "does not run it")
+        raise error from None
+    with _LOCK:
+        seen.add(key)
+        if quick is not None:
+            _QUICK.setdefault(kernel, set()).add(quick)
+
+
+def _quick_key(args: Sequence[Any]) -> tuple | None:
+    """Everything of the arguments a signature depends on, for plain NumPy arrays and
+    scalars (dtype, shape, strides, 16-byte alignment; type and value): equal keys give
+    equal signatures. None for anything else (the signature is built every time)."""
+    out = []
+    for a in args:
+        if type(a) is np.ndarray:
+            out.append((a.dtype.str, a.shape, a.strides, a.ctypes.data % 16))
+        elif type(a) in (int, float, bool) or isinstance(a, (np.integer, np.floating)):
+            out.append((type(a), a))
+        else:
+            return None
+    return tuple(out)
+
+
+# cuTile's errors that reject the kernel itself (others, e.g. InternalError for a kernel
+# whose source cuTile cannot read, say nothing about the kernel and do not block emulation)
+_REJECTIONS = frozenset({"TypeCheckingError", "UnsupportedSyntaxError", "InvalidValueError",
+                         "UnsupportedFeatureError", "StaticAssertionError", "StaticEvalError",
+                         "RecursionLimitError"})
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Skip the gate inside this block: the emulator's own checks alone decide (for testing
+    them, or for trying an op cuTile's front end does not accept yet)."""
+    _OFF[0] += 1
+    try:
+        yield
+    finally:
+        _OFF[0] -= 1
+
+
+def _describable(value: Any) -> Any:
+    """``value`` as the signature builder reads it: torch CPU tensors as NumPy views (no
+    copy; same dtype, shape, strides and alignment); everything else unchanged."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_describable(v) for v in value)
+    if type(value).__module__.split(".")[0] == "torch" and hasattr(value, "numpy"):
+        try:
+            if value.device.type == "cpu":
+                return value.detach().numpy()
+        except (TypeError, RuntimeError):  # e.g. bfloat16, which NumPy lacks: not gated
+            pass
+    return value
+
+
+def clear_cache() -> None:
+    """Forget which kernels passed (the next launch of each is checked again)."""
+    with _LOCK:
+        _PASSED.clear()
+        _QUICK.clear()
+
+
+def _join(a: str | None, b: str) -> str:
+    return b if not a else f"{a}; {b}"
