@@ -1,8 +1,9 @@
 """Compile throughput of a tuning space: local process pool vs a Ray cluster, 1 and 2 workers.
 
-Each run compiles the same GEMM tuning space (the grouped-order K-loop GEMM of bench/gemm_kernels.py,
-sm_90, the tuner's jobs) into an empty cuTile cache. Workers are started and warmed first (each imports
-cuTile and runs tileiras' version queries), as the tuner does while it prepares; "start s" is
+Each run compiles the same GEMM tuning space (the grouped-order K-loop GEMM of
+bench/gemm_kernels.py, sm_90, the tuner's jobs) into an empty cuTile cache. Workers are started
+and warmed first (each imports cuTile and runs tileiras' version queries), as the tuner does
+while it prepares; "start s" is
 that part, "configs/s" counts from the first compile job to the last result.
 
     python bench/cluster_compile.py [--configs 16] [--workers 1,2] [--arch sm_90]
