@@ -30,27 +30,34 @@ CONFIGS = {
     "grouped": {"TM": 128, "TN": 128, "TK": 64, "GROUP": 8, "LAT": 4, "num_ctas": 1},
     "persistent": {"TM": 128, "TN": 128, "TK": 64, "GROUP": 8, "LAT": 4, "occupancy": 1,
                    "num_ctas": 1},
+    # bench/KERNELS.md: 256x256 output tiles split over a 2-CTA cluster, 8 worker warps (the
+    # 128x256 fp32 accumulator per CTA spills with the default 4), one block per SM pair
+    "persistent_acc": {"TM": 256, "TN": 256, "TK": 64, "GROUP": 8, "LAT": 4, "ACC16": 0,
+                       "occupancy": 1, "num_ctas": 2, "num_worker_warps": 8},
 }
 
 
 def kernel_args(variant, cfg, a, b, c, size):
     """(kernel with its hints, grid, args) of one config of one variant."""
-    from gemm_kernels import gemm_grouped, gemm_naive, gemm_persistent
+    from gemm_kernels import gemm_grouped, gemm_naive, gemm_persistent, gemm_persistent_acc
 
     from tile_lab.gpu.device import device_info
 
-    hints = {k: cfg[k] for k in ("num_ctas", "occupancy") if k in cfg}
+    hints = {k: cfg[k] for k in ("num_ctas", "occupancy", "num_worker_warps") if k in cfg}
     tiles_m, tiles_n = -(-size // cfg["TM"]), -(-size // cfg["TN"])
     if variant == "naive":
         kernel, grid = gemm_naive, (tiles_m, tiles_n)
         consts = (cfg["TM"], cfg["TN"], cfg["TK"])
     else:
-        kernel = gemm_persistent if variant == "persistent" else gemm_grouped
+        kernel = {"persistent": gemm_persistent, "persistent_acc": gemm_persistent_acc}.get(
+            variant, gemm_grouped)
         grid = (tiles_m * tiles_n,)
-        if variant == "persistent":
+        if variant.startswith("persistent"):
             sms = device_info().sm_count
             grid = (min(tiles_m * tiles_n, sms * cfg.get("occupancy", 1) // cfg["num_ctas"]),)
         consts = (cfg["TM"], cfg["TN"], cfg["TK"], cfg["GROUP"], cfg["LAT"])
+        if variant == "persistent_acc":
+            consts = (*consts, cfg["ACC16"])
     return kernel.replace_hints(**hints) if hints else kernel, grid, (a, b, c, *consts)
 
 

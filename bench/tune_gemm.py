@@ -11,8 +11,8 @@
   its own after the tuning, so no tuner's heat lands on one side only;
 * every successful config re-launched once and checked against cuBLAS.
 
-    python bench/tune_gemm.py [--size 8192] [--out DIR] [--phases naive,cutile,grouped,persistent]
-                              [--profile]
+    python bench/tune_gemm.py [--size 8192] [--out DIR] [--profile]
+                              [--phases naive,cutile,grouped,persistent,persistent_acc]
 
 Before the phases, the installed packages are byte-compiled (``compileall``), as ``pip install``
 leaves them: the lent GPU's bundle installs with ``--no-compile``, and whichever phase ran
@@ -45,6 +45,10 @@ GROUPED_SPACE = dict(TM=[128, 256], TN=[128, 256], TK=[64], GROUP=[8], LAT=[2, 4
                      num_ctas=[1, 2])
 PERSISTENT_SPACE = dict(TM=[128], TN=[128, 256], TK=[64], GROUP=[8], LAT=[3, 4],
                         occupancy=[1, 2], num_ctas=[1, 2])
+# The persistent kernel with the knobs of bench/KERNELS.md: 256-wide tiles over a 2-CTA
+# cluster, worker warps (the fp32 accumulator spills with 4), latency; 8 configs.
+PERSISTENT_ACC_SPACE = dict(TM=[128, 256], TN=[256], TK=[64], GROUP=[8], LAT=[4, 6], ACC16=[0],
+                            occupancy=[1], num_ctas=[2], num_worker_warps=[4, 8])
 # A wider space for the grouped kernel (96 configs), searched with the same racing tuner.
 WIDE_SPACE = dict(TM=[128], TN=[128, 256], TK=[64, 128], GROUP=[8, 16], LAT=[3, 4, 6],
                   num_ctas=[1, 2], occupancy=[1, 2])
@@ -145,6 +149,12 @@ def phase_tile_lab(size, variant, store, profile_to=None):
     elif variant == "persistent":
         kernel, space, grid_fn = gemm_persistent, PERSISTENT_SPACE, _grid_persistent(size)
         names = ["TM", "TN", "TK", "GROUP", "LAT"]
+    elif variant == "persistent_acc":
+        from gemm_kernels import gemm_persistent_acc
+
+        kernel, space = gemm_persistent_acc, PERSISTENT_ACC_SPACE
+        grid_fn = _grid_persistent(size)
+        names = ["TM", "TN", "TK", "GROUP", "LAT", "ACC16"]
     else:
         space = WIDE_SPACE if variant == "wide" else GROUPED_SPACE
         kernel, grid_fn = gemm_grouped, _grid_grouped(size)
@@ -258,8 +268,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--out", default=str(HERE.parent / "notebooks" / "data"))
-    ap.add_argument("--phases", default="naive,cutile,grouped,persistent",
-                    help="comma-separated: naive, cutile, grouped, persistent, wide")
+    ap.add_argument("--phases", default="naive,cutile,grouped,persistent,persistent_acc",
+                    help="comma-separated: naive, cutile, grouped, persistent, "
+                         "persistent_acc, wide")
     ap.add_argument("--profile", action="store_true",
                     help="write a cProfile summary of each tile_lab phase to --out")
     ap.add_argument("--profile-to", default=None, help=argparse.SUPPRESS)

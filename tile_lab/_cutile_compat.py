@@ -14,8 +14,10 @@ which may change in any cuTile release, so:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import FunctionType
 from typing import Any
@@ -187,6 +189,52 @@ def compile_cubin_like_cutile(kernel: Any, signature: Any, arch: str, options: A
     result = compile_tile(kernel._annotated_function, [signature], sm_arch=arch,
                           compiler_options=options, return_cubin=True)
     return bytes(result.cubin)
+
+
+@contextlib.contextmanager
+def use_cache_dir(path: str) -> Iterator[None]:
+    """Point cuTile's disk cubin cache at ``path`` for the duration (a cluster compile task
+    collects what it compiled from there and ships it to the tuning process)."""
+    from cuda.tile._cext import default_tile_context
+
+    old = default_tile_context.config.cache_dir
+    default_tile_context.config.cache_dir = path
+    try:
+        yield
+    finally:
+        default_tile_context.config.cache_dir = old
+
+
+def cache_rows(cache_dir: str) -> Iterator[tuple[str, bytes, dict[str, Any] | None]]:
+    """Every row of a cuTile disk cache: (key, cubin, metadata), keys as cuTile computes them."""
+    from cutile_cache._cache import cache_entries, cache_lookup
+
+    for entry in cache_entries(cache_dir):
+        blob = cache_lookup(cache_dir, entry.key)
+        if blob is not None:
+            yield entry.key, bytes(blob), entry.metadata.to_dict()
+
+
+def store_cache_rows(rows: Iterable[tuple[str, bytes, dict[str, Any] | None]]) -> int:
+    """Write cache rows into this process's cuTile disk cache (where ``ct.launch`` looks);
+    returns how many were written. A process with the disk cache disabled stores nothing."""
+    from cuda.tile._cext import default_tile_context
+    from cutile_cache._cache import cache_store
+
+    cache_dir = default_tile_context.config.cache_dir
+    if cache_dir is None:
+        return 0
+    count = 0
+    for key, blob, metadata in rows:
+        cache_store(cache_dir, key, blob, metadata)
+        count += 1
+    return count
+
+
+def current_cache_dir() -> str | None:
+    from cuda.tile._cext import default_tile_context
+
+    return default_tile_context.config.cache_dir
 
 
 def warm_compiler_queries() -> None:

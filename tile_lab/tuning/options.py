@@ -65,6 +65,9 @@ class TuneOptions:
     isolate: bool = False
     precompile: bool = True
     progress: bool = True
+    # a tile_lab.tuning.cluster.ClusterOptions: compile on a Ray cluster's CPUs and measure on
+    # its GPUs (one actor per GPU); None compiles in local processes and measures here
+    cluster: Any = None
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:

@@ -16,11 +16,39 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Any
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
 
 from .kernel_source import CellDefinition, KernelNotShippable, cell_definition, rebuild
 from .space import Config
 from .store import config_key
+
+
+class CompileExecutor(Protocol):
+    """Where compile jobs run: a local process pool (``ProcessPoolExecutor``) or a cluster
+    (``tile_lab.tuning.cluster.RayCompileExecutor``). A job's cubins must be in this process's
+    cuTile cache when its future completes."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]: ...
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None: ...
+
+
+_CURRENT_EXECUTOR: ContextVar[CompileExecutor | None] = ContextVar("compile_executor",
+                                                                 default=None)
+
+
+@contextmanager
+def compiles_on(executor: CompileExecutor) -> Iterator[None]:
+    """Within the block, a :class:`Precompiler` made without an executor sends its jobs to
+    ``executor`` (``tune(..., options=TuneOptions(cluster=...))`` uses it for a Ray cluster, so
+    every measurer's own ``precompile`` compiles there unchanged)."""
+    token = _CURRENT_EXECUTOR.set(executor)
+    try:
+        yield
+    finally:
+        _CURRENT_EXECUTOR.reset(token)
 
 
 class Precompiler:
@@ -34,20 +62,24 @@ class Precompiler:
 
     def __init__(self, kernel: Any, configs: Sequence[Config],
                  args_fn: Callable[[Config], Sequence[Any]], kinds: dict[str, str],
-                 arch: str | None, workers: int | None) -> None:
+                 arch: str | None, workers: int | None,
+                 executor: CompileExecutor | None = None,
+                 signature_fn: Callable[[Any, tuple[Any, ...]], Any] | None = None) -> None:
         self.futures: dict[str, Future[tuple[str, str | None, float]]] = {}
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: CompileExecutor | None = None
         try:
             ref = kernel_reference(kernel)
         except KernelNotShippable:
             # Precompiling is an optimisation: each launch compiles its own config instead.
+            if executor is not None:
+                executor.shutdown(wait=False)
             return
         if not configs:
             return
         # Leave one core to the measuring process; never fork a process with a CUDA context.
         n = workers or max(1, min(len(configs), (os.cpu_count() or 2) - 1))
-        self._pool = ProcessPoolExecutor(max_workers=n,
-                                         mp_context=multiprocessing.get_context("spawn"))
+        self._pool = executor or _CURRENT_EXECUTOR.get() or ProcessPoolExecutor(
+            max_workers=n, mp_context=multiprocessing.get_context("spawn"))
         # Start the workers now (one warm-up job each spawns all n): they import cuTile's
         # compiler and run its tileiras queries while this process computes the signatures,
         # the first of which can take seconds (cuTile inspects the array arguments and, when
@@ -59,7 +91,8 @@ class Precompiler:
             hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
             try:
                 k = kernel.replace_hints(**hints) if hints else kernel
-                sig = portable_signature(launch_signature(k, tuple(args_fn(cfg))))
+                sig = portable_signature((signature_fn or launch_signature)(
+                    k, tuple(args_fn(cfg))))
             except Exception:
                 # Precompiling is an optimisation: a config whose signature cannot be prepared
                 # here is compiled by its own launch (and fails there, as data, if broken).

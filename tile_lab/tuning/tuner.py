@@ -24,6 +24,7 @@ import hashlib
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ArgumentTypeError
@@ -122,18 +123,24 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
     timings = {"setup": time.perf_counter() - started, "start_workers": 0.0, "warm_up": 0.0,
                "compile_wait": 0.0, "measure": 0.0, "shutdown": 0.0}
     t0 = time.perf_counter()
+    cluster = _start_cluster(opts, measurer, kernel, kinds, grid_fn, args_fn) if todo else None
     precompiler = None
     if opts.precompile and todo:
-        precompiler = measurer.precompile(kernel, todo, args_fn, kinds, arch, opts.workers)
+        with _compiles_on(cluster):
+            precompiler = measurer.precompile(kernel, todo, args_fn, kinds, arch, opts.workers)
     t1 = time.perf_counter()
-    if todo:
-        measurer.warm_up()  # overlaps the workers' first compiles
+    if todo and (cluster is None or cluster.pool is None):
+        measurer.warm_up()  # overlaps the workers' first compiles (actors warm themselves)
     timings["start_workers"], timings["warm_up"] = t1 - t0, time.perf_counter() - t1
 
     def ordered(cfgs: Sequence[Config]) -> Iterator[Config]:
         """Configs in the order their compiles finish; the time spent waiting for the next
-        one counts as compile wait."""
+        one counts as compile wait. With several GPUs on a cluster, each config goes to a
+        measuring actor the moment its compile finishes."""
         it = in_completion_order(precompiler, cfgs)
+        if cluster is not None and cluster.gpu_count >= 2 and opts.strategy != "coordinate":
+            first = opts.race.samples if opts.strategy == "race" else opts.samples
+            it = cluster.prefetching(it, MeasureRequest(first))
         while True:
             t = time.perf_counter()
             cfg = next(it, None)
@@ -148,9 +155,12 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
         counts = {"failed": 0}
 
         def record(outcome: Success | Failure) -> None:
-            if store is not None:
+            if store is not None:  # the single writer: results stream back to this process
                 store.append(_to_record(context, outcome))
             _step(bar, outcome, counts)
+            if cluster is not None:
+                failed = f", {counts['failed']} failed" if counts["failed"] else ""
+                bar.set_postfix_str(cluster.progress_note() + failed)
 
         def run(cfg: Config, n: int, final: bool = True,
                 stop_above_s: float | None = None) -> Success | Failure:
@@ -159,6 +169,8 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
             t1 = time.perf_counter()
             if compile_error is not None:
                 outcome: Success | Failure = Failure(cfg, "compile", compile_error)
+            elif cluster is not None and cluster.pool is not None:
+                outcome = cluster.measure(cfg, MeasureRequest(n, stop_above_s))
             else:
                 outcome = measure_config(measurer, kernel, cfg, kinds, grid_fn, args_fn,
                                          MeasureRequest(n, stop_above_s))
@@ -174,24 +186,29 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
                                     samples=opts.samples, race=opts.race, budget=opts.budget,
                                     objective=opts.objective, known=successes,
                                     ordered=ordered))
+            for cfg, outcome in outcomes:
+                key = config_key(cfg)
+                if isinstance(outcome, Success):
+                    successes[key] = outcome
+                    failures.pop(key, None)
+                else:
+                    failures[key] = outcome
+            if cluster is not None and cluster.pool is not None:
+                successes = cluster.cross_check(successes, MeasureRequest(opts.samples))
         finally:
             t = time.perf_counter()
             compile_s = compile_seconds(precompiler)
             if precompiler is not None:
                 precompiler.close()
+            placement = cluster.placement() if cluster is not None else {}
+            if cluster is not None:
+                cluster.close()
             timings["shutdown"] = time.perf_counter() - t
-    for cfg, outcome in outcomes:
-        key = config_key(cfg)
-        if isinstance(outcome, Success):
-            successes[key] = outcome
-            failures.pop(key, None)
-        else:
-            failures[key] = outcome
     return TuningResult(kernel_name=name, successes=tuple(successes.values()),
                         failures=tuple(failures.values()), rejected=tuple(rejected),
                         context=context, objective=opts.objective,
                         wall_s=time.perf_counter() - started, timings=timings,
-                        compile_s=compile_s, regime=opts.regime)
+                        compile_s=compile_s, regime=opts.regime, placement=placement)
 
 
 def _step(bar: ProgressBar, outcome: Success | Failure, counts: dict[str, int]) -> None:
@@ -285,6 +302,44 @@ _STRATEGY_FNS: dict[str, Callable[..., Outcomes]] = {
 
 
 # ---- one measurement --------------------------------------------------------------------------
+def _start_cluster(opts: TuneOptions, measurer: Measurer, kernel: Any, kinds: dict[str, str],
+                   grid_fn: Callable[[Config], Sequence[int]],
+                   args_fn: Callable[[Config], Sequence[Any]]) -> Any:
+    """The run's :class:`~tile_lab.tuning.cluster.ClusterRun` when ``opts.cluster`` is set:
+    compiles go to the cluster; configs are measured by one actor per GPU, each building
+    ``measurer``, the kernel and its arguments in its own process (nothing on a GPU travels)."""
+    if opts.cluster is None:
+        return None
+    if getattr(kernel, "knob_kinds", None) is not None:
+        raise TuneError("cluster tuning takes cuTile Python kernels; a kernel with its own "
+                        "knobs (e.g. tune_cpp's) tunes on this machine")
+    from .cluster import ClusterRun
+    from .parallel_compile import kernel_reference, resolve_kernel
+
+    ref = kernel_reference(kernel)
+
+    def factory() -> Callable[[Config, MeasureRequest], Success | Failure]:
+        own_kernel = resolve_kernel(ref)
+        measurer.warm_up()
+
+        def measure(cfg: Config, request: MeasureRequest) -> Success | Failure:
+            return measure_config(measurer, own_kernel, cfg, kinds, grid_fn, args_fn, request)
+        return measure
+
+    return ClusterRun(opts.cluster, factory)
+
+
+@contextmanager
+def _compiles_on(cluster: Any) -> Iterator[None]:
+    if cluster is None:
+        yield
+        return
+    from .parallel_compile import compiles_on
+
+    with compiles_on(cluster.executor):
+        yield
+
+
 def measure_config(measurer: Measurer, kernel: Any, cfg: Config, kinds: dict[str, str],
                    grid_fn: Callable[[Config], Sequence[int]],
                    args_fn: Callable[[Config], Sequence[Any]],

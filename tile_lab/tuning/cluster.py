@@ -1,0 +1,433 @@
+"""Tuning past one machine: compile on a Ray cluster's CPUs, measure on its GPUs.
+
+Ray is optional (``pip install "tile_lab[cluster]"``); without it nothing here is imported and
+tuning compiles in a local process pool, as before.
+
+Compiling: each job runs in a Ray task on whichever node has a free CPU. The task points
+cuTile's disk cache at a private directory, compiles with cuTile's own path (so cache keys are
+cuTile's), and sends the new cache rows (key, cubin, metadata) back through Ray's object store;
+the tuning process writes them into *its* cuTile cache, where ``ct.launch`` finds them. A task
+whose worker process or node dies is retried by Ray (``ClusterOptions.task_retries``): only the
+configs in flight on it are compiled again. Compile errors are results, not task failures.
+
+Measuring: one actor per GPU (:class:`GpuMeasurer`); each pulls the next config when it is done,
+so the GPUs measure disjoint shares. A config that kills its actor (a fault, a hang) becomes a
+failure of that config; Ray restarts the actor for the next one. Because GPUs of one model
+differ by a few percent, :func:`cross_check` re-times the top configs on one GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import socket
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import TileLabError
+from .space import Config
+
+
+class ClusterError(TileLabError):
+    """Ray is missing, or the cluster cannot be reached."""
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Where and how a tuning run uses a Ray cluster.
+
+    ``address``: None starts (or joins) a local Ray instance, as on a laptop; ``"auto"`` joins
+    the cluster this machine belongs to; ``"ray://host:10001"`` a remote one.
+    ``compile_workers``: at most this many compile tasks in flight (None: one per cluster CPU).
+    ``gpus``: measuring actors, one GPU each (None: every GPU the cluster has; 0: measure in
+    this process). ``task_retries``: how often a compile task is re-run after its worker died.
+    ``actor_restarts``: how often a measuring actor is restarted after a config killed it.
+    ``cross_check_top``: how many of the best configs are re-timed on one GPU at the end.
+    ``gpus_per_actor``: the GPU share Ray reserves for each measuring actor (1: a GPU each).
+    ``init_kwargs``: passed to ``ray.init`` (e.g. ``{"num_cpus": 2}``).
+    """
+
+    address: str | None = None
+    compile_workers: int | None = None
+    gpus: int | None = None
+    task_retries: int = 3
+    actor_restarts: int = 4
+    cross_check_top: int = 3
+    gpus_per_actor: float = 1.0
+    init_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def ray_module() -> Any:
+    try:
+        import ray
+    except ImportError as e:
+        raise ClusterError("tuning on a cluster needs Ray: pip install \"tile_lab[cluster]\" "
+                           "(or pip install ray); without a cluster, tune() compiles in a "
+                           "local process pool") from e
+    return ray
+
+
+def connect(options: ClusterOptions) -> Any:
+    """``ray.init`` once per process (a no-op when Ray is already initialised)."""
+    ray = ray_module()
+    if not ray.is_initialized():
+        kwargs = {"include_dashboard": False, "log_to_driver": False, **options.init_kwargs}
+        if options.address is None:
+            # A local instance on a busy laptop (or CI runner) can take longer than Ray's 30 s
+            # default for its raylet to register; Ray reads this setting from the environment.
+            os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
+        try:
+            ray.init(address=options.address, **kwargs)
+        except ConnectionError as e:
+            raise ClusterError(f"cannot reach the Ray cluster at {options.address!r}: {e}") from e
+    return ray
+
+
+# ---- compiling --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CompiledOnNode:
+    """What a compile task sends back: the job's own result, cuTile cache rows, where it ran."""
+
+    result: Any
+    cache_rows: tuple[tuple[str, bytes, dict[str, Any] | None], ...]
+    node: str
+
+
+def compile_in_private_cache(fn: Callable[..., Any], args: tuple[Any, ...]) -> CompiledOnNode:
+    """Run ``fn(*args)`` with cuTile's disk cache pointed at a fresh directory, and return the
+    cache rows it wrote (runs inside a Ray task, on any node)."""
+    from .._cutile_compat import cache_rows, use_cache_dir
+
+    with tempfile.TemporaryDirectory(prefix="tile_lab_compile_") as private, \
+            use_cache_dir(private):
+        result = fn(*args)
+        rows = tuple(cache_rows(private))
+    return CompiledOnNode(result, rows, node_label())
+
+
+def node_label() -> str:
+    """This process's node, as the progress bar and results name it."""
+    try:
+        import ray
+
+        node_id = ray.get_runtime_context().get_node_id()
+        return f"{socket.gethostname()}:{node_id[:6]}"
+    except Exception:
+        return socket.gethostname()
+
+
+class RayCompileExecutor:
+    """A ``concurrent.futures.Executor``-shaped front for compile tasks on a Ray cluster.
+
+    ``submit(fn, *args)`` returns a Future of ``fn``'s result; the cubins the task compiled are
+    already in this process's cuTile cache when the future completes. ``nodes`` counts the
+    finished jobs per node (for progress and for the result's provenance).
+    """
+
+    def __init__(self, options: ClusterOptions) -> None:
+        self._ray = connect(options)
+        self._task = self._ray.remote(num_cpus=1, max_retries=options.task_retries,
+                                      retry_exceptions=False)(compile_in_private_cache)
+        self._limit = options.compile_workers
+        self._in_flight: list[Any] = []
+        self.nodes: dict[str, int] = {}
+        self._closed = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        if self._closed:
+            raise RuntimeError("submit after shutdown")
+        if self._limit is not None:
+            while len(self._in_flight) >= self._limit:
+                _, self._in_flight = self._ray.wait(self._in_flight, num_returns=1)
+        ref = self._task.remote(fn, args)
+        self._in_flight.append(ref)
+        out: Future[Any] = Future()
+        out.set_running_or_notify_cancel()
+        ref.future().add_done_callback(lambda done: self._finish(done, out))
+        return out
+
+    def _finish(self, done: Future[Any], out: Future[Any]) -> None:
+        try:
+            compiled: CompiledOnNode = done.result()
+        except BaseException as e:  # the task failed even after its retries
+            out.set_exception(e)
+            return
+        from .._cutile_compat import store_cache_rows
+
+        store_cache_rows(compiled.cache_rows)
+        self.nodes[compiled.node] = self.nodes.get(compiled.node, 0) + 1
+        out.set_result(compiled.result)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._closed = True
+        if cancel_futures:
+            for ref in self._in_flight:
+                with contextlib.suppress(Exception):  # finished already, or its node is gone
+                    self._ray.cancel(ref)
+        elif wait and self._in_flight:
+            self._ray.wait(self._in_flight, num_returns=len(self._in_flight))
+        self._in_flight = []
+
+
+# ---- measuring ---------------------------------------------------------------------------------
+MeasureFactory = Callable[[], Callable[..., Any]]
+
+
+class ConfigMeasurer:
+    """A measuring process holding one GPU (Ray sets CUDA_VISIBLE_DEVICES for it).
+
+    ``factory()`` runs once in the actor and returns ``measure(config, *extra) -> outcome``; the
+    factory is shipped with cloudpickle, so it may close over the kernel, grid and argument
+    functions (the arguments are made in the actor, on its GPU, never shipped)."""
+
+    def __init__(self, factory: MeasureFactory, index: int) -> None:
+        self._measure = factory()
+        gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        self._label = f"{node_label()}/" + (f"gpu{gpu}" if gpu else f"actor{index}")
+
+    def label(self) -> str:
+        return self._label
+
+    def measure(self, config: Config, *extra: Any) -> tuple[Any, str]:
+        return self._measure(config, *extra), self._label
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One config's outcome from the pool, and which GPU (node/gpu index) measured it."""
+
+    config: Config
+    outcome: Any
+    gpu: str
+    error: str | None = None  # set when the config killed its measuring process (twice)
+
+
+class RayMeasurePool:
+    """One :class:`ConfigMeasurer` actor per GPU, each given one config at a time: whichever
+    actor is free takes the next config, so the GPUs measure disjoint shares and a fault can
+    only touch the config in flight.
+
+    A measuring process that dies (a config that faults the GPU, a lost node) is restarted by
+    Ray (``actor_restarts``) and the config it was measuring is tried once more: one that
+    kills its process twice is that config's failure, and no other config is lost."""
+
+    def __init__(self, factory: MeasureFactory, options: ClusterOptions) -> None:
+        ray = connect(options)
+        count = options.gpus
+        if count is None:
+            count = int(ray.cluster_resources().get("GPU", 0))
+        if count < 1:
+            raise ClusterError("the Ray cluster has no GPU to measure on (set ClusterOptions("
+                               "gpus=0) to measure in this process)")
+        actor = ray.remote(num_gpus=options.gpus_per_actor, max_restarts=options.actor_restarts,
+                           max_task_retries=1)(ConfigMeasurer)
+        self._ray = ray
+        self.actors = [actor.remote(factory, i) for i in range(count)]
+        self._waiting: list[tuple[Config, tuple[Any, ...], int | None, Future[Measured]]] = []
+        self._lock = threading.Condition()
+        self._closed = False
+        self._dispatcher = threading.Thread(target=self._dispatch, name="tile_lab-measure",
+                                            daemon=True)
+        self._dispatcher.start()
+
+    def submit(self, config: Config, *extra: Any, actor: int | None = None) -> Future[Measured]:
+        """Queue ``config`` for the next free actor (or for actor number ``actor``)."""
+        fut: Future[Measured] = Future()
+        with self._lock:
+            self._waiting.append((config, extra, actor, fut))
+            self._lock.notify()
+        return fut
+
+    def result(self, config: Config, fut: Future[Measured]) -> Measured:
+        return fut.result()
+
+    def map(self, configs: Sequence[Config], *extra: Any) -> Iterator[Measured]:
+        """Measure ``configs`` over all actors; outcomes in ``configs`` order."""
+        futures = [self.submit(cfg, *extra) for cfg in configs]
+        for fut in futures:
+            yield fut.result()
+
+    def _dispatch(self) -> None:
+        from ray.exceptions import RayActorError
+
+        running: dict[Any, tuple[int, Config, Future[Measured]]] = {}
+        free = set(range(len(self.actors)))
+        while True:
+            with self._lock:
+                for item in list(self._waiting):
+                    cfg, extra, want, fut = item
+                    slot = want if want is not None else min(free, default=None)
+                    if slot is None or slot not in free:
+                        continue
+                    self._waiting.remove(item)
+                    free.discard(slot)
+                    running[self.actors[slot].measure.remote(cfg, *extra)] = (slot, cfg, fut)
+                if not running:
+                    if self._closed:
+                        return
+                    self._lock.wait(timeout=0.5)
+                    continue
+            done, _ = self._ray.wait(list(running), num_returns=1, timeout=0.2)
+            for ref in done:
+                slot, cfg, fut = running.pop(ref)
+                free.add(slot)
+                try:
+                    outcome, gpu = self._ray.get(ref)
+                    fut.set_result(Measured(cfg, outcome, gpu))
+                except RayActorError as e:
+                    fut.set_result(Measured(
+                        cfg, None, "lost", "its measuring process died twice (a GPU fault, or "
+                        f"a lost node): {str(e).splitlines()[0]}"))
+                except Exception as e:  # the measure function itself raised
+                    fut.set_exception(e)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._lock.notify()
+        self._dispatcher.join(timeout=10)
+        for a in self.actors:
+            self._ray.kill(a)
+        self.actors = []
+
+
+def cross_check(measure: Callable[[Config], float], ranked: Sequence[Config],
+                top: int, rounds: int = 3) -> list[tuple[Config, float]]:
+    """Re-time the ``top`` best configs on one GPU, in ``rounds`` alternating passes (ABBA-style,
+    so drift in the GPU's clocks falls on all configs alike); returns (config, median seconds),
+    fastest first. GPUs of one model differ by a few percent, so the winner is decided here."""
+    picks = list(ranked[:top])
+    times: dict[int, list[float]] = {i: [] for i in range(len(picks))}
+    for r in range(rounds):
+        order = range(len(picks)) if r % 2 == 0 else reversed(range(len(picks)))
+        for i in order:
+            times[i].append(measure(picks[i]))
+    medians = [(picks[i], sorted(t)[len(t) // 2]) for i, t in times.items()]
+    return sorted(medians, key=lambda pair: pair[1])
+
+
+class ClusterRun:
+    """One tuning run's use of a cluster: its compile executor, its measuring actors (when the
+    cluster has GPUs to measure on), and where each config was compiled and measured."""
+
+    def __init__(self, options: ClusterOptions, factory: MeasureFactory | None) -> None:
+        self.options = options
+        self.executor = RayCompileExecutor(options)
+        self.pool: RayMeasurePool | None = None
+        gpus = options.gpus
+        if gpus is None:
+            gpus = int(self.executor._ray.cluster_resources().get("GPU", 0))
+        if factory is not None and gpus >= 1:
+            self.pool = RayMeasurePool(factory, replace(options, gpus=gpus))
+        self.measured_on: dict[str, str] = {}
+        self.cross_checked: list[dict[str, Any]] = []
+        self._prefetched: dict[str, tuple[int, Any]] = {}
+
+    @property
+    def gpu_count(self) -> int:
+        return len(self.pool.actors) if self.pool is not None else 0
+
+    def progress_note(self) -> str:
+        """Per-node counts for the progress bar: compiles finished, configs measured."""
+        parts = [f"{node.split(':')[0]} compiled {n}" for node, n in
+                 sorted(self.executor.nodes.items())]
+        per_gpu: dict[str, int] = {}
+        for gpu in self.measured_on.values():
+            per_gpu[gpu] = per_gpu.get(gpu, 0) + 1
+        parts += [f"{gpu} measured {n}" for gpu, n in sorted(per_gpu.items())]
+        return ", ".join(parts)
+
+    def placement(self) -> dict[str, Any]:
+        """What the tuning result records: which node compiled how many configs, which GPU
+        measured each config (by config key), and the cross-check's re-timings."""
+        return {"compiled_on": dict(sorted(self.executor.nodes.items())),
+                "measured_on": dict(self.measured_on),
+                "gpus": self.gpu_count,
+                "cross_check": list(self.cross_checked)}
+
+    def measure(self, cfg: Config, request: Any) -> Any:
+        """One config's Success or Failure, measured by an actor (a prefetched measurement of
+        the same sample count is used when there is one)."""
+        from .result import Failure
+        from .store import config_key
+
+        assert self.pool is not None
+        key = config_key(cfg)
+        pre = self._prefetched.pop(key, None)
+        ref = pre[1] if pre is not None and pre[0] == request.samples else \
+            self.pool.submit(cfg, request)
+        measured = self.pool.result(cfg, ref)
+        self.measured_on[key] = measured.gpu
+        if measured.error is not None:
+            return Failure(cfg, "launch", measured.error)
+        return measured.outcome
+
+    def prefetching(self, configs: Iterator[Config], request: Any) -> Iterator[Config]:
+        """Yield ``configs`` as they come (in compile-completion order) while a thread hands
+        each to the measuring actors the moment it arrives, so every GPU is busy while the
+        strategy waits for one result."""
+        from .store import config_key
+
+        pool = self.pool
+        assert pool is not None
+        arrived: queue.Queue[Config | None] = queue.Queue()
+
+        def feed() -> None:
+            try:
+                for cfg in configs:
+                    self._prefetched[config_key(cfg)] = (request.samples,
+                                                         pool.submit(cfg, request))
+                    arrived.put(cfg)
+            finally:
+                arrived.put(None)
+
+        threading.Thread(target=feed, name="tile_lab-prefetch", daemon=True).start()
+        while (cfg := arrived.get()) is not None:
+            yield cfg
+
+    def cross_check(self, successes: dict[str, Any], request: Any) -> dict[str, Any]:
+        """Re-time the ``cross_check_top`` fastest configs on the first GPU, in alternating
+        order over three rounds; each keeps its median-time measurement from that GPU. Only
+        when more than one GPU measured: GPUs of one model differ by a few percent."""
+        from .store import config_key
+
+        pool = self.pool
+        assert pool is not None
+        ranked = sorted(successes.values(), key=lambda s: s.time_s)
+        top = [s.config for s in ranked[:self.options.cross_check_top]]
+        if self.gpu_count < 2 or len(top) < 2:
+            return successes
+        runs: dict[str, list[Any]] = {config_key(c): [] for c in top}
+
+        def time_on_first_gpu(cfg: Config) -> float:
+            measured = pool.result(cfg, pool.submit(cfg, request, actor=0))
+            outcome = measured.outcome
+            if measured.error is not None or not hasattr(outcome, "time_s"):
+                return float("nan")
+            runs[config_key(cfg)].append((outcome, measured.gpu))
+            return float(outcome.time_s)
+
+        cross_check(time_on_first_gpu, top, top=len(top))
+        updated = dict(successes)
+        for cfg in top:
+            key = config_key(cfg)
+            done = sorted(runs[key], key=lambda pair: pair[0].time_s)
+            if not done:
+                continue
+            outcome, gpu = done[len(done) // 2]
+            updated[key] = outcome
+            self.cross_checked.append({"config": cfg.label(), "gpu": gpu,
+                                       "times_s": [o.time_s for o, _ in runs[key]],
+                                       "first_gpu": self.measured_on.get(key)})
+            self.measured_on[key] = gpu
+        return updated
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.close()
