@@ -123,7 +123,7 @@ fig, axes = plt.subplots(1, 2, figsize=(7, 3))
 for ax, name in zip(axes, ("A", "B")):
     readers = sum(tr.footprint(b, name, kind="read").astype(int) for b in cluster)
     im = ax.imshow(readers, cmap="Blues", vmin=0, vmax=2)
-    ax.set_title(f"{name}: blocks of the cluster reading each element", fontsize=8)
+    ax.set_title(f"{name}: cluster blocks reading it", fontsize=9)
     ax.set_xticks([]), ax.set_yticks([])
 fig.colorbar(im, ax=axes, ticks=[0, 1, 2], shrink=0.8)
 print("B elements read by both blocks of the cluster:",
