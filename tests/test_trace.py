@@ -135,6 +135,9 @@ def test_atomics_record_their_elements():
         ("atomic", "atomic_add", (b, 0, 0)) for b in range(3)]
     assert all(a.is_read and a.is_write for a in tr)
     np.testing.assert_array_equal(tr.coverage("counter"), [3, 0])
+    # "read" / "write" select by direction (the checker's blame asks for writes)
+    assert len(tr.select(kind="write")) == len(tr.select(kind="read")) == 3
+    assert tr.select(kind="store") == []
 
 
 def test_json_round_trip_keeps_every_field():

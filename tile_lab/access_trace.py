@@ -278,7 +278,8 @@ class Trace:
     def select(self, *, block: Sequence[int] | None = None, arg: str | None = None,
                kind: str | Iterable[str] | None = None, line: int | None = None,
                iteration: int | None = None) -> list[MemoryAccess]:
-        """Accesses matching every given filter. ``block`` may be 1–3 ints."""
+        """Accesses matching every given filter. ``block`` may be 1–3 ints; ``kind`` is an
+        access kind ("load", "store", …) or "read" / "write" (atomics are both)."""
         want_block = None if block is None else _as_block(block)
         kinds = None if kind is None else ({kind} if isinstance(kind, str) else set(kind))
         if arg is not None:
@@ -287,7 +288,7 @@ class Trace:
         return [a for a in pool
                 if (want_block is None or a.block == want_block)
                 and (arg is None or a.arg == arg)
-                and (kinds is None or a.kind in kinds)
+                and (kinds is None or any(_kind_matches(a, k) for k in kinds))
                 and (line is None or a.line == line)
                 and (iteration is None or a.iteration == iteration)]
 

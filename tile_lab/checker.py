@@ -52,9 +52,10 @@ class CheckResult:
         if self.ok:
             return (f"✓ {self.kernel}: {self.output} matches the reference ({self.total} "
                     f"elements, max abs err {self.max_abs_err:.3g}, on {self.device})")
+        err = ("no element was written" if self.unwritten == self.total else
+               f"max abs err of written elements {self.max_abs_err:.3g}")
         lines = [f"✗ {self.kernel}: {self.wrong} of {self.total} elements of {self.output} are "
-                 f"wrong (max abs err of written elements {self.max_abs_err:.3g}, "
-                 f"on {self.device})"]
+                 f"wrong ({err}, on {self.device})"]
         if self.unwritten:
             lines.append(f"  {self.unwritten} elements were never written by any block")
         for b in self.bad_blocks[:8]:

@@ -10,7 +10,6 @@
 
 # %%
 import json
-import sys
 
 import numpy as np
 import cuda.tile as ct
@@ -39,8 +38,7 @@ print(f"128x128x64: {fast.tflops:.0f} TFLOPS   128x256x64: {slow.tflops:.0f} TFL
 # sm_80, tiles whose shared-memory footprint does not fit.
 
 # %%
-sys.path.insert(0, "../bench")
-from gemm_kernels import gemm_naive  # the tutorial's K-loop GEMM (notebook 4)
+from tile_lab.examples.gemm import gemm_naive  # the tutorial's K-loop GEMM (notebook 4)
 
 space = tile_lab.Space(TM=[64, 128, 256], TN=[64, 128, 256], TK=[32, 64], num_ctas=[1, 2],
                        smem_bytes=lambda c: 2 * 2 * (c["TM"] + c["TN"]) * c["TK"] * 2)
@@ -89,7 +87,7 @@ heatmap(recorded, "TM", "TN", metric="tflops")
 # ## Closing the gap to cuBLAS: which knob got there
 #
 # The naive kernel's best config runs a little below `cupy.matmul` (cuBLAS). Three variants of
-# the same K-loop (in `bench/gemm_kernels.py`), each tuned with `tile_lab.tune` over 16 configs:
+# the same K-loop (in `tile_lab.examples.gemm`), each tuned with `tile_lab.tune` over 16 configs:
 #
 # * **naive**: a 2-D grid, blocks launched row by row;
 # * **grouped**: a 1-D grid walked in groups of `GROUP` tile-rows, so consecutive blocks share

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import linecache
 import math
+import os
 import re
 from dataclasses import dataclass
 
@@ -160,8 +161,11 @@ def pipeline_picture(insp: Inspection, *, iterations: int = 8) -> Picture:
         if line is None:
             continue
         # a helper's lines (a K-loop in a @ct.function) are not in the kernel's source:
-        # the file's (or notebook cell's) text from linecache, as tracebacks show it
-        code = (src.get(line, "") or linecache.getline(insp.filename, line).strip()
+        # the file's (or notebook cell's) text from linecache, as tracebacks show it. Only
+        # for an absolute path: linecache looks a bare name up along sys.path, which can
+        # find another file of that name (a stored inspection keeps only the base name).
+        own = os.path.isabs(insp.filename)
+        code = (src.get(line, "") or (own and linecache.getline(insp.filename, line).strip())
                 or "(in a helper function)").rstrip()
         text = f"{line:>3}  {code}"
         if isinstance(what, LoopLoad):
