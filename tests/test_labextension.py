@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "labextension"
 BUILT = ROOT / "tile_lab" / "labextension"
 FIXTURE = EXT / "test" / "fixtures" / "inspection.json"
+PROFILE_FIXTURE = EXT / "test" / "fixtures" / "profile.json"
 ARTIFACTS = ROOT / "test-artifacts"
 
 KERNEL_CELL = '''%%tile
@@ -78,6 +79,28 @@ def fixture_payload() -> dict:
     return inspection_json(sample_inspection())
 
 
+def profile_payload() -> dict:
+    """The profile MIME payload of the tutorial GEMM (compiled here for sm_90, the same
+    toolchain as the recorded H100 profiles) with the recorded best config's profile and
+    the best-vs-cliff comparison, exactly as ``ProfileView`` emits it."""
+    from tile_lab.render.profile_view import PROFILE_MIME_TYPE
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from gemm_kernels import gemm_naive
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    import tile_lab
+
+    data = ROOT / "notebooks" / "data"
+    insp = tile_lab.inspect(gemm_naive, "f16[4096,4096], f16[4096,4096], f16[4096,4096], "
+                            "128, 128, 64", arch="sm_90", show="source,tileir,sass")
+    profiles = {"best 128x128x64": tile_lab.load_profile(data / "profile_gemm_best.json"),
+                "cliff 256x256x32": tile_lab.load_profile(data / "profile_gemm_cliff.json")}
+    view = tile_lab.compare_profiles(profiles).view(insp)
+    return view._repr_mimebundle_()[PROFILE_MIME_TYPE]
+
+
 # -- environment probes ----------------------------------------------------------------
 
 
@@ -107,6 +130,15 @@ def test_fixture_is_what_python_makes() -> None:
     if os.environ.get("TILE_LAB_WRITE_FIXTURE"):
         FIXTURE.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
     assert json.loads(FIXTURE.read_text()) == payload
+
+
+def test_profile_fixture_is_what_python_makes() -> None:
+    """Same for the profile view's fixture (recorded H100 profiles over the GEMM compiled
+    here). Regenerate with TILE_LAB_WRITE_FIXTURE=1."""
+    payload = profile_payload()
+    if os.environ.get("TILE_LAB_WRITE_FIXTURE"):
+        PROFILE_FIXTURE.write_text(json.dumps(payload, indent=None, sort_keys=True) + "\n")
+    assert json.loads(PROFILE_FIXTURE.read_text()) == payload
 
 
 @pytest.fixture(scope="module")
