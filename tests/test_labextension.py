@@ -422,3 +422,63 @@ def test_ui_untrusted_hostile_notebook_fetches_nothing_and_draws_inside_its_outp
     assert result["pwned"] is None
     assert result["pageErrors"] == []
     assert result["controls"] == {"requestSeen": True, "overlaySeen": True}
+
+
+# -- a recorded GPU profile in the extension ---------------------------------------------
+
+@pytest.mark.slow
+def test_ui_profile_heat_gutter_and_stall_panel(lab_server) -> None:
+    """A notebook whose stored output is the recorded H100 profile of the tutorial GEMM
+    (best 128x128x64, with the cliff config beside it), as ``ProfileView`` emits it: the
+    extension (not the HTML fallback) draws the heat gutter on the mma and load lines in
+    every pane, and hovering the mma line's Tile IR row shows its stall reasons, in the
+    light and the dark theme (screenshots in test-artifacts/)."""
+    from tile_lab.render.profile_view import PROFILE_MIME_TYPE
+
+    url, root = lab_server
+    payload = json.loads(PROFILE_FIXTURE.read_text())
+    source = payload["inspection"]["source"].splitlines()
+    first = payload["inspection"]["first_line"]
+    line_of = {t.strip(): first + i for i, t in enumerate(source)}
+    mma = line_of["acc = ct.mma(a, b, acc)"]
+    loads = [n for t, n in line_of.items() if t.startswith(("a = ct.load(", "b = ct.load("))]
+    assert len(loads) == 2
+    output = {"output_type": "display_data", "metadata": {},
+              "data": {PROFILE_MIME_TYPE: payload, "text/html": "<div class='tl-prof'>x</div>",
+                       "text/plain": ["ProfileView(gemm_naive)"]}}
+    nb = _notebook([_code_cell("c1", "tile_lab.compare_profiles(...).view(insp)", [output])])
+    (root / "profile.ipynb").write_text(json.dumps(nb))
+    shot = ARTIFACTS / "labextension-profile.png"
+    env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK="profile.ipynb",
+               TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium(),
+               TILE_LAB_HOVER_LINE=str(mma))
+    node = browser_env.node()
+    node_module("playwright-core")
+    proc = _run([node, "ui-test/profile.mjs"], timeout=240, env=env)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    print("UI result:", json.dumps(result)[:4000])
+    assert result["pageErrors"] == []
+    for theme in ("light", "dark"):
+        r = result[theme]
+        assert r["htmlFallback"] == 0  # the extension's view, not the text/html output
+        assert r["rowsWithGutter"] == r["rows"] > 100
+        for pane in ("source", "tileir", "sass"):
+            heat = r["heat"][pane]
+            assert heat.get(str(mma)) == 5, (theme, pane, heat)
+            # SASS heat is per instruction (share of the hottest one): there one load line's
+            # instructions stay under 1% of the HGMMA wait's, the other does not
+            hot_loads = [n for n in loads if heat.get(str(n), 0) >= 1]
+            assert hot_loads == loads or (pane == "sass" and hot_loads), (theme, pane, heat)
+        assert max(r["heat"]["source"].values()) == 5
+        assert r["colour"] not in (None, "rgba(0, 0, 0, 0)") and r["width"] >= 4
+        hover = r["hover"]
+        assert hover["head"].startswith(f"line {mma}acc = ct.mma(a, b, acc)"), hover
+        assert hover["reasons"][0] == "long_sb" and len(hover["reasons"]) >= 3
+        assert hover["firstBarWidth"] > 50  # ~85% of a 12em box
+        assert hover["firstBarColour"] not in (None, "rgba(0, 0, 0, 0)")
+        assert hover["sourceLinked"] == [str(mma)]  # the panes stay linked
+    assert result["light"]["colour"] != result["dark"]["colour"]
+    assert result["hotTable"][0] == str(mma)
+    assert result["compareLabels"] == ["best 128x128x64", "cliff 256x256x32"]
+    for name in ("labextension-profile.png", "labextension-profile-dark.png"):
+        assert (ARTIFACTS / name).stat().st_size > 20_000

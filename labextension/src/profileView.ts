@@ -83,7 +83,9 @@ export class ProfileView {
     this.panel = el(doc, 'div', PROFILE_CLASSES.panel);
     this.panel.setAttribute('aria-live', 'polite');
     this.heatGutters();
-    this.node.append(this.header(), this.hotTable(), this.panel, this.inspection.node);
+    const hot = el(doc, 'div', 'tl-table-scroll');
+    hot.appendChild(this.hotTable());
+    this.node.append(this.header(), hot, this.panel, this.inspection.node);
     if (data.comparison.length) {
       this.node.appendChild(this.comparison(data.comparison));
     }
@@ -324,7 +326,9 @@ export class ProfileView {
       }
       table.appendChild(tr);
     }
-    box.append(cards, table);
+    const scroll = el(this.doc, 'div', 'tl-table-scroll');
+    scroll.appendChild(table);
+    box.append(cards, scroll);
     return box;
   }
 
