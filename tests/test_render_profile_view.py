@@ -209,3 +209,18 @@ def test_profile_schema_rejects_what_the_extension_would_refuse(gemm, compared):
         d = json.loads(json.dumps(good))
         spoil(d)
         assert _errors(validator, d), f"the schema accepts {name}"
+
+
+def test_extension_profile_colours_are_the_html_views():
+    """labextension/style/profile.css draws heat and stall bars in this module's colours."""
+    from tile_lab.render import profile_view as pv
+
+    css = (ROOT / "labextension" / "style" / "profile.css").read_text()
+    light, dark = css.split("[data-jp-theme-light='false'] .tl-prof-view {", 1)
+    for i, (lc, dc) in enumerate(pv._HEAT):
+        assert f"--tl-h{i}: {lc};" in light and f"--tl-h{i}: {dc};" in dark.split("}", 1)[0]
+    for reason, colour in pv._STALL_COLORS.items():
+        assert f".tl-s-{reason} {{\n  background: {colour};\n}}" in css
+    assert f".tl-s-other {{\n  background: {pv._OTHER_COLOR};\n}}" in css
+    ts = (ROOT / "labextension" / "src" / "profileView.ts").read_text()
+    assert all(f"'{reason}'" in ts for reason in pv._STALL_COLORS)
