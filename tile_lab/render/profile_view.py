@@ -388,6 +388,9 @@ class ProfileComparison:
     def view(self, inspection: Inspection, *, top: int = 8) -> ProfileView:
         """The inspect view of ``inspection`` with the first profile's heat, followed by
         this comparison (one output that the JupyterLab extension also draws)."""
+        if not self.profiles:
+            raise ValueError("compare_profiles({...}).view(insp): no profiles to show; "
+                             "pass at least one {label: Profile}")
         return ProfileView(inspection, self.profiles[0][1], top, self.profiles)
 
 
