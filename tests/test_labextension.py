@@ -378,20 +378,47 @@ def hostile_payloads() -> list[dict]:
     return [every, *refused]
 
 
+def hostile_profile_payloads() -> list[dict]:
+    """A profile bundle with a hostile value in every text field the profile view draws,
+    then ones the extension must refuse (a stall reason, a heat key, a metric)."""
+    h = " ".join(HOSTILE)
+    every = json.loads(PROFILE_FIXTURE.read_text())
+    every.update(summary=h, gpu=h, collection={"tool": h, "plan": h, "ncu_version": h, h: h})
+    every["inspection"].update(kernel_name=h, signature=h)
+    every["hot_lines"][0]["text"] = h
+    every["stall_reasons"] = {k: h for k in every["stall_reasons"]}
+    for entry in every["comparison"]:
+        entry.update(label=h, summary=h, gpu=h, spills=h)
+    refused = []
+    for spoil in (lambda d: d["line_stalls"]["16"].update({HOSTILE[4]: 1}),
+                  lambda d: d["line_heat"].update({HOSTILE[3]: 5}),
+                  lambda d: d["metrics"].update(duration_ns=HOSTILE[0])):
+        d = json.loads(PROFILE_FIXTURE.read_text())
+        spoil(d)
+        refused.append(d)
+    return [every, *refused]
+
+
 @pytest.mark.slow
 def test_ui_untrusted_hostile_notebook_fetches_nothing_and_draws_inside_its_outputs(
         lab_server) -> None:
     """An untrusted notebook whose outputs carry hostile values in every field of the
-    tile-lab bundle (plus hostile CSS in text/html and SVG outputs for JupyterLab's own
-    renderers):
+    tile-lab bundle and of the profile bundle (plus hostile CSS in text/html and SVG
+    outputs for JupyterLab's own renderers):
     opening it makes no request to another host, nothing is drawn outside an output area,
     nothing runs, and the tile-lab outputs render as text or as a refusal. The driver's
     controls (an outside <img>, a position:fixed box put in by hand) prove both detectors
     fire."""
+    from tile_lab.render.profile_view import PROFILE_MIME_TYPE
+
     url, root = lab_server
     payloads = hostile_payloads()
     outputs = [{"output_type": "display_data", "metadata": {},
                 "data": {MIME_TYPE: p, "text/plain": ["Inspection(?)"]}} for p in payloads]
+    profiles = hostile_profile_payloads()
+    profile_outputs = [{"output_type": "display_data", "metadata": {},
+                        "data": {PROFILE_MIME_TYPE: p, "text/plain": ["ProfileView(?)"]}}
+                       for p in profiles]
     # JupyterLab's own HTML renderer loads <img src="https://..."> in untrusted output by
     # design, so its hostile output holds the CSS and SVG cases only.
     css_cases = "".join(x for x in HOSTILE if not x.startswith("<img"))
@@ -401,20 +428,23 @@ def test_ui_untrusted_hostile_notebook_fetches_nothing_and_draws_inside_its_outp
                "data": {"image/svg+xml": HOSTILE[4], "text/plain": ["?"]}}
     source = KERNEL_CELL + "# " + " ".join(HOSTILE) + "\n"
     nb = _notebook([_code_cell("c1", source, outputs[:3]), _code_cell("c2", "x", outputs[3:]),
-                    _code_cell("c3", "y", [html_out, svg_out])])
+                    _code_cell("c3", "y", [html_out, svg_out]),
+                    _code_cell("c4", "z", profile_outputs)])
     (root / "hostile.ipynb").write_text(json.dumps(nb))  # unsigned: untrusted when opened
     node = browser_env.node()
     node_module("playwright-core")
     shot = ARTIFACTS / "labextension-hostile.png"
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK="hostile.ipynb",
                TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium(),
-               TILE_LAB_VIEWS=str(len(payloads)))
+               TILE_LAB_VIEWS=str(len(payloads) + len(profiles)))
     proc = _run([node, "ui-test/hostile.mjs"], timeout=240, env=env)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     print("UI result:", json.dumps(result)[:4000])
     assert result["trusted"] is False
-    assert result["views"] == len(payloads)
-    assert result["refused"] == len(payloads) - 1
+    # each profile output holds one .tl-view: its inspection's, or the refusal
+    assert result["views"] == len(payloads) + len(profiles)
+    assert result["refused"] == len(payloads) - 1 + len(profiles) - 1
+    assert result["profileViews"] == 1
     assert result["outsideRequests"] == []
     assert result["outsideDrawing"] == []
     assert result["nativeCodeTitles"] == 0  # a stage named constructor is titled by its name
