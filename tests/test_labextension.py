@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "labextension"
 BUILT = ROOT / "tile_lab" / "labextension"
 FIXTURE = EXT / "test" / "fixtures" / "inspection.json"
+PROFILE_FIXTURE = EXT / "test" / "fixtures" / "profile.json"
 ARTIFACTS = ROOT / "test-artifacts"
 
 KERNEL_CELL = '''%%tile
@@ -78,6 +79,28 @@ def fixture_payload() -> dict:
     return inspection_json(sample_inspection())
 
 
+def profile_payload() -> dict:
+    """The profile MIME payload of the tutorial GEMM (compiled here for sm_90, the same
+    toolchain as the recorded H100 profiles) with the recorded best config's profile and
+    the best-vs-cliff comparison, exactly as ``ProfileView`` emits it."""
+    from tile_lab.render.profile_view import PROFILE_MIME_TYPE
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from gemm_kernels import gemm_naive
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    import tile_lab
+
+    data = ROOT / "notebooks" / "data"
+    insp = tile_lab.inspect(gemm_naive, "f16[4096,4096], f16[4096,4096], f16[4096,4096], "
+                            "128, 128, 64", arch="sm_90", show="source,tileir,sass")
+    profiles = {"best 128x128x64": tile_lab.load_profile(data / "profile_gemm_best.json"),
+                "cliff 256x256x32": tile_lab.load_profile(data / "profile_gemm_cliff.json")}
+    view = tile_lab.compare_profiles(profiles).view(insp)
+    return view._repr_mimebundle_()[PROFILE_MIME_TYPE]
+
+
 # -- environment probes ----------------------------------------------------------------
 
 
@@ -107,6 +130,15 @@ def test_fixture_is_what_python_makes() -> None:
     if os.environ.get("TILE_LAB_WRITE_FIXTURE"):
         FIXTURE.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
     assert json.loads(FIXTURE.read_text()) == payload
+
+
+def test_profile_fixture_is_what_python_makes() -> None:
+    """Same for the profile view's fixture (recorded H100 profiles over the GEMM compiled
+    here). Regenerate with TILE_LAB_WRITE_FIXTURE=1."""
+    payload = profile_payload()
+    if os.environ.get("TILE_LAB_WRITE_FIXTURE"):
+        PROFILE_FIXTURE.write_text(json.dumps(payload, indent=None, sort_keys=True) + "\n")
+    assert json.loads(PROFILE_FIXTURE.read_text()) == payload
 
 
 @pytest.fixture(scope="module")
@@ -346,20 +378,47 @@ def hostile_payloads() -> list[dict]:
     return [every, *refused]
 
 
+def hostile_profile_payloads() -> list[dict]:
+    """A profile bundle with a hostile value in every text field the profile view draws,
+    then ones the extension must refuse (a stall reason, a heat key, a metric)."""
+    h = " ".join(HOSTILE)
+    every = json.loads(PROFILE_FIXTURE.read_text())
+    every.update(summary=h, gpu=h, collection={"tool": h, "plan": h, "ncu_version": h, h: h})
+    every["inspection"].update(kernel_name=h, signature=h)
+    every["hot_lines"][0]["text"] = h
+    every["stall_reasons"] = {k: h for k in every["stall_reasons"]}
+    for entry in every["comparison"]:
+        entry.update(label=h, summary=h, gpu=h, spills=h)
+    refused = []
+    for spoil in (lambda d: d["line_stalls"]["16"].update({HOSTILE[4]: 1}),
+                  lambda d: d["line_heat"].update({HOSTILE[3]: 5}),
+                  lambda d: d["metrics"].update(duration_ns=HOSTILE[0])):
+        d = json.loads(PROFILE_FIXTURE.read_text())
+        spoil(d)
+        refused.append(d)
+    return [every, *refused]
+
+
 @pytest.mark.slow
 def test_ui_untrusted_hostile_notebook_fetches_nothing_and_draws_inside_its_outputs(
         lab_server) -> None:
     """An untrusted notebook whose outputs carry hostile values in every field of the
-    tile-lab bundle (plus hostile CSS in text/html and SVG outputs for JupyterLab's own
-    renderers):
+    tile-lab bundle and of the profile bundle (plus hostile CSS in text/html and SVG
+    outputs for JupyterLab's own renderers):
     opening it makes no request to another host, nothing is drawn outside an output area,
     nothing runs, and the tile-lab outputs render as text or as a refusal. The driver's
     controls (an outside <img>, a position:fixed box put in by hand) prove both detectors
     fire."""
+    from tile_lab.render.profile_view import PROFILE_MIME_TYPE
+
     url, root = lab_server
     payloads = hostile_payloads()
     outputs = [{"output_type": "display_data", "metadata": {},
                 "data": {MIME_TYPE: p, "text/plain": ["Inspection(?)"]}} for p in payloads]
+    profiles = hostile_profile_payloads()
+    profile_outputs = [{"output_type": "display_data", "metadata": {},
+                        "data": {PROFILE_MIME_TYPE: p, "text/plain": ["ProfileView(?)"]}}
+                       for p in profiles]
     # JupyterLab's own HTML renderer loads <img src="https://..."> in untrusted output by
     # design, so its hostile output holds the CSS and SVG cases only.
     css_cases = "".join(x for x in HOSTILE if not x.startswith("<img"))
@@ -369,20 +428,23 @@ def test_ui_untrusted_hostile_notebook_fetches_nothing_and_draws_inside_its_outp
                "data": {"image/svg+xml": HOSTILE[4], "text/plain": ["?"]}}
     source = KERNEL_CELL + "# " + " ".join(HOSTILE) + "\n"
     nb = _notebook([_code_cell("c1", source, outputs[:3]), _code_cell("c2", "x", outputs[3:]),
-                    _code_cell("c3", "y", [html_out, svg_out])])
+                    _code_cell("c3", "y", [html_out, svg_out]),
+                    _code_cell("c4", "z", profile_outputs)])
     (root / "hostile.ipynb").write_text(json.dumps(nb))  # unsigned: untrusted when opened
     node = browser_env.node()
     node_module("playwright-core")
     shot = ARTIFACTS / "labextension-hostile.png"
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK="hostile.ipynb",
                TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium(),
-               TILE_LAB_VIEWS=str(len(payloads)))
+               TILE_LAB_VIEWS=str(len(payloads) + len(profiles)))
     proc = _run([node, "ui-test/hostile.mjs"], timeout=240, env=env)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     print("UI result:", json.dumps(result)[:4000])
     assert result["trusted"] is False
-    assert result["views"] == len(payloads)
-    assert result["refused"] == len(payloads) - 1
+    # each profile output holds one .tl-view: its inspection's, or the refusal
+    assert result["views"] == len(payloads) + len(profiles)
+    assert result["refused"] == len(payloads) - 1 + len(profiles) - 1
+    assert result["profileViews"] == 1
     assert result["outsideRequests"] == []
     assert result["outsideDrawing"] == []
     assert result["nativeCodeTitles"] == 0  # a stage named constructor is titled by its name
@@ -390,3 +452,63 @@ def test_ui_untrusted_hostile_notebook_fetches_nothing_and_draws_inside_its_outp
     assert result["pwned"] is None
     assert result["pageErrors"] == []
     assert result["controls"] == {"requestSeen": True, "overlaySeen": True}
+
+
+# -- a recorded GPU profile in the extension ---------------------------------------------
+
+@pytest.mark.slow
+def test_ui_profile_heat_gutter_and_stall_panel(lab_server) -> None:
+    """A notebook whose stored output is the recorded H100 profile of the tutorial GEMM
+    (best 128x128x64, with the cliff config beside it), as ``ProfileView`` emits it: the
+    extension (not the HTML fallback) draws the heat gutter on the mma and load lines in
+    every pane, and hovering the mma line's Tile IR row shows its stall reasons, in the
+    light and the dark theme (screenshots in test-artifacts/)."""
+    from tile_lab.render.profile_view import PROFILE_MIME_TYPE
+
+    url, root = lab_server
+    payload = json.loads(PROFILE_FIXTURE.read_text())
+    source = payload["inspection"]["source"].splitlines()
+    first = payload["inspection"]["first_line"]
+    line_of = {t.strip(): first + i for i, t in enumerate(source)}
+    mma = line_of["acc = ct.mma(a, b, acc)"]
+    loads = [n for t, n in line_of.items() if t.startswith(("a = ct.load(", "b = ct.load("))]
+    assert len(loads) == 2
+    output = {"output_type": "display_data", "metadata": {},
+              "data": {PROFILE_MIME_TYPE: payload, "text/html": "<div class='tl-prof'>x</div>",
+                       "text/plain": ["ProfileView(gemm_naive)"]}}
+    nb = _notebook([_code_cell("c1", "tile_lab.compare_profiles(...).view(insp)", [output])])
+    (root / "profile.ipynb").write_text(json.dumps(nb))
+    shot = ARTIFACTS / "labextension-profile.png"
+    env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK="profile.ipynb",
+               TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium(),
+               TILE_LAB_HOVER_LINE=str(mma))
+    node = browser_env.node()
+    node_module("playwright-core")
+    proc = _run([node, "ui-test/profile.mjs"], timeout=240, env=env)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    print("UI result:", json.dumps(result)[:4000])
+    assert result["pageErrors"] == []
+    for theme in ("light", "dark"):
+        r = result[theme]
+        assert r["htmlFallback"] == 0  # the extension's view, not the text/html output
+        assert r["rowsWithGutter"] == r["rows"] > 100
+        for pane in ("source", "tileir", "sass"):
+            heat = r["heat"][pane]
+            assert heat.get(str(mma)) == 5, (theme, pane, heat)
+            # SASS heat is per instruction (share of the hottest one): there one load line's
+            # instructions stay under 1% of the HGMMA wait's, the other does not
+            hot_loads = [n for n in loads if heat.get(str(n), 0) >= 1]
+            assert hot_loads == loads or (pane == "sass" and hot_loads), (theme, pane, heat)
+        assert max(r["heat"]["source"].values()) == 5
+        assert r["colour"] not in (None, "rgba(0, 0, 0, 0)") and r["width"] >= 4
+        hover = r["hover"]
+        assert hover["head"].startswith(f"line {mma}acc = ct.mma(a, b, acc)"), hover
+        assert hover["reasons"][0] == "long_sb" and len(hover["reasons"]) >= 3
+        assert hover["firstBarWidth"] > 50  # ~85% of a 12em box
+        assert hover["firstBarColour"] not in (None, "rgba(0, 0, 0, 0)")
+        assert hover["sourceLinked"] == [str(mma)]  # the panes stay linked
+    assert result["light"]["colour"] != result["dark"]["colour"]
+    assert result["hotTable"][0] == str(mma)
+    assert result["compareLabels"] == ["best 128x128x64", "cliff 256x256x32"]
+    for name in ("labextension-profile.png", "labextension-profile-dark.png"):
+        assert (ARTIFACTS / name).stat().st_size > 20_000

@@ -3,6 +3,7 @@ compiled here for sm_90 (same toolchain: every instruction joins)."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -12,8 +13,10 @@ import pytest
 import tile_lab
 from tile_lab.render.html import view_class
 from tile_lab.render.profile_view import (
+    PROFILE_MIME_TYPE,
     heat_level,
     profile_comparison_html,
+    profile_overlay_json,
     profile_summary_html,
     profile_view_html,
 )
@@ -112,20 +115,112 @@ def test_heat_levels():
 
 
 def test_overlay_json_matches_the_html(gemm):
-    import json
-
-    from tile_lab.render.profile_view import PROFILE_MIME_TYPE, profile_overlay_json
-
     insp, prof = gemm
     overlay = profile_overlay_json(insp, prof)
     assert json.loads(json.dumps(overlay)) == overlay  # plain JSON
     heat = _heat_rules(profile_view_html(insp, prof), view_class(insp))
     assert {int(k): v for k, v in overlay["line_heat"].items() if v} == heat
     assert overlay["hot_lines"][0]["text"] == "acc = ct.mma(a, b, acc)"
-    assert overlay["inspection"]["schema"] == "tile-lab.inspection"
+    assert overlay["version"] == 1 and overlay["inspection"]["version"] == 1
+    assert "schema" not in overlay and "schema_version" not in overlay  # one version field
     rows = insp.stages["sass"].text.splitlines()
     hottest = prof.hot_instructions(1)[0]
     hot_rows = [int(r) for r, level in overlay["sass_row_heat"].items() if level == 5]
     assert any(f"/*{hottest.offset:04x}*/" in rows[r] for r in hot_rows)
     bundle = prof.view(insp)._repr_mimebundle_()
     assert bundle[PROFILE_MIME_TYPE] == overlay
+
+
+# -- the MIME contract: profile_schema.json (its inspection is mime_schema.json) -------------
+
+def _profile_validator():
+    jsonschema = pytest.importorskip("jsonschema", reason="pip install -e '.[test]'")
+    referencing = pytest.importorskip("referencing", reason="pip install -e '.[test]'")
+    from tile_lab.render.mime import mime_schema
+    from tile_lab.render.profile_view import PROFILE_SCHEMA_FILE
+
+    schema = json.loads(PROFILE_SCHEMA_FILE.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    registry = referencing.Registry().with_resource(
+        "mime_schema.json", referencing.Resource.from_contents(mime_schema()))
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
+def _errors(validator, data) -> list[str]:
+    return [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(data)]
+
+
+@pytest.fixture(scope="module")
+def compared(gemm):
+    insp, best = gemm
+    cliff = tile_lab.load_profile(DATA / "profile_gemm_cliff.json")
+    return tile_lab.compare_profiles({"best 128x128x64": best, "cliff 256x256x32": cliff}
+                                     ).view(insp)
+
+
+def test_profile_bundle_validates_against_its_schema(gemm, compared):
+    validator = _profile_validator()
+    insp, prof = gemm
+    assert _errors(validator, profile_overlay_json(insp, prof)) == []
+    vadd = tile_lab.load_profile(DATA / "profile_vector_add.json")
+    assert vadd.total_samples > 0
+    bundle = compared._repr_mimebundle_()
+    data = bundle[PROFILE_MIME_TYPE]
+    assert _errors(validator, data) == []
+    # the comparison carries both configs, lines in the inspection's numbering, and the
+    # cliff's spills; the HTML of the same output shows the same side by side
+    best, cliff = data["comparison"]
+    assert (best["label"], cliff["label"]) == ("best 128x128x64", "cliff 256x256x32")
+    assert best["spills"] == "" and "986 STL + 1,103 LDL" in cliff["spills"]
+    assert cliff["spill_instructions"]["samples"] > 0
+    src = dict(insp.source_lines)
+    assert set(best["line_samples"]) <= {str(n) for n in src}
+    assert set(cliff["line_samples"]) <= {str(n) for n in src}
+    assert "spill instructions (LDL/STL, any line)" in bundle["text/html"]
+    assert sum(best["line_samples"].values()) + best["unattributed"]["samples"] == \
+        best["total_samples"]
+
+
+def test_profile_schema_rejects_what_the_extension_would_refuse(gemm, compared):
+    validator = _profile_validator()
+    good = compared._repr_mimebundle_()[PROFILE_MIME_TYPE]
+    bad_cases = {
+        "old schema fields": lambda d: d.update(schema="tile-lab.profile-overlay",
+                                                schema_version=1),
+        "version 2": lambda d: d.update(version=2),
+        "no version": lambda d: d.pop("version"),
+        "heat 6": lambda d: d["line_heat"].update({"16": 6}),
+        "heat key not a line": lambda d: d["line_heat"].update({"position:fixed": 1}),
+        "line 0": lambda d: d["line_samples"].update({"0": 1}),
+        "negative samples": lambda d: d["line_samples"].update({"16": -1}),
+        "fractional samples": lambda d: d.update(total_samples=1.5),
+        "stall reason with markup": lambda d: d["line_stalls"]["16"].update({"<b>": 1}),
+        "stall reason __proto__": lambda d: d["stall_reasons"].update({"__proto__": "x"}),
+        "sass row key": lambda d: d["sass_row_heat"].update({"-1": 1}),
+        "hot line text not a string": lambda d: d["hot_lines"][0].update(text=["<i>"]),
+        "hot line extra field": lambda d: d["hot_lines"][0].update(style="color:red"),
+        "metric that is text": lambda d: d["metrics"].update(duration_ns="url(x)"),
+        "comparison label not a string": lambda d: d["comparison"][0].update(label=1),
+        "comparison stall count": lambda d: d["comparison"][1]["line_stalls"]["16"].update(
+            long_sb="9"),
+        "bad inspection": lambda d: d["inspection"].update(version=2),
+    }
+    for name, spoil in bad_cases.items():
+        d = json.loads(json.dumps(good))
+        spoil(d)
+        assert _errors(validator, d), f"the schema accepts {name}"
+
+
+def test_extension_profile_colours_are_the_html_views():
+    """labextension/style/profile.css draws heat and stall bars in this module's colours."""
+    from tile_lab.render import profile_view as pv
+
+    css = (ROOT / "labextension" / "style" / "profile.css").read_text()
+    light, dark = css.split("[data-jp-theme-light='false'] .tl-prof-view {", 1)
+    for i, (lc, dc) in enumerate(pv._HEAT):
+        assert f"--tl-h{i}: {lc};" in light and f"--tl-h{i}: {dc};" in dark.split("}", 1)[0]
+    for reason, colour in pv._STALL_COLORS.items():
+        assert f".tl-s-{reason} {{\n  background: {colour};\n}}" in css
+    assert f".tl-s-other {{\n  background: {pv._OTHER_COLOR};\n}}" in css
+    ts = (ROOT / "labextension" / "src" / "profileView.ts").read_text()
+    assert all(f"'{reason}'" in ts for reason in pv._STALL_COLORS)

@@ -1,5 +1,6 @@
 /**
- * The MIME renderer for application/vnd.tile-lab.v1+json.
+ * The MIME renderers for application/vnd.tile-lab.v1+json (an inspect view) and
+ * application/vnd.tile-lab.profile.v1+json (an inspect view with a GPU profile).
  *
  * Marked safe: the view never executes or injects markup from the data: every value goes
  * in as text or as a validated number / name (see model.ts and view.ts), so it also
@@ -10,10 +11,19 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { MIME_TYPE, parseInspection } from './model';
+import { PROFILE_MIME_TYPE, parseProfile } from './profile';
+import { ProfileView } from './profileView';
 import { InspectionView, renderError } from './view';
 
+/** What each MIME type renders: its data checked, then its view. */
+function makeView(mimeType: string, data: unknown, doc: Document): InspectionView | ProfileView {
+  return mimeType === PROFILE_MIME_TYPE
+    ? new ProfileView(parseProfile(data), doc)
+    : new InspectionView(parseInspection(data), doc);
+}
+
 export class TileLabRenderer extends Widget implements IRenderMime.IRenderer {
-  private view: InspectionView | null = null;
+  private view: InspectionView | ProfileView | null = null;
 
   constructor(options: IRenderMime.IRendererOptions) {
     super();
@@ -29,7 +39,7 @@ export class TileLabRenderer extends Widget implements IRenderMime.IRenderer {
     const doc = this.node.ownerDocument;
     let child: HTMLElement;
     try {
-      this.view = new InspectionView(parseInspection(model.data[this.mimeType]), doc);
+      this.view = makeView(this.mimeType, model.data[this.mimeType], doc);
       child = this.view.node;
     } catch (err) {
       child = renderError(doc, err instanceof Error ? err.message : String(err));
@@ -52,12 +62,29 @@ export const rendererFactory: IRenderMime.IRendererFactory = {
   createRenderer: options => new TileLabRenderer(options)
 };
 
-const extension: IRenderMime.IExtension = {
-  id: 'tile-lab:mime-renderer',
-  description: 'Linked source / Tile IR / SASS panes for tile_lab views',
-  rendererFactory,
-  rank: 10,
-  dataType: 'json'
+/** Ranked ahead of the inspect view: a bundle with both shows the profile. */
+export const profileRendererFactory: IRenderMime.IRendererFactory = {
+  safe: true,
+  mimeTypes: [PROFILE_MIME_TYPE],
+  defaultRank: 9,
+  createRenderer: options => new TileLabRenderer(options)
 };
 
-export default extension;
+const extensions: IRenderMime.IExtension[] = [
+  {
+    id: 'tile-lab:mime-renderer',
+    description: 'Linked source / Tile IR / SASS panes for tile_lab views',
+    rendererFactory,
+    rank: 10,
+    dataType: 'json'
+  },
+  {
+    id: 'tile-lab:profile-renderer',
+    description: 'GPU profiles on the linked panes: heat gutter, stall reasons, hot lines',
+    rendererFactory: profileRendererFactory,
+    rank: 9,
+    dataType: 'json'
+  }
+];
+
+export default extensions;

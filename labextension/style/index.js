@@ -1,2 +1,3 @@
 import './base.css';
 import './colors.css';
+import './profile.css';

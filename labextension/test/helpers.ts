@@ -24,3 +24,15 @@ export function mimeSchema(): Record<string, any> {
   const file = path.resolve(__dirname, '..', '..', '..', 'tile_lab', 'render', 'mime_schema.json');
   return JSON.parse(fs.readFileSync(file, 'utf8'));
 }
+
+/** The profile view's fixture (tests/test_labextension.py checks it against Python). */
+export function profileFixtureJson(): Record<string, any> {
+  const file = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'profile.json');
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+/** The profile payload's schema (tile_lab/render/profile_schema.json). */
+export function profileSchema(): Record<string, any> {
+  const file = path.resolve(__dirname, '..', '..', '..', 'tile_lab', 'render', 'profile_schema.json');
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}

@@ -78,8 +78,10 @@ try {
     views: await page.locator('.jp-OutputArea-output .tl-view').count(),
     refused: await page.locator('.jp-OutputArea-output .tl-view.tl-error').count(),
     nativeCodeTitles: await page.locator('.tl-view :text("native code")').count(),
-    svgInViews: await page.locator('.tl-view svg').count(),
-    styledInViews: await page.locator('.tl-view [style]').count(),
+    // profile views (.tl-prof-view) hold one .tl-view each, plus their own tables
+    profileViews: await page.locator('.jp-OutputArea-output .tl-prof-view').count(),
+    svgInViews: await page.locator(':is(.tl-view, .tl-prof-view) svg').count(),
+    styledInViews: await page.locator(':is(.tl-view, .tl-prof-view) [style]').count(),
     pwned: await page.evaluate(() => globalThis.pwned ?? null)
   };
   // Scroll through the notebook: check every screenful.

@@ -17,19 +17,23 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..artifacts import Inspection
 from ..profiling.data import STALL_REASONS, LineProfile, Profile
 from .html import inspection_html, view_class
 
-__all__ = ["PROFILE_MIME_TYPE", "ProfileComparison", "ProfileView", "aligned_profile",
-           "heat_level", "profile_comparison_html", "profile_overlay_json",
+__all__ = ["PROFILE_MIME_TYPE", "PROFILE_SCHEMA_FILE", "ProfileComparison", "ProfileView",
+           "aligned_profile", "heat_level", "profile_comparison_html", "profile_overlay_json",
            "profile_summary_html", "profile_view_html"]
 
 # The overlay a front end (the JupyterLab extension) draws on the inspect view it already
 # renders from the inspection's own MIME payload; see ``profile_overlay_json``.
 PROFILE_MIME_TYPE = "application/vnd.tile-lab.profile.v1+json"
+# The one contract for that payload (its ``inspection`` refers to mime_schema.json); the
+# Python tests and the extension's tests both validate against it.
+PROFILE_SCHEMA_FILE = Path(__file__).with_name("profile_schema.json")
 
 HEAT_LEVELS = 6  # 0 = no samples, 1..5 = share of the hottest line/instruction
 # (light, dark) heat colours, pale to saturated
@@ -91,25 +95,35 @@ def profile_summary_html(prof: Profile, *, top: int = 8) -> str:
 
 @dataclass(frozen=True)
 class ProfileView:
-    """``insp`` with ``prof`` overlaid; displays as :func:`profile_view_html`."""
+    """``insp`` with ``prof`` overlaid; displays as :func:`profile_view_html`, followed by
+    :func:`profile_comparison_html` of ``compare`` (labelled profiles of the same kernel,
+    e.g. a tuning result's best and cliff configs) when given."""
 
     inspection: Inspection
     profile: Profile
     top: int = 8
+    compare: tuple[tuple[str, Profile], ...] = ()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        page = profile_view_html(self.inspection, self.profile, top=self.top)
+        if self.compare:
+            page = f"{page}\n{profile_comparison_html(self.compare)}"
         return {"text/plain": f"ProfileView({self.profile.summary()})",
-                "text/html": profile_view_html(self.inspection, self.profile, top=self.top),
+                "text/html": page,
                 PROFILE_MIME_TYPE: profile_overlay_json(self.inspection, self.profile,
-                                                        top=self.top)}
+                                                        top=self.top, compare=self.compare)}
 
 
-def profile_overlay_json(insp: Inspection, prof: Profile, *, top: int = 8) -> dict[str, Any]:
-    """What the HTML view draws, as data for a front end that renders the inspection itself:
-    ``inspection`` (the inspect view's own MIME payload), ``line_heat`` / ``line_samples`` /
-    ``line_stalls`` keyed by source line (as strings), ``sass_row_heat`` keyed by SASS text
-    line index, ``hot_lines`` (hottest first), ``unattributed_samples``, ``metrics``,
-    ``summary``, ``gpu``, ``collection``. Heat levels are 0..5 as in the HTML."""
+def profile_overlay_json(insp: Inspection, prof: Profile, *, top: int = 8,
+                         compare: Sequence[tuple[str, Profile]] = ()) -> dict[str, Any]:
+    """What the HTML view draws, as data for a front end that renders the inspection itself
+    (``profile_schema.json`` is the contract): ``version`` (the one version field, as in
+    the inspection payload), ``inspection`` (the inspect view's own MIME payload),
+    ``line_heat`` / ``line_samples`` / ``line_stalls`` keyed by source line (as strings),
+    ``sass_row_heat`` keyed by SASS text line index, ``hot_lines`` (hottest first),
+    ``unattributed_samples``, ``metrics``, ``summary``, ``gpu``, ``collection``, and
+    ``comparison`` (one entry per profile of ``compare``, lines in ``insp``'s numbering)
+    when ``compare`` is given. Heat levels are 0..5 as in the HTML."""
     from .html import inspection_json
 
     prof = aligned_profile(prof, insp)
@@ -123,8 +137,8 @@ def profile_overlay_json(insp: Inspection, prof: Profile, *, top: int = 8) -> di
             level = heat_level(samples.get(off, 0), top_ins) if off is not None else 0
             if level:
                 sass_heat[str(row)] = level
-    return {
-        "schema": "tile-lab.profile-overlay", "schema_version": 1,
+    out = {
+        "version": 1,
         "inspection": inspection_json(insp),
         "total_samples": prof.total_samples,
         "unattributed_samples": prof.unattributed_samples(),
@@ -140,6 +154,26 @@ def profile_overlay_json(insp: Inspection, prof: Profile, *, top: int = 8) -> di
         "summary": prof.summary(), "gpu": prof.provenance.get("gpu"),
         "collection": prof.collection,
     }
+    if compare:
+        out["comparison"] = [_comparison_entry(label, aligned_profile(p, insp))
+                             for label, p in compare]
+    return out
+
+
+def _comparison_entry(label: str, prof: Profile) -> dict[str, Any]:
+    """One column of the two-config comparison, as the HTML table's cells are made."""
+    loose, spills = _loose(prof), _spills(prof)
+    return {
+        "label": label, "summary": prof.summary(), "gpu": prof.provenance.get("gpu"),
+        "spills": _spill_text(prof), "total_samples": prof.total_samples,
+        "line_samples": {str(lp.line): lp.samples for lp in prof.by_line() if lp.samples},
+        "line_stalls": {str(lp.line): lp.stalls for lp in prof.by_line() if lp.samples},
+        "unattributed": _group_json(loose), "spill_instructions": _group_json(spills),
+    }
+
+
+def _group_json(lp: LineProfile | None) -> dict[str, Any]:
+    return {"samples": lp.samples if lp else 0, "stalls": dict(lp.stalls) if lp else {}}
 
 
 def _view_css(vclass: str, insp: Inspection, prof: Profile, lines: Sequence[LineProfile],
@@ -350,6 +384,14 @@ class ProfileComparison:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         text = "\n".join(f"{label}: {p.summary()}" for label, p in self.profiles)
         return {"text/plain": text, "text/html": profile_comparison_html(self.profiles)}
+
+    def view(self, inspection: Inspection, *, top: int = 8) -> ProfileView:
+        """The inspect view of ``inspection`` with the first profile's heat, followed by
+        this comparison (one output that the JupyterLab extension also draws)."""
+        if not self.profiles:
+            raise ValueError("compare_profiles({...}).view(insp): no profiles to show; "
+                             "pass at least one {label: Profile}")
+        return ProfileView(inspection, self.profiles[0][1], top, self.profiles)
 
 
 def _loose(p: Profile) -> LineProfile | None:

@@ -1,0 +1,348 @@
+/**
+ * A profile over the linked view: a heat gutter on every row of every pane, the hovered
+ * (or pinned) line's stall reasons as bars, a table of the hottest lines, and the
+ * two-config side by side when the data carries a comparison.
+ *
+ * Same safety rules as view.ts: text goes in through textContent only, no `style`
+ * attribute is ever set (bar widths and colours are classes: tl-w0..tl-w100 from numbers
+ * computed here, tl-s-<reason> only for reasons in STALL_COLOURS), data-derived keys are
+ * looked up in Maps. The stylesheet gives the view `contain: paint`.
+ */
+
+import { IInspectionData, splitLines } from './model';
+import { IComparedProfile, IProfileData, Stalls } from './profile';
+import { IViewOptions, InspectionView } from './view';
+
+/** Stall reasons with a colour of their own in profile.css; the rest share tl-s-other. */
+export const STALL_COLOURS: ReadonlySet<string> = new Set([
+  'long_sb', 'lg', 'wait', 'warpgroup_arrive', 'barrier', 'misc', 'selected', 'mio',
+  'short_sb', 'branch_resolving', 'sleep', 'math', 'no_inst', 'drain'
+]);
+
+/** Reasons listed in the hover panel, and named after a hot line's bar. */
+const PANEL_REASONS = 6;
+const TABLE_REASONS = 2;
+
+export const PROFILE_CLASSES = {
+  view: 'tl-prof-view',
+  heat: 'tl-heat',
+  panel: 'tl-stalls',
+  hot: 'tl-hot',
+  compare: 'tl-compare'
+};
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  doc: Document,
+  tag: K,
+  cls: string,
+  text?: string
+): HTMLElementTagNameMap[K] {
+  const e = doc.createElement(tag);
+  if (cls) {
+    e.className = cls;
+  }
+  if (text !== undefined) {
+    e.textContent = text;
+  }
+  return e;
+}
+
+/** Numbers as the HTML view prints them (1,234), independent of the browser's locale. */
+export function fmt(n: number): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: 0 });
+}
+
+function pct(n: number, total: number, digits = 0): string {
+  return total > 0 ? `${((100 * n) / total).toFixed(digits)}%` : '–';
+}
+
+/** A width class tl-w0..tl-w100 for `part` of `whole` (a fraction of its box). */
+export function widthClass(part: number, whole: number): string {
+  const w = whole > 0 ? Math.round((100 * part) / whole) : 0;
+  return `tl-w${Math.max(0, Math.min(100, Number.isFinite(w) ? w : 0))}`;
+}
+
+export function stallClass(reason: string): string {
+  return STALL_COLOURS.has(reason) ? `tl-s-${reason}` : 'tl-s-other';
+}
+
+export class ProfileView {
+  readonly node: HTMLElement;
+  readonly inspection: InspectionView;
+  private readonly doc: Document;
+  private readonly data: IProfileData;
+  private readonly panel: HTMLElement;
+  /** The line whose stalls the panel shows (null: the hint). */
+  private shown: number | null = null;
+
+  constructor(data: IProfileData, doc: Document, options: IViewOptions = {}) {
+    this.doc = doc;
+    this.data = data;
+    this.inspection = new InspectionView(data.inspection, doc, options);
+    this.node = el(doc, 'div', PROFILE_CLASSES.view);
+    this.panel = el(doc, 'div', PROFILE_CLASSES.panel);
+    this.panel.setAttribute('aria-live', 'polite');
+    this.heatGutters();
+    const hot = el(doc, 'div', 'tl-table-scroll');
+    hot.appendChild(this.hotTable());
+    this.node.append(this.header(), hot, this.panel, this.inspection.node);
+    if (data.comparison.length) {
+      this.node.appendChild(this.comparison(data.comparison));
+    }
+    this.showStalls(null);
+    this.node.addEventListener('mouseover', this.onMouseOver);
+    this.node.addEventListener('mouseleave', this.onMouseLeave);
+    this.node.addEventListener('click', this.onClick);
+  }
+
+  /** The line the hover panel describes, for tests. */
+  get panelLine(): number | null {
+    return this.shown;
+  }
+
+  dispose(): void {
+    this.inspection.dispose();
+    this.node.removeEventListener('mouseover', this.onMouseOver);
+    this.node.removeEventListener('mouseleave', this.onMouseLeave);
+    this.node.removeEventListener('click', this.onClick);
+  }
+
+  // -- events: the inspection view links the panes; this follows its active line ---------
+
+  /** The line of a hot-table row under `target` (those are outside the inspection view). */
+  private hotLineOf(target: EventTarget | null): number | null | undefined {
+    const e = target as Element | null;
+    const row = e && typeof e.closest === 'function' ? e.closest(`.${PROFILE_CLASSES.hot} tr`) : null;
+    if (!row || !this.node.contains(row)) {
+      return undefined;
+    }
+    const line = Number(row.getAttribute('data-line'));
+    return Number.isInteger(line) && line > 0 ? line : null;
+  }
+
+  private readonly onMouseOver = (ev: Event): void => {
+    const hot = this.hotLineOf(ev.target);
+    if (hot !== undefined && hot !== this.inspection.state.hovered) {
+      this.inspection.hover(hot);
+    }
+    this.showStalls(this.inspection.state.active);
+  };
+
+  private readonly onMouseLeave = (): void => {
+    this.inspection.hover(null);
+    this.showStalls(this.inspection.state.active);
+  };
+
+  private readonly onClick = (ev: Event): void => {
+    const hot = this.hotLineOf(ev.target);
+    if (hot !== undefined) {
+      this.inspection.pin(hot);
+    }
+    this.showStalls(this.inspection.state.active);
+  };
+
+  // -- the hover panel ---------------------------------------------------------------
+
+  /** Show `line`'s stall reasons (as the inspection view hovers or pins it). */
+  showStalls(line: number | null): void {
+    const samples = line === null ? 0 : this.data.line_samples.get(line) ?? 0;
+    const next = samples > 0 ? line : null;
+    if (next === this.shown && this.panel.childNodes.length) {
+      return;
+    }
+    this.shown = next;
+    if (next === null) {
+      const why = line === null ? 'Hover a line in any pane to see its stall reasons.'
+        : `Line ${line}: no stall samples.`;
+      this.panel.replaceChildren(el(this.doc, 'div', 'tl-stall-hint', why));
+      return;
+    }
+    const head = el(this.doc, 'div', 'tl-stall-head');
+    head.append(
+      el(this.doc, 'b', '', `line ${next}`),
+      el(this.doc, 'code', '', lineText(this.data.inspection, next).slice(0, 70)),
+      el(this.doc, 'span', '', `${fmt(samples)} samples (${pct(samples, this.data.total_samples, 1)} of the kernel's)`)
+    );
+    const rows = (this.data.line_stalls.get(next) ?? []).filter(([, n]) => n > 0).slice(0, PANEL_REASONS);
+    this.panel.replaceChildren(head, ...rows.map(([reason, n]) => {
+      const row = el(this.doc, 'div', 'tl-stall-row');
+      const bar = el(this.doc, 'span', 'tl-stall-box');
+      bar.appendChild(el(this.doc, 'span', `tl-seg ${stallClass(reason)} ${widthClass(n, samples)}`));
+      row.append(
+        el(this.doc, 'span', 'tl-stall-name', reason),
+        bar,
+        el(this.doc, 'span', 'tl-stall-count', `${fmt(n)} (${pct(n, samples)})`),
+        el(this.doc, 'span', 'tl-stall-what', this.data.stall_reasons.get(reason) ?? '')
+      );
+      return row;
+    }));
+  }
+
+  // -- building ----------------------------------------------------------------------
+
+  private header(): HTMLElement {
+    const d = this.data;
+    const box = el(this.doc, 'div', 'tl-prof-head');
+    box.appendChild(el(this.doc, 'div', 'tl-prof-summary', d.summary));
+    const stores = d.metrics.get('spill_stores') ?? 0;
+    const loads = d.metrics.get('spill_loads') ?? 0;
+    if (stores || loads) {
+      box.appendChild(el(this.doc, 'div', 'tl-spill', `spills: ${fmt(stores)} STL + ${fmt(loads)} LDL`));
+    }
+    const where = [d.gpu ?? '', ...d.collection.map(([, v]) => v)].filter(Boolean);
+    if (where.length) {
+      box.appendChild(el(this.doc, 'div', 'tl-prof-where', where.join(' · ')));
+    }
+    return box;
+  }
+
+  /** A heat cell at the start of every row: per instruction in SASS (when the data has
+   * it), else per source line. */
+  private heatGutters(): void {
+    const d = this.data;
+    for (const section of this.inspection.node.querySelectorAll('section[data-pane]')) {
+      const bySassRow = section.getAttribute('data-pane') === 'sass' && d.sass_row_heat.size > 0;
+      for (const row of section.querySelectorAll('.tl-row')) {
+        const line = Number(row.getAttribute('data-line'));
+        const index = Number(row.getAttribute('data-row'));
+        const level = bySassRow ? d.sass_row_heat.get(index) ?? 0 : d.line_heat.get(line) ?? 0;
+        const cell = el(this.doc, 'span', `${PROFILE_CLASSES.heat} tl-h${level}`);
+        const samples = d.line_samples.get(line);
+        if (samples) {
+          cell.title = `line ${line}: ${fmt(samples)} stall samples`;
+        }
+        row.insertBefore(cell, row.firstChild);
+      }
+    }
+  }
+
+  private stallBar(stalls: Stalls, samples: number, fill: number, legend: number): HTMLElement {
+    const box = el(this.doc, 'span', 'tl-bar');
+    const outer = el(this.doc, 'span', 'tl-stall-box');
+    const inner = el(this.doc, 'span', `tl-fill ${widthClass(fill, 1)}`);
+    for (const [reason, n] of stalls) {
+      if (n > 0 && samples > 0) {
+        const seg = el(this.doc, 'span', `tl-seg ${stallClass(reason)} ${widthClass(n, samples)}`);
+        seg.title = `${reason}: ${fmt(n)}`;
+        inner.appendChild(seg);
+      }
+    }
+    outer.appendChild(inner);
+    const words = stalls.filter(([, n]) => n > 0).slice(0, legend)
+      .map(([reason, n]) => `${reason} ${pct(n, samples)}`).join(', ');
+    box.append(outer, el(this.doc, 'span', 'tl-bar-words', words));
+    return box;
+  }
+
+  private hotTable(): HTMLElement {
+    const d = this.data;
+    if (!d.hot_lines.length) {
+      return el(this.doc, 'div', 'tl-prof-empty', '(no stall samples in this profile)');
+    }
+    const executed = d.hot_lines.some(h => h.executed !== null);
+    const table = el(this.doc, 'table', PROFILE_CLASSES.hot);
+    table.appendChild(el(this.doc, 'caption', '', 'Hottest source lines (warp-stall samples)'));
+    const head = el(this.doc, 'tr', '');
+    for (const t of ['line', 'source', 'samples', 'share', ...(executed ? ['executed'] : []), 'stall reasons']) {
+      head.appendChild(el(this.doc, 'th', '', t));
+    }
+    table.appendChild(head);
+    for (const h of d.hot_lines) {
+      const tr = el(this.doc, 'tr', '');
+      tr.setAttribute('data-line', String(h.line));
+      tr.append(
+        el(this.doc, 'td', 'tl-num', String(h.line)),
+        this.codeCell(h.text),
+        el(this.doc, 'td', 'tl-num', fmt(h.samples)),
+        el(this.doc, 'td', 'tl-num', pct(h.samples, d.total_samples, 1))
+      );
+      if (executed) {
+        tr.appendChild(el(this.doc, 'td', 'tl-num', h.executed ? fmt(h.executed) : ''));
+      }
+      const bar = el(this.doc, 'td', '');
+      bar.appendChild(this.stallBar(h.stalls, h.samples, 1, TABLE_REASONS));
+      tr.appendChild(bar);
+      table.appendChild(tr);
+    }
+    if (d.unattributed_samples > 0) {
+      const tr = el(this.doc, 'tr', '');
+      tr.append(
+        el(this.doc, 'td', 'tl-num', '–'),
+        el(this.doc, 'td', '', '(instructions with no source line)'),
+        el(this.doc, 'td', 'tl-num', fmt(d.unattributed_samples)),
+        el(this.doc, 'td', 'tl-num', pct(d.unattributed_samples, d.total_samples, 1))
+      );
+      table.appendChild(tr);
+    }
+    return table;
+  }
+
+  private codeCell(text: string): HTMLElement {
+    const td = el(this.doc, 'td', '');
+    td.appendChild(el(this.doc, 'code', '', text.slice(0, 60)));
+    return td;
+  }
+
+  /** Each config's summary, then per source line each one's share of its samples. */
+  private comparison(profiles: IComparedProfile[]): HTMLElement {
+    const box = el(this.doc, 'div', PROFILE_CLASSES.compare);
+    const cards = el(this.doc, 'div', 'tl-compare-cards');
+    for (const p of profiles) {
+      const card = el(this.doc, 'div', 'tl-compare-card');
+      card.append(el(this.doc, 'div', 'tl-compare-label', p.label),
+        el(this.doc, 'div', 'tl-prof-summary', p.summary));
+      if (p.spills) {
+        card.appendChild(el(this.doc, 'div', 'tl-spill', p.spills));
+      }
+      if (p.gpu) {
+        card.appendChild(el(this.doc, 'div', 'tl-prof-where', p.gpu));
+      }
+      cards.appendChild(card);
+    }
+    const table = el(this.doc, 'table', 'tl-compare-table');
+    const head = el(this.doc, 'tr', '');
+    head.append(el(this.doc, 'th', '', 'line'), el(this.doc, 'th', '', 'source'),
+      ...profiles.map(p => el(this.doc, 'th', '', p.label)));
+    table.appendChild(head);
+    const lines = [...new Set(profiles.flatMap(p => [...p.line_samples.keys()]))].sort((a, b) => a - b);
+    for (const line of lines) {
+      const tr = el(this.doc, 'tr', '');
+      tr.append(el(this.doc, 'td', 'tl-num', String(line)),
+        this.codeCell(lineText(this.data.inspection, line)));
+      for (const p of profiles) {
+        tr.appendChild(this.shareCell(p.line_samples.get(line) ?? 0, p.line_stalls.get(line) ?? [], p.total_samples));
+      }
+      table.appendChild(tr);
+    }
+    for (const [label, pick] of [
+      ['(no source line)', (p: IComparedProfile) => p.unattributed],
+      ['spill instructions (LDL/STL, any line)', (p: IComparedProfile) => p.spill_instructions]
+    ] as const) {
+      const tr = el(this.doc, 'tr', '');
+      tr.append(el(this.doc, 'td', 'tl-num', '–'), el(this.doc, 'td', '', label));
+      for (const p of profiles) {
+        const g = pick(p);
+        tr.appendChild(this.shareCell(g.samples, g.stalls, p.total_samples));
+      }
+      table.appendChild(tr);
+    }
+    const scroll = el(this.doc, 'div', 'tl-table-scroll');
+    scroll.appendChild(table);
+    box.append(cards, scroll);
+    return box;
+  }
+
+  private shareCell(samples: number, stalls: Stalls, total: number): HTMLElement {
+    const td = el(this.doc, 'td', '');
+    if (samples > 0 && total > 0) {
+      td.append(el(this.doc, 'span', 'tl-share', pct(samples, total, 1)),
+        this.stallBar(stalls, samples, samples / total, TABLE_REASONS));
+    }
+    return td;
+  }
+}
+
+/** The text of source line `line` of the inspection ('' outside the kernel). */
+export function lineText(insp: IInspectionData, line: number): string {
+  return (splitLines(insp.source)[line - insp.first_line] ?? '').trim();
+}
