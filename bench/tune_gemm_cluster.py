@@ -50,8 +50,9 @@ class GemmProblem:
             rng = cp.random.default_rng(0)
             a = rng.standard_normal((self.size, self.size), dtype=cp.float32).astype(cp.float16)
             b = rng.standard_normal((self.size, self.size), dtype=cp.float32).astype(cp.float16)
+            # the cuBLAS product, on the host, for check= (tile_lab.bench compares host copies)
             self._arrays = (a, b, cp.empty((self.size, self.size), cp.float16),
-                            cp.matmul(a, b).astype(cp.float32))
+                            cp.asnumpy(cp.matmul(a, b)))
         return self._arrays
 
     def __getstate__(self):
@@ -68,12 +69,8 @@ class GemmProblem:
         return (a, b, c, *[cfg[n] for n in NAMES])
 
     def check(self, a, b, c, *_):
-        import cupy as cp
-
-        ref = self.arrays()[3]
-        err = float(cp.abs(c.astype(cp.float32) - ref).max())
-        if not err < 0.5:  # fp16 output of K=8192 fp32-accumulated sums of N(0,1)·N(0,1)
-            raise AssertionError(f"max |C - cuBLAS| = {err}")
+        """The expected C (tile_lab.bench calls this with host copies of the arguments)."""
+        return self.arrays()[3]
 
 
 def phase(name: str, size: int) -> dict:

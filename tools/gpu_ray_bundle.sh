@@ -30,6 +30,8 @@ if [ ! -d /tmp/raysite/ray ]; then
   mkdir -p /tmp/raysite && tar -xJf .ray_bundle/ray_site.tar.xz -C /tmp/raysite || return 1
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/raysite \
     .ray_bundle/wheels/*.whl || return 1
+  # zipfile extraction drops the executable bits of Ray's two native servers
+  find /tmp/raysite/ray/core/src -type f -exec chmod +x {} +
 fi
 unset CUDA_HOME CUDA_PATH
 export PATH="/tmp/tc/bin:$PATH" PYTHONPATH="/tmp/site:/tmp/raysite:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
