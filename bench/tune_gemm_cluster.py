@@ -33,6 +33,8 @@ sys.path.insert(0, str(HERE.parent))
 SPACE = dict(TM=[128], TN=[128, 256], TK=[64], GROUP=[8], LAT=[3, 4], occupancy=[1, 2],
              num_ctas=[1, 2])  # 16 configs: the persistent space of bench/tune_gemm.py
 NAMES = ["TM", "TN", "TK", "GROUP", "LAT"]
+SMALL_SPACE = dict(TM=[128], TN=[128], TK=[64], GROUP=[8], LAT=[4], occupancy=[1, 2],
+                   num_ctas=[1])  # --small: 2 configs
 
 
 class GemmProblem:
@@ -73,7 +75,7 @@ class GemmProblem:
         return self.arrays()[3]
 
 
-def phase(name: str, size: int) -> dict:
+def phase(name: str, size: int, small: bool = False, timeout_s: float = 600.0) -> dict:
     from gemm_kernels import gemm_persistent
 
     import tile_lab
@@ -87,13 +89,15 @@ def phase(name: str, size: int) -> dict:
         from tile_lab.tuning.cluster import ClusterOptions
 
         path = os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")])
-        cluster = ClusterOptions(init_kwargs={"runtime_env": {"env_vars": {"PYTHONPATH": path}}})
+        cluster = ClusterOptions(measure_timeout_s=timeout_s, init_kwargs={
+            "log_to_driver": True, "runtime_env": {"env_vars": {"PYTHONPATH": path}}})
     options = TuneOptions(progress=False, flops=matmul_flops(size, size, size),
                           race=RaceOptions(samples=5), cluster=cluster,
                           timing=TimingOptions(samples=20, regime="burst"))
     problem.arrays()
     t0 = time.perf_counter()
-    result = tile_lab.tune(gemm_persistent, tile_lab.Space(**SPACE), problem.grid, problem.args,
+    space = tile_lab.Space(**(SMALL_SPACE if small else SPACE))
+    result = tile_lab.tune(gemm_persistent, space, problem.grid, problem.args,
                            check=problem.check, options=options)
     wall = time.perf_counter() - t0
     best = result.best
@@ -111,18 +115,21 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=8192)
     parser.add_argument("--out", default=None)
     parser.add_argument("--phases", default="local,ray")
+    parser.add_argument("--small", action="store_true", help="2 configs instead of 16")
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="seconds before a config's measurement counts as hung (ray)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)  # the child process's own phase
     opts = parser.parse_args()
     if opts.phase:
-        print("RESULT " + json.dumps(phase(opts.phase, opts.size)))
+        print("RESULT " + json.dumps(phase(opts.phase, opts.size, opts.small, opts.timeout)))
         return
     rows = []
     for name in opts.phases.split(","):
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, CUDA_TILE_CACHE_DIR=cache)
-            out = subprocess.run([sys.executable, __file__, "--phase", name,
-                                  "--size", str(opts.size)], env=env, capture_output=True,
-                                 text=True, timeout=540)
+            cmd = [sys.executable, __file__, "--phase", name, "--size", str(opts.size),
+                   "--timeout", str(opts.timeout), *(["--small"] if opts.small else [])]
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=540)
         line = next((x for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
         if line is None:
             print(f"{name}: failed (rc {out.returncode})\n{out.stderr[-3000:]}")
@@ -131,7 +138,7 @@ def main() -> None:
     if opts.out:
         Path(opts.out).mkdir(parents=True, exist_ok=True)
         (Path(opts.out) / "tune_gemm_cluster.json").write_text(json.dumps(rows, indent=1))
-    print(f"\npersistent GEMM {opts.size}³ fp16, 16 configs, burst regime")
+    print(f"\npersistent GEMM {opts.size}³ fp16, {2 if opts.small else 16} configs, burst regime")
     for r in rows:
         place = r["placement"]
         measured = sorted(set(place.get("measured_on", {}).values())) or ["this process"]

@@ -255,3 +255,26 @@ def test_killing_a_compile_worker_mid_run_retries_its_configs_and_keeps_the_stor
     assert sum(r.placement["compiled_on"].values()) >= 16
     lines = store.read_text().splitlines()
     assert len(lines) == 16 and all(json.loads(line)["status"] == "ok" for line in lines)
+
+
+def _hanging_measure_factory():
+    def measure(cfg):
+        if cfg["TILE"] == 128 and cfg["LAT"] == 2:
+            time.sleep(3600)  # a config that never returns (a kernel that spins, say)
+        return float(cfg["TILE"])
+    return measure
+
+
+def test_a_hanging_config_fails_with_where_it_hung_and_the_others_are_measured(cluster):
+    configs, _ = _space().split("sm_90")
+    pool = RayMeasurePool(_hanging_measure_factory,
+                          replace(cluster, gpus=2, gpus_per_actor=0, measure_timeout_s=5))
+    try:
+        measured = list(pool.map(configs))
+    finally:
+        pool.close()
+    hung = [m for m in measured if m.error is not None]
+    assert [(m.config["TILE"], m.config["LAT"]) for m in hung] == [(128, 2)]
+    assert "no result after 5 s" in hung[0].error and "time.sleep(3600)" in hung[0].error
+    assert sorted(m.outcome for m in measured if m.error is None) == sorted(
+        float(c["TILE"]) for c in configs if (c["TILE"], c["LAT"]) != (128, 2))

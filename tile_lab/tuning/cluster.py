@@ -24,6 +24,7 @@ import queue
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -49,6 +50,8 @@ class ClusterOptions:
     ``actor_restarts``: how often a measuring actor is restarted after a config killed it.
     ``cross_check_top``: how many of the best configs are re-timed on one GPU at the end.
     ``gpus_per_actor``: the GPU share Ray reserves for each measuring actor (1: a GPU each).
+    ``measure_timeout_s``: a config with no result after this long is a hang: it fails with the
+    stack its process was in, and the process is restarted.
     ``init_kwargs``: passed to ``ray.init`` (e.g. ``{"num_cpus": 2}``).
     """
 
@@ -59,6 +62,7 @@ class ClusterOptions:
     actor_restarts: int = 4
     cross_check_top: int = 3
     gpus_per_actor: float = 1.0
+    measure_timeout_s: float = 600.0
     init_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -196,6 +200,20 @@ class ConfigMeasurer:
     def measure(self, config: Config, *extra: Any) -> tuple[Any, str]:
         return self._measure(config, *extra), self._label
 
+    def where(self) -> str:
+        """Every thread's stack in this process (what a hung measurement was doing)."""
+        import sys
+        import traceback
+
+        names = {t.ident: t.name for t in threading.enumerate()}
+        parts = []
+        for ident, frame in sys._current_frames().items():
+            if names.get(ident) == threading.current_thread().name:
+                continue
+            stack = "".join(traceback.format_stack(frame)[-6:])
+            parts.append(f"thread {names.get(ident, ident)}:\n{stack}")
+        return "\n".join(parts)
+
 
 @dataclass(frozen=True)
 class Measured:
@@ -207,6 +225,16 @@ class Measured:
     error: str | None = None  # set when the config killed its measuring process (twice)
 
 
+@dataclass
+class _Job:
+    config: Config
+    extra: tuple[Any, ...]
+    actor: int | None  # None: any free actor
+    future: Future[Measured]
+    attempts: int = 0
+    started: float = 0.0
+
+
 class RayMeasurePool:
     """One :class:`ConfigMeasurer` actor per GPU, each given one config at a time: whichever
     actor is free takes the next config, so the GPUs measure disjoint shares and a fault can
@@ -214,7 +242,9 @@ class RayMeasurePool:
 
     A measuring process that dies (a config that faults the GPU, a lost node) is restarted by
     Ray (``actor_restarts``) and the config it was measuring is tried once more: one that
-    kills its process twice is that config's failure, and no other config is lost."""
+    kills its process twice is that config's failure, and no other config is lost. A config
+    with no result after ``measure_timeout_s`` (a hang) fails with the stack its process was
+    in, and that process is killed and restarted."""
 
     def __init__(self, factory: MeasureFactory, options: ClusterOptions) -> None:
         ray = connect(options)
@@ -224,11 +254,15 @@ class RayMeasurePool:
         if count < 1:
             raise ClusterError("the Ray cluster has no GPU to measure on (set ClusterOptions("
                                "gpus=0) to measure in this process)")
+        # max_concurrency=2: while a config runs, ``where`` can still answer (for a hang);
+        # the dispatcher never gives an actor a second config before the first is done
         actor = ray.remote(num_gpus=options.gpus_per_actor, max_restarts=options.actor_restarts,
-                           max_task_retries=1)(ConfigMeasurer)
+                           max_task_retries=0, max_concurrency=2)(ConfigMeasurer)
         self._ray = ray
+        self._timeout_s = options.measure_timeout_s
         self.actors = [actor.remote(factory, i) for i in range(count)]
-        self._waiting: list[tuple[Config, tuple[Any, ...], int | None, Future[Measured]]] = []
+        self._waiting: list[_Job] = []
+        self._running: dict[Any, tuple[int, _Job]] = {}
         self._lock = threading.Condition()
         self._closed = False
         self._dispatcher = threading.Thread(target=self._dispatch, name="tile_lab-measure",
@@ -239,7 +273,7 @@ class RayMeasurePool:
         """Queue ``config`` for the next free actor (or for actor number ``actor``)."""
         fut: Future[Measured] = Future()
         with self._lock:
-            self._waiting.append((config, extra, actor, fut))
+            self._waiting.append(_Job(config, extra, actor, fut))
             self._lock.notify()
         return fut
 
@@ -253,38 +287,77 @@ class RayMeasurePool:
             yield fut.result()
 
     def _dispatch(self) -> None:
-        from ray.exceptions import RayActorError
+        try:
+            self._dispatch_until_closed()
+        except BaseException as e:  # never leave a caller waiting on a future nobody will set
+            with self._lock:
+                self._closed = True
+                jobs = self._waiting + [job for _, job in self._running.values()]
+                self._waiting = []
+            for job in jobs:
+                if not job.future.done():
+                    job.future.set_exception(
+                        ClusterError(f"the measuring dispatcher stopped: {e!r}"))
+            raise
 
-        running: dict[Any, tuple[int, Config, Future[Measured]]] = {}
+    def _dispatch_until_closed(self) -> None:
         free = set(range(len(self.actors)))
         while True:
             with self._lock:
-                for item in list(self._waiting):
-                    cfg, extra, want, fut = item
-                    slot = want if want is not None else min(free, default=None)
+                for job in list(self._waiting):
+                    slot = job.actor if job.actor is not None else min(free, default=None)
                     if slot is None or slot not in free:
                         continue
-                    self._waiting.remove(item)
+                    self._waiting.remove(job)
                     free.discard(slot)
-                    running[self.actors[slot].measure.remote(cfg, *extra)] = (slot, cfg, fut)
-                if not running:
+                    job.attempts += 1
+                    job.started = time.monotonic()
+                    ref = self.actors[slot].measure.remote(job.config, *job.extra)
+                    self._running[ref] = (slot, job)
+                if not self._running:
                     if self._closed:
                         return
                     self._lock.wait(timeout=0.5)
                     continue
-            done, _ = self._ray.wait(list(running), num_returns=1, timeout=0.2)
+            done, _ = self._ray.wait(list(self._running), num_returns=1, timeout=0.2)
             for ref in done:
-                slot, cfg, fut = running.pop(ref)
+                slot, job = self._running.pop(ref)
                 free.add(slot)
-                try:
-                    outcome, gpu = self._ray.get(ref)
-                    fut.set_result(Measured(cfg, outcome, gpu))
-                except RayActorError as e:
-                    fut.set_result(Measured(
-                        cfg, None, "lost", "its measuring process died twice (a GPU fault, or "
-                        f"a lost node): {str(e).splitlines()[0]}"))
-                except Exception as e:  # the measure function itself raised
-                    fut.set_exception(e)
+                self._finish(ref, job)
+            now = time.monotonic()
+            for ref, (slot, job) in list(self._running.items()):
+                if now - job.started > self._timeout_s:
+                    self._running.pop(ref)
+                    free.add(slot)
+                    self._hung(slot, job)
+
+    def _finish(self, ref: Any, job: _Job) -> None:
+        from ray.exceptions import RayActorError
+
+        try:
+            outcome, gpu = self._ray.get(ref)
+            job.future.set_result(Measured(job.config, outcome, gpu))
+        except RayActorError as e:
+            if job.attempts < 2:  # the process died under it: once more, on its restart
+                with self._lock:
+                    self._waiting.insert(0, job)
+                return
+            job.future.set_result(Measured(
+                job.config, None, "lost", "its measuring process died twice (a GPU fault, or "
+                f"a lost node): {str(e).splitlines()[0]}"))
+        except Exception as e:  # the measure function itself raised
+            job.future.set_exception(e)
+
+    def _hung(self, slot: int, job: _Job) -> None:
+        actor = self.actors[slot]
+        try:
+            where = self._ray.get(actor.where.remote(), timeout=15)
+        except Exception as e:  # a process too stuck to answer
+            where = f"(its stack could not be read: {type(e).__name__})"
+        self._ray.kill(actor, no_restart=False)  # Ray restarts it for the next config
+        job.future.set_result(Measured(
+            job.config, None, "hung", f"no result after {self._timeout_s:.0f} s, so its "
+            f"measuring process was restarted; it was at:\n{where}"))
 
     def close(self) -> None:
         with self._lock:
