@@ -146,7 +146,7 @@ def main() -> None:
               f"{r['configs']}  best {r['best']}  {r['best_tflops'] or 0:.1f} TFLOPS  "
               f"gpu {r['gpu']}")
         if place:
-            print(f"       compiled on {place.get('compiled_on')}; measured on {measured}; "
+            print(f"       compile jobs per node {place.get('jobs_on')}; measured on {measured}; "
                   f"cross-check: {place.get('cross_check') or 'not run (one GPU)'}")
         for f in r["failures"]:
             print(f"       failed: {f}")

@@ -80,7 +80,9 @@ for m in gemm:
     print(f"{m.name:32} {m.tflops:7.1f} TFLOPS [{m.mode}]  ({m.provenance.gpu})")
 
 # %%
-roofline(gemm + [m for m in vadd if m.mode == "cold"][:1])
+# one roofline, one GPU's roofs: the GEMM and vector add recorded on the same card
+recorded_vadd = load_measurements("data/gpu_vector_add.json")
+roofline(gemm + [m for m in recorded_vadd if m.mode == "cold"][:1])
 
 # %% [markdown]
 # ## Why warm numbers lie

@@ -407,7 +407,7 @@ class ClusterRun:
 
     def progress_note(self) -> str:
         """Per-node counts for the progress bar: compiles finished, configs measured."""
-        parts = [f"{node.split(':')[0]} compiled {n}" for node, n in
+        parts = [f"{node.split(':')[0]} ran {n} compile jobs" for node, n in
                  sorted(self.executor.nodes.items())]
         per_gpu: dict[str, int] = {}
         for gpu in self.measured_on.values():
@@ -416,9 +416,10 @@ class ClusterRun:
         return ", ".join(parts)
 
     def placement(self) -> dict[str, Any]:
-        """What the tuning result records: which node compiled how many configs, which GPU
-        measured each config (by config key), and the cross-check's re-timings."""
-        return {"compiled_on": dict(sorted(self.executor.nodes.items())),
+        """What the tuning result records: how many jobs each node ran (the compiles, and each
+        compile worker's one warm-up job), which GPU measured each config (by config key), and
+        the cross-check's re-timings."""
+        return {"jobs_on": dict(sorted(self.executor.nodes.items())),
                 "measured_on": dict(self.measured_on),
                 "gpus": self.gpu_count,
                 "cross_check": list(self.cross_checked)}

@@ -62,7 +62,8 @@ class TuningResult:
     compile_s: dict[str, float] = field(default_factory=dict)
     # the GPU regime every config was measured (and is ranked) in: "burst" | "sustained"
     regime: str | None = None
-    # on a cluster: {"compiled_on": {node: count}, "measured_on": {config key: node/gpu},
+    # on a cluster: {"jobs_on": {node: compile and warm-up jobs}, "measured_on": {config key:
+    # node/gpu},
     # "gpus": n, "cross_check": [re-timings of the top configs on one GPU]}; empty otherwise
     placement: dict[str, Any] = field(default_factory=dict)
 
