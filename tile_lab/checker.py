@@ -82,15 +82,17 @@ class CheckResult:
 
 def check(kernel: Any, spec: Callable[..., Any], *, grid: Sequence[int],
           shapes: Sequence[Sequence[int]], constants: Sequence[Any] = (),
-          dtype: Any = np.float32, outputs: int = 1, seed: int = 0, rtol: float = 1e-5,
-          atol: float = 1e-6, device: str = "auto") -> CheckResult:
+          dtype: Any = np.float32, outputs: int = 1, seed: int = 0,
+          tol: tuple[float, float] = (1e-5, 1e-6), device: str = "auto") -> CheckResult:
     """Run ``kernel`` on random inputs and compare its output with ``spec``.
 
     The kernel's arguments are the arrays of ``shapes`` (the last ``outputs`` of them are
     outputs) followed by ``constants``. ``spec(*inputs)`` returns the expected output (a tuple
-    when ``outputs > 1``); the first output is checked and diagnosed. ``device``: "auto" (GPU
+    when ``outputs > 1``); the first output is checked and diagnosed, an element being wrong
+    when ``|got - want| > atol + rtol·|want|`` for ``tol=(rtol, atol)``. ``device``: "auto" (GPU
     if present, else the emulator), "emulator" or "gpu".
     """
+    rtol, atol = tol
     if outputs < 1 or outputs > len(shapes):
         raise CheckSetupError(f"outputs={outputs}, but only {len(shapes)} arrays are given")
     rng = np.random.default_rng(seed)

@@ -5,7 +5,7 @@ markdown cell (its lines written as ``# text``). jupytext reads and writes that 
 tool only adds what the tutorials need on top: stable cell ids (``NN-cc``) so rebuilds and nbval
 stay quiet, a Python 3 kernelspec, no jupytext bookkeeping in the notebooks, and execution.
 Outputs are produced by executing the built notebook (``--execute``), which is what nbval later
-compares against.
+compares against; only the outputs of cells marked ``# NBVAL_CHECK_OUTPUT`` are stored.
 
     python tools/build_notebooks.py              # rebuild every notebook (no outputs)
     python tools/build_notebooks.py --execute 11 # rebuild notebook 11 and execute it in place
@@ -72,14 +72,23 @@ def to_source(notebook: Path, src: Path) -> None:
     jupytext.write(nb, src, fmt=FORMAT)
 
 
-def execute(out: Path) -> None:
+CHECKED = "NBVAL_CHECK_OUTPUT"
+
+
+def execute(out: Path, *, keep_all_outputs: bool = False) -> None:
     subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
                     "--execute", "--inplace", "--ExecutePreprocessor.timeout=600", str(out)],
                    check=True, cwd=OUT)
-    # Execution metadata (timestamps) would make every rebuild a diff.
     nb = nbformat.read(out, as_version=4)
     for cell in nb.cells:
+        # Execution metadata (timestamps) would make every rebuild a diff.
         cell.get("metadata", {}).pop("execution", None)
+        # Only the outputs nbval compares are stored: the pictures and inspect views are
+        # re-made when the notebook runs, and stored they would make the repository too large
+        # to travel to the GPU machine beside its toolchain (and every rebuild a big diff).
+        if cell.cell_type == "code" and CHECKED not in cell.source and not keep_all_outputs:
+            cell.outputs = []
+            cell.execution_count = None
     nbformat.write(nb, out)
 
 
@@ -90,6 +99,8 @@ def main() -> int:
     mode.add_argument("--check", action="store_true", help="only compare notebooks with sources")
     mode.add_argument("--to-source", action="store_true",
                       help="write the sources from the notebooks (after editing in Jupyter)")
+    ap.add_argument("--keep-all-outputs", action="store_true",
+                    help="with --execute: store every cell's output, not only the checked ones")
     ap.add_argument("names", nargs="*", help="source stems or number prefixes (default: all)")
     ns = ap.parse_args()
     sources = sorted(SRC.glob("*.py"))
@@ -107,7 +118,7 @@ def main() -> int:
         out = build(src)
         print("built", out.relative_to(ROOT))
         if ns.execute:
-            execute(out)
+            execute(out, keep_all_outputs=ns.keep_all_outputs)
     return 0
 
 

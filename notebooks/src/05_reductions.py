@@ -76,4 +76,4 @@ def row_sum(x, out, TN: ct.Constant[int]):
 # %%
 # NBVAL_CHECK_OUTPUT
 tile_lab.check(row_sum, spec=lambda x: x.sum(1), grid=(48,), shapes=[(48, 30), (48,)],
-               constants=(32,), rtol=1e-4, atol=1e-4, device="emulator")
+               constants=(32,), tol=(1e-4, 1e-4), device="emulator")

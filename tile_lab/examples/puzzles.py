@@ -162,5 +162,5 @@ def check(n: int, kernel: Any, *, device: str = "emulator") -> Any:
 
     p = puzzle(n)
     return tile_lab.check(kernel, spec=p.reference, grid=p.grid, shapes=p.shapes,
-                          constants=p.constants, dtype=p.dtype, rtol=p.rtol, atol=p.atol,
+                          constants=p.constants, dtype=p.dtype, tol=(p.rtol, p.atol),
                           device=device, seed=n)
