@@ -189,7 +189,9 @@ def inspection_json(insp: Inspection) -> dict[str, Any]:
 
 def _display_filename(filename: str) -> str:
     name = filename.replace("\\", "/")
-    if "/ipykernel_" in name or name.startswith("<ipython-input") or "/tmp/" in name:
+    # a notebook cell (ipykernel caches cells as <tmp>/ipykernel_<pid>/<hash>.py) or a terminal
+    # IPython cell: its path is different every session, so the view names neither
+    if "/ipykernel_" in name or name.startswith("<ipython-input"):
         return "<cell>"
     return name.rsplit("/", 1)[-1]
 
