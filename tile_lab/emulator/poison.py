@@ -268,7 +268,11 @@ def _rule_reduce(impl, bound, out, name):
         if m is not None:
             r = np.logical_or.reduce(m, axis=_axes(axis, m.ndim), keepdims=keepdims)
             mask = r if mask is None else (mask | r)
-    origin = mixed(origin, name)
+    return _tag_all(out, mask, mixed(origin, name))
+
+
+def _tag_all(out, mask, origin):
+    """Tag every result of an op (one tile, or a tuple of them) with one mask and origin."""
     if isinstance(out, tuple):
         return tuple(tag(o, mask, origin) for o in out)
     return tag(out, mask, origin)
@@ -290,10 +294,7 @@ def _rule_scan(impl, bound, out, name):
             r = np.flip(np.logical_or.accumulate(np.flip(m, ax), axis=ax), ax) if reverse \
                 else np.logical_or.accumulate(m, axis=ax)
             mask = r if mask is None else (mask | r)
-    origin = mixed(origin, name)
-    if isinstance(out, tuple):
-        return tuple(tag(o, mask, origin) for o in out)
-    return tag(out, mask, origin)
+    return _tag_all(out, mask, mixed(origin, name))
 
 
 def _rule_lanes(impl, bound, out, name):
