@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..array_like import as_launch_args
 from ..errors import CheckMismatch, TileLabError
 from . import metrics
 from .arrays import copy_into, host_copy, same_bytes
@@ -99,6 +100,9 @@ def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = No
     ``options``: a :class:`BenchOptions` (label, params, isolation in a worker process, hints,
     stream, trace, what the kernel writes).
     """
+    # what launch() accepts, bench() accepts: torch CPU tensors and CPU DLPack objects become
+    # zero-copy NumPy views, so the copy back after the launch lands in the caller's memory
+    args = as_launch_args(args)
     grid = validate(grid, args)
     t = timing_of(timing, mode, samples)
     o = options or BenchOptions()
