@@ -261,6 +261,13 @@ class RayMeasurePool:
         self._ray = ray
         self._timeout_s = options.measure_timeout_s
         self.actors = [actor.remote(factory, i) for i in range(count)]
+        # an actor takes configs once it answers: its start-up (imports, arrays, warm-up) and
+        # any restart never count against a config's measure_timeout_s
+        self._starting: dict[Any, int] = {a.label.remote(): i for i, a in enumerate(self.actors)}
+        # wait for all of them at first, so every GPU starts on its share together
+        ready, _ = ray.wait(list(self._starting), num_returns=len(self._starting),
+                            timeout=options.measure_timeout_s)
+        self._free_at_start = {self._starting.pop(ref) for ref in ready}
         self._waiting: list[_Job] = []
         self._running: dict[Any, tuple[int, _Job]] = {}
         self._lock = threading.Condition()
@@ -301,7 +308,7 @@ class RayMeasurePool:
             raise
 
     def _dispatch_until_closed(self) -> None:
-        free = set(range(len(self.actors)))
+        free = set(self._free_at_start)
         while True:
             with self._lock:
                 for job in list(self._waiting):
@@ -314,24 +321,34 @@ class RayMeasurePool:
                     job.started = time.monotonic()
                     ref = self.actors[slot].measure.remote(job.config, *job.extra)
                     self._running[ref] = (slot, job)
-                if not self._running:
+                if not self._running and not self._starting:
                     if self._closed:
                         return
                     self._lock.wait(timeout=0.5)
                     continue
-            done, _ = self._ray.wait(list(self._running), num_returns=1, timeout=0.2)
+            done, _ = self._ray.wait([*self._running, *self._starting], num_returns=1,
+                                     timeout=0.2)
             for ref in done:
+                if ref in self._starting:  # answered (or gone for good: its configs fail)
+                    free.add(self._starting.pop(ref))
+                    continue
                 slot, job = self._running.pop(ref)
-                free.add(slot)
-                self._finish(ref, job)
+                if self._finish(ref, job):
+                    free.add(slot)
+                else:
+                    self._restarting(slot)
             now = time.monotonic()
             for ref, (slot, job) in list(self._running.items()):
                 if now - job.started > self._timeout_s:
                     self._running.pop(ref)
-                    free.add(slot)
                     self._hung(slot, job)
+                    self._restarting(slot)
 
-    def _finish(self, ref: Any, job: _Job) -> None:
+    def _restarting(self, slot: int) -> None:
+        self._starting[self.actors[slot].label.remote()] = slot
+
+    def _finish(self, ref: Any, job: _Job) -> bool:
+        """Settle ``job`` from its result; False when its measuring process died."""
         from ray.exceptions import RayActorError
 
         try:
@@ -341,12 +358,14 @@ class RayMeasurePool:
             if job.attempts < 2:  # the process died under it: once more, on its restart
                 with self._lock:
                     self._waiting.insert(0, job)
-                return
-            job.future.set_result(Measured(
-                job.config, None, "lost", "its measuring process died twice (a GPU fault, or "
-                f"a lost node): {str(e).splitlines()[0]}"))
+            else:
+                job.future.set_result(Measured(
+                    job.config, None, "lost", "its measuring process died twice (a GPU fault, "
+                    f"or a lost node): {str(e).splitlines()[0]}"))
+            return False
         except Exception as e:  # the measure function itself raised
             job.future.set_exception(e)
+        return True
 
     def _hung(self, slot: int, job: _Job) -> None:
         actor = self.actors[slot]
@@ -394,7 +413,7 @@ class ClusterRun:
         self.pool: RayMeasurePool | None = None
         gpus = options.gpus
         if gpus is None:
-            gpus = int(self.executor._ray.cluster_resources().get("GPU", 0))
+            gpus = int(connect(options).cluster_resources().get("GPU", 0))
         if factory is not None and gpus >= 1:
             self.pool = RayMeasurePool(factory, replace(options, gpus=gpus))
         self.measured_on: dict[str, str] = {}
