@@ -44,20 +44,23 @@ def candidates(kind, x, w, b, y, eps):
             return [("layernorm_rows (tutorial)", layernorm_rows, (rows,),
                      (x, w, b, y, eps, n, tile_n))]
         return []
+    from tile_lab.gpu.device import device_info
+
+    sms = device_info().sm_count
+    args = {"softmax": (x, y), "layernorm": (x, w, b, y, eps, n), "rmsnorm": (x, w, y, eps, n)}
     out = []
     for per in (1, 2):
         if per * tile_n > 16384 or rows % per:
             continue
         for tma in (0, 1):
             consts = (per, tile_n, 0, tma)
-            name = f"{kind}_block ROWS={per} TMA={tma}"
-            grid = (rows // per,)
-            if kind == "softmax":
-                out.append((name, nk.softmax_block, grid, (x, y, *consts)))
-            elif kind == "layernorm":
-                out.append((name, nk.layernorm_block, grid, (x, w, b, y, eps, n, *consts)))
-            else:
-                out.append((name, nk.rmsnorm_block, grid, (x, w, y, eps, n, *consts)))
+            out.append((f"{kind}_block ROWS={per} TMA={tma}", getattr(nk, f"{kind}_block"),
+                        (rows // per,), (*args[kind], *consts)))
+            # the grid-stride kernels: SMs x occupancy blocks, weights loaded once per block
+            for occ in (1, 2):
+                kernel = getattr(nk, f"{kind}_persistent").replace_hints(occupancy=occ)
+                out.append((f"{kind}_persistent ROWS={per} TMA={tma} occupancy={occ}", kernel,
+                            (min(rows // per, sms * occ),), (*args[kind], *consts)))
     return out
 
 

@@ -339,3 +339,34 @@ def test_compare_timed_on_the_gpu_against_the_copy_roof(vectors):
     assert cmp.baseline.startswith("cudaMemcpyAsync D2D")
     cupy = pytest.importorskip("cupy")
     cupy.testing.assert_array_equal(c, a + b)
+
+
+@pytest.mark.gpu
+def test_the_stream_hold_keeps_host_launch_overhead_out_of_the_span():
+    # a launch that spends 3 ms on the host before enqueueing a tiny kernel, timed one sample
+    # per call (as the burst regime does): unheld, the GPU waits inside the span; held, it
+    # does not
+    import time
+
+    import cupy
+
+    from tile_lab.gpu.timing import StreamHold, l2_flush_buffer, time_samples
+
+    x = cupy.zeros(1024, cupy.float32)
+
+    def slow_host_launch():
+        time.sleep(0.003)
+        x.fill(1.0)
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    flush = l2_flush_buffer(cupy, 50 << 20)
+    hold = StreamHold(cupy)
+    unheld, held = [], []
+    for _ in range(5):
+        unheld += time_samples(cupy, stream, slow_host_launch, mode="cold", samples=1,
+                               flush_buffer=flush)
+        held += time_samples(cupy, stream, slow_host_launch, mode="cold", samples=1,
+                             flush_buffer=flush, hold=hold)
+    assert min(unheld) > 2.5e-3  # the host's 3 ms lands between the events
+    assert max(held) < 0.5e-3 and not hold.timed_out
+    hold.close()

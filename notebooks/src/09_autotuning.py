@@ -117,11 +117,11 @@ for variant, rec in regimes["comparisons"].items():
 # %% [markdown]
 # The honest result, on the H100 above (both sides at the same clocks in every row):
 # the tutorial's persistent kernel with 128×128 tiles reaches **0.94× cuBLAS in the burst regime
-# and 0.99× in the sustained one**. What gets past cuBLAS is a bigger output tile that no single
+# and 0.98× in the sustained one**. What gets past cuBLAS is a bigger output tile that no single
 # CTA can hold: `persistent_acc` computes 256×256 tiles split over a 2-CTA cluster
 # (`num_ctas=2`) with 8 worker warps — with the default 4, the 128×256 fp32 accumulator each CTA
-# holds spills to local memory (the SASS shows ~800 STL/700 LDL). It measured **1.05× burst and
-# 1.02× sustained** here; `bench/tune_gemm.py`'s `persistent_acc` phase found the same config
+# holds spills to local memory (the SASS shows ~800 STL/700 LDL). It measured **1.01× burst and
+# 1.03× sustained** here; `bench/tune_gemm.py`'s `persistent_acc` phase found the same config
 # and measured it at 1.016× in both regimes against torch's cuBLAS in a process of its own. The
 # margins are a few percent: close enough that the regime decides them. An earlier version of
 # this notebook reported the 128×128 kernel at 1.06× cuBLAS: its benchmark warmed cuBLAS up for

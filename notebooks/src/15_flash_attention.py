@@ -209,77 +209,144 @@ print(f"K tile loads: {len(tr_c.select(arg='K', kind='load'))} causal vs "
       f"{len(tr.select(arg='K', kind='load'))} without the mask")
 
 # %% [markdown]
-# ## On a GPU: against torch SDPA
+# ## Making it fast: `flash_attention_tuned`
 #
-# Recorded with `bench/flash_attention.py`: `flash_attention` from `tile_lab.examples.attention`
-# (the kernel above plus the causal skip) against `torch.nn.functional.scaled_dot_product_attention`
-# (torch's default backend choice), fp16 and bf16, timed with CUDA events, the two sides in
-# alternating rounds (5 rounds; the ratio is the median of the per-round ratios, with its range).
-# The kernel's tile shape was picked per row from 128×64, 64×64 and 128×128 by one quick timing
-# each. *Burst*: each round after 1 s of idle, 10 calls per side (the GPU at its boost clock);
-# *sustained*: after 4 s of continuous work, 50 calls per side (the clock settled under the power
-# cap). Every row carries the SM clock read from NVML after its segments; the power column is
-# NVML's averaged reading, which after a 1 s idle mostly reflects the idle second.
+# The kernel above is the algorithm, written for reading. On an H100 it ran at about 0.6× of
+# torch's fastest attention (below). `tile_lab.examples.attention.flash_attention_tuned` computes
+# the same thing with five changes, each a line or two:
+#
+# 1. **Scale the row maxima, not the scores.** `max(s) · scale` costs `BM` multiplies instead of
+#    `BM × BN`, and `s · scale − m` becomes one fused multiply-add per score.
+# 2. **Mask only the tiles that cross the diagonal.** A causal block's key tiles below its first
+#    query row are fully visible; only the last one or two need the `ct.where`.
+# 3. **Cheap exponentials and one approximate division.** `ct.exp2(…, flush_to_zero=True)` and
+#    `ct.truediv(acc, l, rounding_mode=APPROX)`: the output is rounded to 16 bits anyway.
+# 4. **`latency=` hints on the K and V loads**: how far ahead the compiler should fetch them.
+# 5. **Tile shape, worker warps and occupancy chosen by measurement** on the GPU (below).
+#
+# It is still checked against NumPy on the emulator, with and without the causal mask:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-rec = json.load(open("data/flash_attention.json"))
-p = rec["provenance"]
-print(f"{p['gpu']} ({p['sm_count']} SMs, max SM clock {p['max_sm_clock_mhz']} MHz, "
-      f"{p['power_limit_w']:.0f} W cap), driver {p['driver']}, torch {p['torch']}, "
-      f"CUDA {p['cuda_runtime']}, cuda.tile {p['cuda_tile']}, clocks not locked")
-print(f"{'regime':9} {'dtype':5} {'B,H,S,D':14} {'causal':6} {'tiles':7} {'ours ms':>8} "
-      f"{'SDPA ms':>8} {'speed vs SDPA':>17} {'SM MHz':>6} {'reasons'}")
-for r in rec["results"]:
-    shape = ",".join(str(x) for x in r["shape"])
-    tiles = "x".join(str(t) for t in r["tiles"])
-    spread = f"{r['speedup']:.2f}x [{r['ratio_min']:.2f}-{r['ratio_max']:.2f}]"
-    print(f"{r['regime']:9} {r['dtype']:5} {shape:14} {str(r['causal']):6} {tiles:7} "
-          f"{r['ours_ms']:8.3f} {r['sdpa_ms']:8.3f} {spread:>17} {r['sm_clock_mhz']:6.0f} "
-          f"{','.join(r['clock_event_reasons']) or '-'}")
+from tile_lab.examples.attention import flash_attention_tuned
+
+for causal in (0, 1):
+    out_t = np.zeros_like(q)
+    tile_lab.emulate(flash_attention_tuned, (SEQ // BM, BH),
+                     (q, k, v, out_t, scale, BM, BN, D, causal, 2, 4))
+    err_t = np.abs(out_t.astype(np.float64) - attention_reference(q, k, v, causal=bool(causal)))
+    print(f"causal={causal}: matches NumPy (|error| < 2e-3):", err_t.max() < 2e-3)
+
+# %% [markdown]
+# ## Which tiles fit: registers, found on the CPU
+#
+# One block keeps its output accumulator (`BM × D` fp32) and a tile of scores (`BM × BN` fp32,
+# then fp16) in registers, spread over its worker warps; a thread has at most 255 registers.
+# Past that the compiler **spills** to local memory (`STL`/`LDL` in the SASS), which is slow.
+# No GPU is needed to see it: compile a few configurations for Hopper here and count the spill
+# instructions, next to the rough estimate `(BM·D + 1.5·BM·BN) / threads` registers of data:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+import re
+
+qh = np.zeros((1, 1024, 128), np.float16)
+print(f"{'BM x BN':8} {'warps':>5} {'data regs/thread':>17}  SASS (sm_90)")
+for bm, bn, warps in ((64, 128, 4), (128, 64, 4), (128, 128, 4), (128, 128, 8), (256, 128, 8)):
+    insp = tile_lab.inspect(flash_attention_tuned, (qh, qh, qh, qh, 0.1, bm, bn, 128, 0, 2, 4),
+                            arch="sm_90", hints={"num_worker_warps": warps})
+    n_spill = len(re.findall(r"\b(?:LDL|STL)\b", insp.sass))
+    est = (bm * 128 + 1.5 * bm * bn) / (32 * warps)
+    print(f"{bm:>3}x{bn:<4} {warps:>5} {est:>17.0f}  "
+          f"{'spills to local memory' if n_spill else 'no spills'}")
+
+# %% [markdown]
+# The measured search on the GPU (below) skips every configuration that spills before launching
+# it, with this same check.
+#
+# ## On a GPU: against the fastest torch SDPA
+#
+# Recorded with `bench/gpu_attention.py` on an H100. For each row it first finds the **strongest
+# baseline**: `torch.nn.functional.scaled_dot_product_attention` as torch dispatches it and
+# pinned to each of its backends (cuDNN, FlashAttention-2, memory-efficient), timed in
+# interleaved rounds. Torch's own dispatch picks cuDNN here, about twice as fast as its
+# FlashAttention-2 backend:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+rec = json.load(open("data/attention.json"))
+p = rec["env"]["provenance"]
+print(f"{p['gpu']} ({p['sm_count']} SMs, max SM clock {p['max_sm_clock_mhz']:.0f} MHz), driver "
+      f"{p['driver']}, torch {rec['env']['torch']}, cuda.tile {p['cuda_tile']}, tileiras "
+      f"{p['tileiras']}, clocks locked: {p['clocks_locked']}")
+backends = ["cudnn", "default", "flash", "efficient"]
+print(f"{'row':26}" + "".join(f"{b:>11}" for b in backends) + "   (µs, median)")
+for b in rec["baselines"]:
+    times = {k[len("torch sdpa ("):-1]: v for k, v in b["candidates_us"].items()}
+    print(f"{b['row']:26}" + "".join(f"{times.get(k, float('nan')):11.0f}" for k in backends))
+
+# %% [markdown]
+# Then it tunes `flash_attention_tuned` once per head size and mask: every tile shape × worker
+# warps × occupancy that passes the spill check, ranked in two interleaved rounds of 5 samples
+# (L2 flushed before each), then the best three with other `latency` hints. Here is that search
+# for `D = 128` without the mask; the tutorial's 128×64 tile with 4 warps is not the best:
+
+# %%
+tune = rec["tuning"]["D=128 causal=False"]
+trials = sorted((t for t in tune["trials"] if "median_us" in t), key=lambda t: t["median_us"])
+labels = [f"{c['BM']}x{c['BN']} w{c['num_worker_warps']} o{c['occupancy']} "
+          f"lat{tuple(c['latency'])}" for c in (t["config"] for t in trials)]
+fig, ax = plt.subplots(figsize=(8, 4.2))
+ax.barh(range(len(trials)), [t["median_us"] for t in trials],
+        color=["#D55E00" if i == 0 else "#56B4E9" for i in range(len(trials))])
+ax.set_yticks(range(len(trials)), labels, fontsize=6)
+ax.invert_yaxis()
+ax.set(xlabel="median µs (4×16×2048×128 fp16)", title=f"tuning on {p['gpu']}: "
+       f"{len(trials)} launches; {sum(s['spills'] != 0 for s in tune['screened'])} "
+       "configs skipped for spilling")
+plt.tight_layout()
+
+# %% [markdown]
+# Finally each row compares the tuned kernel (and, on the 4×16×2048×128 fp16 rows, the
+# tutorial kernel) against the fastest baseline with `tile_lab.compare_timed`: the *burst*
+# regime (the GPU rested before every group of samples: boost clock) and the *sustained*
+# regime (after 2 s of continuous load, under the power cap), ABBA rounds, every batch of
+# samples enqueued behind a stream hold so the host's launch overhead (large for SDPA's cuDNN
+# path) never falls inside a timed span, the ratio `baseline time / ours` (above 1: ours is
+# faster) with its bootstrap 95% CI, and the SM clock each side ran at:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(f"{'row':26} {'kernel':8} {'regime':9} {'ratio':>6} {'95% CI':>12} {'ours TFLOPS':>11} "
+      f"{'SDPA TFLOPS':>11} {'SM MHz':>9}")
+for r in rec["rows"]:
+    print(f"{r['row']:26} {r['kernel']:8} {r['regime']:9} {r['ratio']:6.2f} "
+          f"{r['ci_low']:5.2f}-{r['ci_high']:<5.2f} {r['ours_tflops']:11.0f} "
+          f"{r['baseline_tflops']:11.0f} {r['ours_sm_mhz']:4.0f}/{r['baseline_sm_mhz']:4.0f}")
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 2.8))
-labels = [f"{r['dtype']} S={r['shape'][2]} D={r['shape'][3]}{' causal' if r['causal'] else ''}"
-          for r in rec["results"] if r["regime"] == "burst"]
+tuned = [r for r in rec["rows"] if r["kernel"] == "tuned"]
+labels = sorted({r["row"] for r in tuned}, key=[r["row"] for r in tuned].index)
 for off, regime, color in ((-0.2, "burst", "#56B4E9"), (0.2, "sustained", "#D55E00")):
-    rows = [r for r in rec["results"] if r["regime"] == regime]
-    ax.bar(np.arange(len(rows)) + off, [r["speedup"] for r in rows], 0.4, color=color,
-           label=regime, yerr=[[r["speedup"] - r["ratio_min"] for r in rows],
-                               [r["ratio_max"] - r["speedup"] for r in rows]])
+    rows = [next(r for r in tuned if r["row"] == lab and r["regime"] == regime)
+            for lab in labels]
+    ax.bar(np.arange(len(rows)) + off, [r["ratio"] for r in rows], 0.4, color=color,
+           label=regime, yerr=[[r["ratio"] - r["ci_low"] for r in rows],
+                               [r["ci_high"] - r["ratio"] for r in rows]])
 ax.axhline(1.0, color="k", lw=0.8)
 ax.set_xticks(range(len(labels)), labels, rotation=20, fontsize=7, ha="right")
-ax.set(ylabel="speed vs SDPA (>1 faster)", title=f"flash_attention vs torch SDPA on {p['gpu']}")
+ax.set(ylabel="fastest SDPA time / ours", title=f"flash_attention_tuned on {p['gpu']}")
 ax.legend(fontsize=8)
 plt.tight_layout()
 
 # %% [markdown]
-# Which SDPA matters. `bench/gpu_attention.py` (the project's comparison harness: ABBA rounds,
-# cold L2, bootstrap CI) timed the same kernel against SDPA **pinned to its FlashAttention
-# backend** on the same H100 model. Against that backend the kernel wins; against torch's default
-# choice (above, which ran about twice as fast as the flash backend on 4×16×2048×128) it loses:
-
-# %%
-# NBVAL_CHECK_OUTPUT
-flash = json.load(open("data/regimes_attention.json"))
-fp = flash["env"]["provenance"]
-print(f"{fp['gpu']}, driver {fp['driver']}, torch {flash['env']['torch']}, cuda.tile {fp['cuda_tile']}")
-for r in flash["rows"]:
-    print(f"{r['row']:32} {r['regime']:9} ours {r['ours_tflops']:4.0f} TFLOPS vs "
-          f"{r['baseline']} {r['baseline_tflops']:4.0f}: {r['ratio']:.2f}x "
-          f"[CI {r['ci_low']:.2f}-{r['ci_high']:.2f}] at {r['ours_sm_mhz']:.0f} MHz")
-default = [r for r in rec["results"] if r["shape"] == [4, 16, 2048, 128] and not r["causal"]
-           and r["dtype"] == "fp16"]
-for r in default:
-    print(f"default-dispatch SDPA, 4x16x2048x128 fp16, {r['regime']:9}: "
-          f"{r['sdpa_tflops']:4.0f} TFLOPS; ours {r['ours_tflops']:4.0f}")
-
-# %% [markdown]
-# **The honest reading:** this straightforward kernel runs at about 0.5–0.65× of torch's SDPA
-# (default backend choice, the one a user gets) on the H100, and at 1.05–1.18× of SDPA's
-# FlashAttention-2 backend — correct (max difference from SDPA's output ≤ 4e-3 in bf16), but not competitive; the
-# goal of ≥ 1.0× is not met. The gap is larger in the sustained regime, where both run at a
-# lower, power-capped clock. Production attention kernels on Hopper overlap the softmax
-# arithmetic of one tile with the tensor-core work of the next (warp specialisation, ping-pong
-# between two query tiles) and pipeline K/V loads deeply; the tuning knobs of notebooks 9 and 13
-# (`latency` on the K/V loads, `num_ctas`, `occupancy`, tile shapes) are where to start.
+# **The honest reading.** Tuned, the kernel runs at **0.91–1.00× of cuDNN's attention** (the
+# fastest SDPA here) in both regimes: 1.00× at head size 64, 0.96× with the causal mask, 0.91×
+# for the dense 2048-token rows and 0.93–0.96× at 8192 tokens (559–619 TFLOPS against
+# 603–663). The tutorial kernel reaches 0.58×, so tiles, warps, occupancy and the five changes
+# above took it from 360 to 560 TFLOPS. The goal of ≥ 1.0× against the strongest SDPA is
+# **met only at head size 64**. What remains is what FlashAttention-3 does by hand on Hopper — one
+# warp group computing the softmax of a tile while another runs the next tile's matrix multiply —
+# which cuTile leaves to its compiler; `bench/gpu_attention.py` is the harness to test the next
+# idea with.

@@ -63,3 +63,41 @@ def attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray,
 def grid(q_shape: tuple[int, int, int], BM: int) -> tuple[int, int]:
     """The launch grid for ``[batch*heads, seq, head_dim]`` queries: (query tiles, batch*heads)."""
     return (math.ceil(q_shape[1] / BM), q_shape[0])
+
+
+@ct.kernel
+def flash_attention_tuned(Q, K, V, Out, qk_scale_log2: float, BM: ct.Constant[int],
+                          BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[int],
+                          K_LATENCY: ct.Constant[int], V_LATENCY: ct.Constant[int]):
+    """``flash_attention`` with the changes that make it fast; each is one line below."""
+    i, bh = ct.bid(0), ct.bid(1)
+    q = ct.load(Q, index=(bh, i, 0), shape=(1, BM, D)).reshape((BM, D))
+    m = ct.full((BM, 1), -math.inf, dtype=ct.float32)
+    row_sum = ct.full((BM, 1), 0.0, dtype=ct.float32)
+    acc = ct.full((BM, D), 0.0, dtype=ct.float32)
+    n_kv = ct.num_tiles(K, axis=1, shape=(1, BN, D))
+    first_masked = n_kv  # key tiles before this one need no mask at all
+    if CAUSAL:
+        n_kv = ct.minimum(n_kv, ct.cdiv((i + 1) * BM, BN))
+        first_masked = (i * BM) // BN  # only tiles crossing the diagonal pay for the mask
+    rows = i * BM + ct.arange(BM, dtype=ct.int32).reshape((BM, 1))
+    for j in range(n_kv):
+        # the latency hints tell the compiler how far ahead to fetch K and V (pipeline depth)
+        kt = ct.load(K, index=(bh, 0, j), shape=(1, D, BN), order=(0, 2, 1),
+                     latency=K_LATENCY).reshape((D, BN))
+        s = ct.mma(q, kt, ct.full((BM, BN), 0.0, dtype=ct.float32))  # unscaled scores
+        if CAUSAL and j >= first_masked:
+            cols = j * BN + ct.arange(BN, dtype=ct.int32).reshape((1, BN))
+            s = ct.where(cols <= rows, s, -math.inf)
+        # scale the row maxima (BM values), not the whole tile, then fold the scale and the
+        # subtraction into one multiply-add per score
+        m_new = ct.maximum(m, ct.max(s, axis=1, keepdims=True) * qk_scale_log2)
+        p = ct.exp2(s * qk_scale_log2 - m_new, flush_to_zero=True)
+        alpha = ct.exp2(m - m_new, flush_to_zero=True)
+        row_sum = row_sum * alpha + ct.sum(p, axis=1, keepdims=True)
+        v = ct.load(V, index=(bh, j, 0), shape=(1, BN, D), latency=V_LATENCY).reshape((BN, D))
+        acc = ct.mma(p.astype(Q.dtype), v, acc * alpha)
+        m = m_new
+    # one approximate reciprocal-multiply per output (the result is rounded to 16 bits anyway)
+    out = ct.truediv(acc, row_sum, flush_to_zero=True, rounding_mode=ct.RoundingMode.APPROX)
+    ct.store(Out, index=(bh, i, 0), tile=out.astype(Out.dtype).reshape((1, BM, D)))

@@ -3,7 +3,8 @@
 * GEMM: the faster of ``torch.matmul`` and ``cupy.matmul`` (both cuBLAS, but they pick
   different algorithms and workspaces) — :func:`gemm_candidates` + :func:`fastest`;
 * softmax / LayerNorm / RMSNorm: torch (``torch.softmax``, ``F.layer_norm``, ``F.rms_norm``);
-* attention: ``F.scaled_dot_product_attention`` with the flash backend where torch has it;
+* attention: the fastest of ``F.scaled_dot_product_attention`` as dispatched and pinned to each
+  backend (cuDNN, flash, memory-efficient) — :func:`attention_candidates` + :func:`fastest`;
 * memory roof: a measured device-to-device copy (:func:`copy_roof`), shown beside the spec peak.
 
 Each is a :class:`~tile_lab.gpu.sampling.TimedWork` whose ``baseline`` field names the library
@@ -14,6 +15,7 @@ CuPy arrays or torch tensors (shared through DLPack, never copied).
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -71,27 +73,36 @@ def gemm_candidates(a: Any, b: Any, c: Any) -> list[TimedWork]:
     ]
 
 
-def fastest(candidates: Sequence[W], timer: Timer, *, rounds: int = 3, samples: int = 5) -> W:
-    """The candidate with the lowest median time over ``rounds`` interleaved rounds (the
-    strongest baseline, or the best of a few kernel configs); a TimedWork's ``baseline`` text
-    then names the candidates it beat."""
+def rank(candidates: Sequence[W], timer: Timer, *, rounds: int = 3,
+         samples: int = 5) -> list[tuple[W, float]]:
+    """Each candidate with its median time in seconds over ``rounds`` interleaved rounds (order
+    reversed every other round, so drift hits all alike), fastest first."""
     import statistics
 
     if not candidates:
-        raise ValueError("no baseline candidates")
-    times: dict[str, list[float]] = {c.name: [] for c in candidates}
-    first = {c.name: True for c in candidates}
+        raise ValueError("no candidates to rank")
+    times: dict[int, list[float]] = {id(c): [] for c in candidates}
     for r in range(rounds):
         for c in (candidates if r % 2 == 0 else list(reversed(candidates))):
-            times[c.name] += timer.time(c, samples, first=first[c.name])
-            first[c.name] = False
-    best = min(candidates, key=lambda c: statistics.median(times[c.name]))
-    others = [f"{c.name} ({statistics.median(times[c.name]) * 1e6:.1f} us)"
-              for c in candidates if c is not best]
+            times[id(c)] += timer.time(c, samples, first=r == 0)
+    medians = [(c, statistics.median(times[id(c)])) for c in candidates]
+    return sorted(medians, key=lambda cm: cm[1])
+
+
+def fastest(candidates: Sequence[W], timer: Timer, *, rounds: int = 3, samples: int = 5) -> W:
+    """The candidate with the lowest median time (:func:`rank`): the strongest baseline, or the
+    best of a few kernel configs; a TimedWork's ``baseline`` text then names the candidates it
+    beat, with their times."""
+    return best_of(rank(candidates, timer, rounds=rounds, samples=samples))
+
+
+def best_of(ranked: Sequence[tuple[W, float]]) -> W:
+    """The first of :func:`rank`'s result; a TimedWork's ``baseline`` text gains the times."""
+    (best, mine), others = ranked[0], ranked[1:]
     if isinstance(best, TimedWork) and best.baseline and others:
-        mine = statistics.median(times[best.name]) * 1e6
-        return replace(best, baseline=f"{best.baseline}; the faster here ({mine:.1f} us vs "
-                                      f"{', '.join(others)}, interleaved)")
+        beaten = ", ".join(f"{c.name} ({t * 1e6:.1f} us)" for c, t in others)
+        return replace(best, baseline=f"{best.baseline}; the faster here ({mine * 1e6:.1f} us "
+                                      f"vs {beaten}, interleaved)")
     return best
 
 
@@ -132,35 +143,58 @@ def rms_norm(x: Any, weight: Any, eps: float = 1e-5) -> TimedWork:
 
 
 # ---- attention ------------------------------------------------------------
-def attention(q: Any, k: Any, v: Any, *, causal: bool = False) -> TimedWork:
-    """``F.scaled_dot_product_attention`` over (batch, heads, seq, dim) tensors, on the flash
-    backend when torch offers it for these inputs (else torch's own choice, named)."""
+SDPA_BACKENDS = ("default", "cudnn", "flash", "efficient")
+
+
+def attention(q: Any, k: Any, v: Any, *, causal: bool = False,
+              backend: str = "default") -> TimedWork:
+    """``F.scaled_dot_product_attention`` over (batch, heads, seq, dim) tensors, either as
+    torch dispatches it (``backend="default"``, what a user gets by calling it) or pinned to
+    one backend (``"cudnn"``, ``"flash"``, ``"efficient"``). Raises the error torch gives when
+    the pinned backend cannot take these inputs."""
+    if backend not in SDPA_BACKENDS:
+        raise ValueError(f"backend must be one of {SDPA_BACKENDS}, got {backend!r}")
     torch = _torch()
     tq, tk, tv = as_torch(q), as_torch(k), as_torch(v)
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    backend = "default"
-    ctx: Any = None
-    try:
+    pinned: Any = contextlib.nullcontext
+    if backend != "default":
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            sdpa(tq, tk, tv, is_causal=causal)
-        backend, ctx = "flash", (sdpa_kernel, SDPBackend.FLASH_ATTENTION)
-    except Exception:
-        pass
+        which = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+                 "efficient": SDPBackend.EFFICIENT_ATTENTION}[backend]
+
+        def pinned() -> Any:
+            return sdpa_kernel(which)
 
     def run() -> None:
-        if ctx is None:
+        with pinned():
             sdpa(tq, tk, tv, is_causal=causal)
-        else:
-            with ctx[0](ctx[1]):
-                sdpa(tq, tk, tv, is_causal=causal)
 
+    with warnings.catch_warnings():  # torch warns, then raises, when a backend cannot run
+        warnings.simplefilter("ignore")
+        run()  # fails here, not in the middle of a measurement
     b, h, s, d = tq.shape
     flops = 4 * b * h * s * tk.shape[2] * d // (2 if causal else 1)
     return TimedWork(f"torch sdpa ({backend})", run, flops=flops,
                      baseline=f"torch.nn.functional.scaled_dot_product_attention "
                               f"[{backend} backend], {torch_version()}")
+
+
+def attention_candidates(q: Any, k: Any, v: Any, *,
+                         causal: bool = False) -> tuple[list[TimedWork], dict[str, str]]:
+    """SDPA as torch dispatches it and pinned to each backend that takes these inputs; time them
+    with :func:`fastest` for the attention baseline (on an H100 the default dispatch, cuDNN,
+    ran about twice as fast as the flash backend). Also returns why each missing backend was
+    left out."""
+    works: list[TimedWork] = []
+    skipped: dict[str, str] = {}
+    for backend in SDPA_BACKENDS:
+        try:
+            works.append(attention(q, k, v, causal=causal, backend=backend))
+        except Exception as e:  # this torch/GPU/dtype has no such backend: say so, go on
+            skipped[backend] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+    return works, skipped
 
 
 # ---- memory roof ------------------------------------------------------------

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .state import SampleState, StateReader, ThrottlePolicy, wait_for_recovery
-from .timing import MODES, l2_flush_buffer, time_samples
+from .timing import MODES, StreamHold, l2_flush_buffer, time_samples
 
 REGIMES = ("burst", "sustained")
 
@@ -68,15 +68,26 @@ class Timer(Protocol):
 
 class CudaEventTimer:
     """CUDA events around each sample on ``stream`` with the protocol of ``mode`` (see
-    :mod:`tile_lab.gpu.timing`): "cold" flushes L2 before each sample, "warm" does not."""
+    :mod:`tile_lab.gpu.timing`): "cold" flushes L2 before each sample, "warm" does not.
+
+    Samples are enqueued behind a :class:`~tile_lab.gpu.timing.StreamHold` so host launch
+    overhead stays out of every span; ``hold=False`` times without it (the old protocol, for
+    comparison), and where the hold kernel cannot be built ``hold_error`` says why."""
 
     def __init__(self, cupy: Any, stream: Any, *, mode: str = "cold", l2_bytes: int = 0,
-                 launches_per_sample: int = 1) -> None:
+                 launches_per_sample: int = 1, hold: bool = True) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.cupy, self.stream, self.mode = cupy, stream, mode
         self.per_sample = launches_per_sample
         self.flush = l2_flush_buffer(cupy, l2_bytes) if mode == "cold" else None
+        self.hold: StreamHold | None = None
+        self.hold_error: str | None = None
+        if hold:
+            try:
+                self.hold = StreamHold(cupy)
+            except Exception as e:  # no NVRTC or no mapped memory: time unheld, and say so
+                self.hold_error = f"{type(e).__name__}: {e}"
 
     def time(self, work: Timeable, samples: int, *, first: bool) -> list[float]:
         stream = self.stream
@@ -90,7 +101,8 @@ class CudaEventTimer:
 
         return time_samples(self.cupy, stream, launch, mode=self.mode, samples=samples,
                             prepare=work.prepare, flush_buffer=self.flush,
-                            launches_per_sample=self.per_sample, discard_first=first)
+                            launches_per_sample=self.per_sample, discard_first=first,
+                            hold=self.hold)
 
 
 def _torch_stream(ptr: int) -> Callable[[], Any]:
