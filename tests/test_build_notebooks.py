@@ -8,6 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytest.importorskip("jupytext", reason="tools/build_notebooks.py needs jupytext (the [test] extra)")
+
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("build_notebooks",
                                                ROOT / "tools" / "build_notebooks.py")

@@ -5,7 +5,8 @@ a fake that reads the tile size and occupancy hint back *from the compiled Tile 
 prove each config's ``-D`` defines reached the compiler, and test the tuner's decisions, never
 timing numbers. GPU tests (``@pytest.mark.gpu``) time and tune on the lent GPU.
 
-On the lent GPU (no CUDA Tile capable nvcc there), prebuild the tuned configs here first:
+On the lent GPU the image's nvcc predates CUDA Tile C++: carry the pip nvcc there
+(``tools/gpu_split_bundle.sh --cpp``, part ``.gpu_tc3``), or prebuild the tuned configs here:
     python tests/test_cpp_bench_tune.py --prebuild sm_90 .gpu_cpp
 and run the tests with TILE_LAB_CPP_PREBUILT=.gpu_cpp.
 """

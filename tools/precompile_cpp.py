@@ -1,9 +1,9 @@
 """Compile the CUDA Tile C++ examples here (CPU) for one arch and save each Inspection as JSON.
 
-The lent GPU machine's system nvcc predates CUDA Tile C++ and the pip nvcc is too large to
-carry there, so C++ kernels are compiled on the CPU — which is exactly what tile_lab is for — and
-their cubins travel inside the JSON. Tests and benchmarks load them when ``TILE_LAB_CPP_PREBUILT``
-names the folder (see ``cpp_inspection``).
+The lent GPU machine's system nvcc predates CUDA Tile C++; either carry the pip nvcc there in a
+call of its own (``tools/gpu_split_bundle.sh --cpp``) or compile the C++ kernels on the CPU
+(which is exactly what tile_lab is for) and let their cubins travel inside the JSON. Tests and
+benchmarks load them when ``TILE_LAB_CPP_PREBUILT`` names the folder (see ``cpp_inspection``).
 
     python tools/precompile_cpp.py --arch sm_90 --out .gpu_cpp
 """

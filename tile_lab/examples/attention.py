@@ -68,8 +68,10 @@ def grid(q_shape: tuple[int, int, int], BM: int) -> tuple[int, int]:
 @ct.kernel
 def flash_attention_tuned(Q, K, V, Out, qk_scale_log2: float, BM: ct.Constant[int],
                           BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[int],
-                          K_LATENCY: ct.Constant[int], V_LATENCY: ct.Constant[int]):
-    """``flash_attention`` with the changes that make it fast; each is one line below."""
+                          LATENCY: ct.Constant[int]):
+    """``flash_attention`` with the changes that make it fast; each is one line below.
+    ``LATENCY`` (1-5) is the K loads' latency hint; V, used later in each iteration, gets twice
+    it."""
     i, bh = ct.bid(0), ct.bid(1)
     q = ct.load(Q, index=(bh, i, 0), shape=(1, BM, D)).reshape((BM, D))
     m = ct.full((BM, 1), -math.inf, dtype=ct.float32)
@@ -84,7 +86,7 @@ def flash_attention_tuned(Q, K, V, Out, qk_scale_log2: float, BM: ct.Constant[in
     for j in range(n_kv):
         # the latency hints tell the compiler how far ahead to fetch K and V (pipeline depth)
         kt = ct.load(K, index=(bh, 0, j), shape=(1, D, BN), order=(0, 2, 1),
-                     latency=K_LATENCY).reshape((D, BN))
+                     latency=LATENCY).reshape((D, BN))
         s = ct.mma(q, kt, ct.full((BM, BN), 0.0, dtype=ct.float32))  # unscaled scores
         if CAUSAL and j >= first_masked:
             cols = j * BN + ct.arange(BN, dtype=ct.int32).reshape((1, BN))
@@ -95,7 +97,7 @@ def flash_attention_tuned(Q, K, V, Out, qk_scale_log2: float, BM: ct.Constant[in
         p = ct.exp2(s * qk_scale_log2 - m_new, flush_to_zero=True)
         alpha = ct.exp2(m - m_new, flush_to_zero=True)
         row_sum = row_sum * alpha + ct.sum(p, axis=1, keepdims=True)
-        v = ct.load(V, index=(bh, j, 0), shape=(1, BN, D), latency=V_LATENCY).reshape((BN, D))
+        v = ct.load(V, index=(bh, j, 0), shape=(1, BN, D), latency=2 * LATENCY).reshape((BN, D))
         acc = ct.mma(p.astype(Q.dtype), v, acc * alpha)
         m = m_new
     # one approximate reciprocal-multiply per output (the result is rounded to 16 bits anyway)

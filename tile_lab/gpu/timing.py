@@ -12,7 +12,7 @@
 a cuDNN graph, a Python wrapper) reaches the GPU late; if the stream was idle, the GPU sits
 between the start event and the kernel, and that wait is counted. A flush only hides it when
 the host is ahead, which is not the case after every ``synchronize`` (the burst regime times
-one sample per call): on an H100 cuDNN attention measured 205–290 µs that way against 150 µs
+one sample per call): on an H100 cuDNN attention measured 206–290 µs that way against 149–221 µs
 back to back. So, as nvbench does, a :class:`StreamHold` kernel holds the stream until the
 host has enqueued a batch of samples, and only then is the batch released to run.
 
