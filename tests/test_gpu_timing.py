@@ -179,3 +179,19 @@ def test_a_launch_that_raises_still_releases_the_stream():
         time_samples(_FakeCupy(log), _FakeStream(log), fails_on_third_call, mode="cold",
                      samples=3, flush_buffer=_FakeFlush(log), hold=_FakeHold(log))
     assert "hold" in log and log[-1] == "release"
+
+
+def test_a_timer_whose_hold_cannot_be_built_times_unheld_and_says_why():
+    from tile_lab.gpu.sampling import CudaEventTimer
+
+    class NoMappedMemory:
+        class cuda:  # mirrors cupy.cuda
+            class runtime:
+                @staticmethod
+                def hostAlloc(size, flags):  # mirrors cupy.cuda.runtime
+                    raise RuntimeError("cudaErrorInvalidValue: mapped memory unsupported")
+
+    timer = CudaEventTimer(NoMappedMemory, None, mode="warm")
+    assert timer.hold is None
+    assert timer.hold_error == "RuntimeError: cudaErrorInvalidValue: mapped memory unsupported"
+    assert CudaEventTimer(NoMappedMemory, None, mode="warm", hold=False).hold_error is None

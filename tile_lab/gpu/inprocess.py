@@ -291,8 +291,12 @@ def time_work(cupy: Any, s: Any, work: Any, timing: Any, *, warmup_done: int = 0
     chunk = 5 if timing.mode == "warm" else 1
     got = sample_with_state(timer, work, timing.n, nvml_reader(), timing.throttle,
                             regime=timing.regime, chunk=chunk, stop_above_s=timing.stop_above_s)
+    notes = got.notes
+    if timer.hold_error:  # say so: host launch overhead may then fall inside the spans
+        notes += (f"timed without a stream hold ({timer.hold_error}): host launch overhead "
+                  "may fall inside the spans",)
     del timer
-    return Sampled(got.times_s, per_sample, False, got.notes, got)
+    return Sampled(got.times_s, per_sample, False, notes, got)
 
 
 def _graph_launches(cupy: Any, s: Any, work: Any) -> int:
