@@ -346,7 +346,10 @@ plt.tight_layout()
 # 0.97× with the causal mask, 0.91× for the dense 2048-token rows and 0.93–0.96× at 8192 tokens
 # (566–626 TFLOPS against 606–673). The tutorial kernel reaches 0.57–0.58×, so tiles, warps,
 # occupancy and the five changes above took it from 360 to 569 TFLOPS. The goal of ≥ 1.0×
-# against the strongest SDPA is **not met**; it comes closest at head size 64. What remains is
+# against the strongest SDPA is **not met**; it comes closest at head size 64. One idea that did
+# not help: FlashAttention-4's lazy rescaling (touch `acc` only when some row's maximum grew by
+# more than 2⁸) ran 5–40% *slower* on the same H100, because the data-dependent `if` in the loop
+# stops the compiler from overlapping one iteration's loads and MMAs with the next. What remains is
 # what FlashAttention-3 does by hand on Hopper — one warp group computing the softmax of a tile
 # while another runs the next tile's matrix multiply — which cuTile leaves to its compiler;
 # `bench/gpu_attention.py` is the harness to test the next idea with.
