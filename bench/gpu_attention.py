@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -63,12 +62,12 @@ def spills(cfg: dict, d: int, causal: bool) -> int | str:
 
     q = np.zeros((1, 1024, d), np.float16)
     try:
-        sass = str(tile_lab.inspect(
+        insp = tile_lab.inspect(
             flash_attention_tuned, (q, q, q, q, 0.1, cfg["BM"], cfg["BN"], d, int(causal), 2),
-            arch="sm_90", hints={k: cfg[k] for k in ("num_worker_warps", "occupancy")}).sass)
+            arch="sm_90", hints={k: cfg[k] for k in ("num_worker_warps", "occupancy")})
+        return sum(insp.spill_instructions().values())
     except Exception as e:  # no nvdisasm here, or the config does not compile
         return f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
-    return len(re.findall(r"\bLDL\b", sass)) + len(re.findall(r"\bSTL\b", sass))
 
 
 def tuned_work(q3, k3, v3, out, d: int, causal: bool, cfg: dict):
@@ -77,10 +76,10 @@ def tuned_work(q3, k3, v3, out, d: int, causal: bool, cfg: dict):
 
     args = (q3, k3, v3, out, LOG2_E / math.sqrt(d), cfg["BM"], cfg["BN"], d, int(causal),
             cfg.get("latency", LATENCIES[0]))
-    w = kernel_work(flash_attention_tuned, grid(tuple(q3.shape), cfg["BM"]), args,
-                    hints={k: cfg[k] for k in ("num_worker_warps", "occupancy")})
-    name = ("flash_attention_tuned " + " ".join(f"{k}={v}" for k, v in cfg.items()))
-    return type(w)(name, w.kernel, w.grid, w.args)
+    return kernel_work(flash_attention_tuned, grid(tuple(q3.shape), cfg["BM"]), args,
+                       hints={k: cfg[k] for k in ("num_worker_warps", "occupancy")},
+                       name="flash_attention_tuned " + " ".join(f"{k}={v}"
+                                                                for k, v in cfg.items()))
 
 
 def tutorial_work(q3, k3, v3, out, d: int, causal: bool):
@@ -88,9 +87,9 @@ def tutorial_work(q3, k3, v3, out, d: int, causal: bool):
     from tile_lab.gpu import kernel_work
 
     bm, bn = TUTORIAL_TILES
-    w = kernel_work(flash_attention, grid(tuple(q3.shape), bm),
-                    (q3, k3, v3, out, LOG2_E / math.sqrt(d), bm, bn, d, int(causal)))
-    return type(w)(f"flash_attention (tutorial, {bm}x{bn})", w.kernel, w.grid, w.args)
+    return kernel_work(flash_attention, grid(tuple(q3.shape), bm),
+                       (q3, k3, v3, out, LOG2_E / math.sqrt(d), bm, bn, d, int(causal)),
+                       name=f"flash_attention (tutorial, {bm}x{bn})")
 
 
 def tune(arrays, d: int, causal: bool, timer, quick: bool) -> dict:

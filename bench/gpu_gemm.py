@@ -91,8 +91,7 @@ def compare_configs(size: int, configs: dict, *, quick: bool = False):
         err = float(cupy.linalg.norm(c.astype(cupy.float32) - expected)
                     / cupy.linalg.norm(expected))
         assert err < 1e-2, f"{variant} {cfg}: relative error {err:.3g} vs cuBLAS"
-        w = kernel_work(kernel, grid, args)
-        ours = type(w)(f"gemm_{variant}", w.kernel, w.grid, w.args)
+        ours = kernel_work(kernel, grid, args, name=f"gemm_{variant}")
         cmp = compare_timed(ours, base, compare_options(quick))
         comparisons[variant] = dict(config=cfg, comparison=cmp.to_json_dict())
         rows += comparison_rows(f"gemm_{variant}", cmp, ours_flops=flops)

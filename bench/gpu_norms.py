@@ -123,8 +123,7 @@ def main() -> None:
                 if err > 1e-3:
                     print(f"  {name}: wrong result (max abs err {err:.3g}); left out")
                     continue
-                work = kernel_work(kernel, grid, args)
-                works.append(type(work)(name, work.kernel, work.grid, work.args))
+                works.append(kernel_work(kernel, grid, args, name=name))
             label = f"{kind} {shape[0]}x{shape[1]}"
             if not works:
                 m = bench_work(base, timing=TimingOptions(samples=20))

@@ -55,17 +55,16 @@ def candidates(a, b, c, n):
 
     from tile_lab.gpu import kernel_work
 
-    out = [kernel_work(vector_add, (n // t,), (a, b, c, t)) for t in (1024, 2048, 4096)]
-    out = [type(w)(f"vector_add tile={w.args[3]}", w.kernel, w.grid, w.args) for w in out]
+    out = [kernel_work(vector_add, (n // t,), (a, b, c, t), name=f"vector_add tile={t}")
+           for t in (1024, 2048, 4096)]
     try:
         import norm_kernels as nk
     except ImportError:
         return out
     for tile in (2048, 4096, 8192):
         for tma in (0, 1):
-            w = kernel_work(nk.vector_add_tuned, (n // tile,), (a, b, c, tile, 0, tma))
-            out.append(type(w)(f"vector_add_tuned tile={tile} TMA={tma}", w.kernel, w.grid,
-                               w.args))
+            out.append(kernel_work(nk.vector_add_tuned, (n // tile,), (a, b, c, tile, 0, tma),
+                                   name=f"vector_add_tuned tile={tile} TMA={tma}"))
     return out
 
 

@@ -231,8 +231,8 @@ def phase_compare(size, picks):
     works = []
     for who, cfg in zip(("tile_lab's pick", "cuTile's pick"), picks):
         k = gemm_naive.replace_hints(num_ctas=cfg["num_ctas"])
-        w = kernel_work(k, _grid_naive(size)(cfg), (a, b, c, cfg["TM"], cfg["TN"], cfg["TK"]))
-        works.append(type(w)(who, w.kernel, w.grid, w.args))
+        works.append(kernel_work(k, _grid_naive(size)(cfg),
+                                 (a, b, c, cfg["TM"], cfg["TN"], cfg["TK"]), name=who))
     cmp = compare_timed(works[0], works[1])
     rows = comparison_rows("tile_lab pick vs cuTile pick", cmp,
                            ours_flops=matmul_flops(size, size, size))

@@ -152,3 +152,36 @@ def test_dropping_lazy_stages_cancels_work_not_yet_started():
     kept = LazyStages({}, ("sass",), kept_future)
     gc.collect()
     assert not kept_future.cancelled() and "sass" in kept
+
+
+@pytest.mark.parametrize("line, opcode", [
+    ("        /*0090*/                   LDL R2, [R1+0x4] ;", "LDL"),
+    ("        /*00a0*/              @!UP1 UTMALDG.2D [UR8], [UR4] ;", "UTMALDG"),
+    ("  @P0 STL.64 [R1+0x8], R4 ;", "STL"),
+    ("        EXIT ;", "EXIT"),
+    ("        Function : flash_attention_tuned", None),
+    (".L_x_0:", None),
+    ("", None),
+])
+def test_sass_opcode_reads_the_base_opcode_of_an_instruction_line(line, opcode):
+    from tile_lab.artifacts import sass_opcode
+
+    assert sass_opcode(line) == opcode
+
+
+def test_spill_instructions_count_local_memory_traffic_in_the_sass():
+    # the flash-attention tile of 128x128 scores plus a 128x128 fp32 accumulator does not fit
+    # 4 warps' registers (the compiler spills); with 8 warps it does
+    import numpy as np
+
+    import tile_lab
+    from tile_lab.examples.attention import flash_attention_tuned
+
+    q = np.zeros((1, 1024, 128), np.float16)
+    args = (q, q, q, q, 0.1, 128, 128, 128, 0, 2)
+    four = tile_lab.inspect(flash_attention_tuned, args, arch="sm_90",
+                            hints={"num_worker_warps": 4}).spill_instructions()
+    eight = tile_lab.inspect(flash_attention_tuned, args, arch="sm_90",
+                             hints={"num_worker_warps": 8}).spill_instructions()
+    assert four["LDL"] > 0 and four["STL"] > 0
+    assert eight == {"LDL": 0, "STL": 0}

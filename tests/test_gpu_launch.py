@@ -33,6 +33,20 @@ def test_grid_accepts_an_int_and_numpy_ints():
     assert launcher.check_grid((np.int64(2), 3)) == (2, 3)
 
 
+def test_kernel_work_takes_a_label_and_defaults_to_the_kernel_name():
+    # no launch: a KernelWork only records what to launch (torch CPU tensors stand in)
+    torch = pytest.importorskip("torch")
+    from tile_lab.errors import TileLabError
+    from tile_lab.gpu import kernel_work
+
+    x = torch.zeros(8)
+    assert kernel_work(add_one, (2,), (x, 4)).name == "add_one"
+    labelled = kernel_work(add_one, 2, (x, 4), name="add_one tile=4")
+    assert labelled.name == "add_one tile=4" and labelled.grid == (2,)
+    with pytest.raises(TileLabError, match="device arrays"):
+        kernel_work(add_one, (2,), (np.zeros(8), 4), name="numpy")
+
+
 @pytest.mark.skipif(gpu_available(), reason="checks the no-GPU path")
 def test_launch_without_gpu_raises_nogpu_error_saying_what_still_works():
     with pytest.raises(NoGPUError) as info:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -115,6 +116,18 @@ class LazyStages(Mapping[str, StageText]):
         return (f"LazyStages(ready={list(self._ready)}, {state}={list(self._pending)})")
 
 
+# an nvdisasm line: optional /*address*/, optional predicate (@P0, @!UP1), then the opcode
+_SASS_OPCODE = re.compile(r"^\s*(?:/\*[0-9a-fA-F]+\*/)?\s*(?:@!?U?P\w+\s+)?"
+                          r"([A-Z][A-Z0-9]*)(?=[.\s;]|$)")
+
+
+def sass_opcode(line: str) -> str | None:
+    """The base opcode of one SASS line (``LDL`` for ``@P0 LDL.64 R2, [R1]``), None for a line
+    that is not an instruction."""
+    m = _SASS_OPCODE.match(line)
+    return m.group(1) if m else None
+
+
 @dataclass(frozen=True)
 class Inspection:
     """Everything tile_lab knows about one compiled kernel.
@@ -163,6 +176,17 @@ class Inspection:
     def line_map(self) -> dict[str, tuple[int | None, ...]]:
         """For each stage: text line index -> source line (None where unknown)."""
         return {name: st.line_map for name, st in self.stages.items()}
+
+    def spill_instructions(self) -> dict[str, int]:
+        """How many local-memory loads (``LDL``) and stores (``STL``) the SASS holds: where the
+        kernel's tiles do not fit in registers the compiler spills them there (both are 0 when
+        they fit). Counted on the compiled code, so no GPU is needed."""
+        counts = {"LDL": 0, "STL": 0}
+        for text in self.sass.split("\n"):
+            op = sass_opcode(text)
+            if op in counts:
+                counts[op] += 1
+        return counts
 
     @property
     def source_lines(self) -> list[tuple[int, str]]:

@@ -248,14 +248,12 @@ for causal in (0, 1):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-import re
-
 qh = np.zeros((1, 1024, 128), np.float16)
 print(f"{'BM x BN':8} {'warps':>5} {'data regs/thread':>17}  SASS (sm_90)")
 for bm, bn, warps in ((64, 128, 4), (128, 64, 4), (128, 128, 4), (128, 128, 8), (256, 128, 8)):
     insp = tile_lab.inspect(flash_attention_tuned, (qh, qh, qh, qh, 0.1, bm, bn, 128, 0, 2),
                             arch="sm_90", hints={"num_worker_warps": warps})
-    n_spill = len(re.findall(r"\b(?:LDL|STL)\b", insp.sass))
+    n_spill = sum(insp.spill_instructions().values())  # LDL + STL in the SASS
     est = (bm * 128 + 1.5 * bm * bn) / (32 * warps)
     print(f"{bm:>3}x{bn:<4} {warps:>5} {est:>17.0f}  "
           f"{'spills to local memory' if n_spill else 'no spills'}")

@@ -187,13 +187,14 @@ class KernelWork:
 
 
 def kernel_work(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
-                hints: dict[str, Any] | None = None) -> KernelWork:
+                hints: dict[str, Any] | None = None, name: str | None = None) -> KernelWork:
     """A kernel launch to time (with :func:`tile_lab.gpu.compare_timed` or a baseline race).
-    Device arrays only (NumPy arrays would be copied on every launch)."""
+    Device arrays only (NumPy arrays would be copied on every launch). ``name`` labels it in
+    comparisons and races (default: the kernel's name), e.g. with its config."""
     grid = check_grid(grid)
     if any(isinstance(a, np.ndarray) for a in args):
         raise TileLabError("kernel_work needs device arrays (CuPy, torch); got a NumPy array")
-    return KernelWork(kernel_name(kernel), with_hints(kernel, hints), grid, tuple(args))
+    return KernelWork(name or kernel_name(kernel), with_hints(kernel, hints), grid, tuple(args))
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from ..artifacts import Inspection
+from ..artifacts import Inspection, sass_opcode
 
 __all__ = ["TMA_OPCODES", "TmaLine", "TmaReport", "annotate_inspection_html", "tma_report"]
 
@@ -42,7 +42,6 @@ _MAKE_TVIEW = re.compile(r"(%[\w.]+)\s*=\s*make_tensor_view\s+(%[\w.]+),\s*shape
 _ASSUME_DIV = re.compile(r"(%[\w.]+)\s*=\s*assume\s+div_by<(\d+)>,\s*(%[\w.]+)")
 _ASSUME_ANY = re.compile(r"(%[\w.]+)\s*=\s*assume\s+\w+<[^>]*>,\s*(%[\w.]+)")
 _TILE_SHAPE = re.compile(r"partition_view<tile=\(([\dx]+)\)")
-_OPCODE = re.compile(r"^\s*(?:/\*[0-9a-fA-F]+\*/)?\s*(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9]*)")
 
 
 @dataclass(frozen=True)
@@ -137,10 +136,9 @@ def _sass_ops(insp: Inspection) -> dict[int, tuple[str, ...]]:
     st = insp.stages["sass"]
     out: dict[int, dict[str, None]] = {}
     for text, line in zip(st.text.split("\n"), st.line_map):
-        m = _OPCODE.match(text)
-        if line is None or m is None:
+        base = sass_opcode(text)
+        if line is None or base is None:
             continue
-        base = m.group(1)
         if base in TMA_OPCODES or base in PLAIN_OPCODES:
             out.setdefault(line, {})[base] = None
     return {k: tuple(v) for k, v in out.items()}
