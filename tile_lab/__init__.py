@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "emulation": ".emulator",
     "Trace": ".access_trace",
     "MemoryAccess": ".access_trace",
+    "load_trace": ".access_trace",
     "sanitize": ".sanitizer",
     "SanitizerReport": ".sanitizer",
     "check_trace": ".sanitizer",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -373,6 +374,16 @@ class Trace:
         return list(seen)
 
     # ---- serialisation --------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write this trace to ``path`` in tile_lab's compact, versioned trace format
+        (a ZIP of NumPy arrays with a JSON header; ``tile_lab.load_trace`` reads it back,
+        and ``tile_lab.browse(path)`` opens it). See ``tile_lab/trace_file.py``."""
+        from .trace_file import json_scalars, write_trace_file
+
+        header, arrays = _to_columns(self)
+        header["scalars"] = json_scalars(self.scalars)
+        write_trace_file(path, header, arrays)
+
     def to_json(self) -> str:
         return json.dumps({
             "kernel": self.kernel, "grid": list(self.grid),
@@ -405,6 +416,95 @@ class Trace:
     def __repr__(self) -> str:
         return (f"Trace(kernel={self.kernel!r}, grid={self.grid}, "
                 f"arrays={[a.name for a in self.arrays]}, accesses={len(self.accesses)})")
+
+
+def load_trace(path: str | os.PathLike, *, max_bytes: int | None = None) -> Trace:
+    """Read a trace written by ``Trace.save`` (anywhere: no GPU, no compiler needed).
+
+    The file is checked before anything in it is used (``tile_lab/trace_file.py``): only
+    known fields, sizes as declared and under ``max_bytes`` (default 1 GiB uncompressed),
+    no pickle. A corrupt, truncated, oversized or newer-version file raises
+    ``tile_lab.errors.FileFormatError`` saying which and why."""
+    from .trace_file import MAX_BYTES, read_trace_file
+
+    header, arrays = read_trace_file(path, max_bytes=MAX_BYTES if max_bytes is None
+                                     else max_bytes)
+    strings: list[str | None] = [*header["strings"], None]  # index -1: None
+    accesses = []
+    tuples, flat = arrays["tuples"].tolist(), arrays["flat"]
+    t_pos = f_pos = 0
+    for r, lens, fl in zip(arrays["access"].tolist(), arrays["tuple_len"].tolist(),
+                           arrays["flat_len"].tolist()):
+        boxes: list[tuple[int, ...] | None] = []
+        for n in lens:
+            boxes.append(None if n < 0 else tuple(tuples[t_pos:t_pos + n]))
+            t_pos += max(n, 0)
+        flat_indices = None if fl < 0 else flat[f_pos:f_pos + fl].copy()
+        f_pos += max(fl, 0)
+        accesses.append(MemoryAccess(
+            seq=r[0], block=(r[1], r[2], r[3]), kind=strings[r[4]], op=strings[r[5]],
+            arg=strings[r[6]], line=r[7], iteration=r[8], filename=strings[r[9]] or "",
+            tile_index=boxes[0], tile_shape=boxes[1], box_start=boxes[2], box_stop=boxes[3],
+            flat_indices=flat_indices, out_of_bounds=r[10], masked_off=r[11],
+            padding=strings[r[12]], unchecked=bool(r[13])))
+    mma_calls = None if "mma" not in arrays else tuple(
+        MmaCall(block=(r[0], r[1], r[2]), op=strings[r[3]], m=r[4], n=r[5], k=r[6],
+                batch=r[7], dtype=strings[r[8]], line=r[9], iteration=r[10],
+                filename=strings[r[11]] or "") for r in arrays["mma"].tolist())
+    return Trace(
+        kernel=header["kernel"], grid=tuple(header["grid"]),
+        arrays=tuple(ArrayInfo(a["name"], tuple(a["shape"]), a["dtype"])
+                     for a in header["arrays"]),
+        accesses=tuple(accesses), source=header["source"], first_line=header["first_line"],
+        filename=header["filename"], scalars=header["scalars"], mma_calls=mma_calls,
+        blocks_run=None if header["blocks_run"] is None else tuple(
+            tuple(b) for b in header["blocks_run"]),
+        undetermined=tuple(UndeterminedWrite.from_json(u) for u in header["undetermined"]))
+
+
+def _to_columns(t: Trace) -> tuple[dict, dict[str, np.ndarray]]:
+    """The header fields and int64 columns ``trace_file`` stores (strings as indices into
+    one table; -1 for None)."""
+    strings: dict[str, int] = {}
+
+    def sid(value: str | None) -> int:
+        return -1 if value is None else strings.setdefault(value, len(strings))
+
+    acc = t.accesses
+    rows = np.zeros((len(acc), 14), dtype=np.int64)
+    tuple_len = np.full((len(acc), 4), -1, dtype=np.int64)
+    flat_len = np.full(len(acc), -1, dtype=np.int64)
+    tuples: list[int] = []
+    flats: list[np.ndarray] = []
+    for i, a in enumerate(acc):
+        rows[i] = (a.seq, *a.block, sid(a.kind), sid(a.op), sid(a.arg), a.line, a.iteration,
+                   sid(a.filename), a.out_of_bounds, a.masked_off, sid(a.padding),
+                   int(a.unchecked))
+        for j, box in enumerate((a.tile_index, a.tile_shape, a.box_start, a.box_stop)):
+            if box is not None:
+                tuple_len[i, j] = len(box)
+                tuples.extend(int(v) for v in box)
+        if a.flat_indices is not None:
+            flat_len[i] = a.flat_indices.size
+            flats.append(np.asarray(a.flat_indices, dtype=np.int64).reshape(-1))
+    arrays = {"access": rows, "tuple_len": tuple_len,
+              "tuples": np.asarray(tuples, dtype=np.int64), "flat_len": flat_len,
+              "flat": np.concatenate(flats) if flats else np.zeros(0, dtype=np.int64)}
+    if t.mma_calls is not None:
+        arrays["mma"] = np.array(
+            [(*c.block, sid(c.op), c.m, c.n, c.k, c.batch, sid(c.dtype), c.line, c.iteration,
+              sid(c.filename)) for c in t.mma_calls], dtype=np.int64).reshape(-1, 12)
+    header = {
+        "kernel": t.kernel, "grid": [int(g) for g in t.grid],
+        "arrays": [{"name": a.name, "shape": [int(n) for n in a.shape], "dtype": a.dtype}
+                   for a in t.arrays],
+        "source": t.source, "first_line": int(t.first_line), "filename": t.filename,
+        "blocks_run": None if t.blocks_run is None else [[int(v) for v in b]
+                                                         for b in t.blocks_run],
+        "undetermined": [u.to_json() for u in t.undetermined],
+    }
+    header["strings"] = list(strings)  # after every sid() call above
+    return header, arrays
 
 
 def _as_block(block: Sequence[int]) -> Block:

@@ -173,3 +173,9 @@ class ProfilerUnavailable(TileLabError):
 
 class ProfilerError(TileLabError):
     """The profiler ran but gave no profile (e.g. the launch failed under every plan)."""
+
+
+class FileFormatError(TileLabError, ValueError):
+    """A saved file (a trace, a notebook to export) that is not what it claims: corrupt,
+    truncated, too large, of a newer format version, or holding unknown fields. Raised
+    before anything in it is used; nothing in a file is ever executed."""

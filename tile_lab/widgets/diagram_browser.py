@@ -10,11 +10,12 @@ memory operations (``bench/diagram_redraw.py`` measures it).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import ipywidgets as widgets
 
-from ..access_trace import Trace
+from ..access_trace import Trace, load_trace
 from ..errors import TileLabError
 from ..render.diagram import Diagram, IndexedTrace, diagram
 from ..render.diagram_layout import ellipsize
@@ -111,8 +112,13 @@ class DiagramBrowser(widgets.VBox):
         return d
 
 
-def browse(trace: Trace | IndexedTrace, **kwargs) -> DiagramBrowser:
-    """A :class:`DiagramBrowser` for ``trace`` (display it as a cell's last expression)."""
+def browse(trace: Trace | IndexedTrace | str | os.PathLike, **kwargs) -> DiagramBrowser:
+    """A :class:`DiagramBrowser` for ``trace`` (display it as a cell's last expression).
+
+    ``trace`` may be the path of a trace saved with ``Trace.save``: it is read with
+    ``tile_lab.load_trace`` (checked; a bad file raises FileFormatError)."""
+    if isinstance(trace, (str, os.PathLike)):
+        trace = load_trace(trace)
     return DiagramBrowser(trace, **kwargs)
 
 
