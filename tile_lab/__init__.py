@@ -52,6 +52,9 @@ _EXPORTS: dict[str, str] = {
     "TuneOptions": ".tuning",
     "TuningStore": ".tuning",
     "explore": ".widgets.explore",
+    # share: one-file exports, reproducers
+    "reproducer": ".share",
+    "Reproducer": ".share",
     # exercises
     "check": ".checker",
     # CUDA Tile C++

@@ -245,16 +245,22 @@ def run_tileiras(bytecode: bytes, arch: str, opt_level: int = 3) -> tuple[bytes,
     return _tileiras(bytes(bytecode), arch, opt_level)
 
 
+def tileiras_args(src: str, out: str, remarks: str, arch: str, opt_level: int) -> list[str]:
+    """The arguments tile_lab runs tileiras with (after the executable): ``src`` Tile IR
+    bytecode to cubin ``out``, with line info and every remark as YAML in ``remarks``.
+    ``tile_lab.reproducer`` records exactly this command line."""
+    return [src, "-o", out, f"--gpu-name={arch}", f"-O{opt_level}", "--lineinfo",
+            "--remark-format=yaml", "--remarks=all", f"--remarks-output-file={remarks}"]
+
+
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _tileiras(bytecode: bytes, arch: str, opt_level: int) -> tuple[bytes, str]:
     with tempfile.TemporaryDirectory(prefix="tile_lab_") as tmp:
         src, out, remarks = (Path(tmp) / n for n in ("kernel.tileirbc", "kernel.cubin",
                                                      "remarks.yaml"))
         src.write_bytes(bytecode)
-        proc = run_tool("tileiras", [
-            str(src), "-o", str(out), f"--gpu-name={arch}", f"-O{opt_level}", "--lineinfo",
-            "--remark-format=yaml", "--remarks=all", f"--remarks-output-file={remarks}"],
-            timeout=_TOOL_TIMEOUT)
+        proc = run_tool("tileiras", tileiras_args(str(src), str(out), str(remarks), arch,
+                                                  opt_level), timeout=_TOOL_TIMEOUT)
         if proc.returncode != 0:
             stderr = proc.stderr.decode("utf-8", "replace").replace(tmp + os.sep, "")
             message, where = compat.parse_tileiras_stderr(stderr)

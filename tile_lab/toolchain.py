@@ -87,8 +87,10 @@ def tool_env() -> dict[str, str]:
 
 
 def run_tool(name: str, args: list[str], *, timeout: float | None = 120,
-             input: bytes | None = None) -> subprocess.CompletedProcess:
-    """Run tool ``name`` with ``args``; stdout/stderr captured as bytes.
+             input: bytes | None = None, cwd: str | os.PathLike | None = None
+             ) -> subprocess.CompletedProcess:
+    """Run tool ``name`` with ``args`` (in folder ``cwd``, if given); stdout/stderr captured
+    as bytes.
 
     The exit status is left to the caller (``CompletedProcess.returncode``); a missing
     tool, a tool that cannot start, or a timeout raises ToolchainError.
@@ -96,7 +98,7 @@ def run_tool(name: str, args: list[str], *, timeout: float | None = 120,
     exe = find_tool(name)
     try:
         return subprocess.run([str(exe), *args], input=input, capture_output=True,
-                              timeout=timeout, env=tool_env(), check=False)
+                              timeout=timeout, env=tool_env(), check=False, cwd=cwd)
     except subprocess.TimeoutExpired as e:
         raise ToolchainError(f"{name} did not finish within {timeout} s",
                              hint="a smaller tile size usually compiles faster") from e
