@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "TuningStore": ".tuning",
     "explore": ".widgets.explore",
     # share: one-file exports, reproducers
+    "export": ".share",
     "reproducer": ".share",
     "Reproducer": ".share",
     # exercises

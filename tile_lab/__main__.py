@@ -1,4 +1,6 @@
-"""Command line: ``python -m tile_lab doctor`` (also installed as ``tile-lab``)."""
+"""Command line: ``python -m tile_lab doctor`` (also installed as ``tile-lab``);
+``tile-lab export notebook.ipynb [-o out.html]`` writes a notebook's tile_lab views to one
+self-contained HTML file."""
 
 from __future__ import annotations
 
@@ -13,6 +15,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("doctor", help="check the toolchain, the GPU and known environment traps")
     sub.add_parser("version", help="print the versions of tile_lab, cuda.tile and the tools")
+    exp = sub.add_parser("export", help="write every tile_lab view of a notebook to one "
+                                        "self-contained HTML file (opens offline)")
+    exp.add_argument("notebook", help="a .ipynb file")
+    exp.add_argument("-o", "--output", help="the HTML file (default: NOTEBOOK with .html)")
     args = parser.parse_args(argv)
 
     if args.command == "doctor":
@@ -28,6 +34,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tile_lab {__version__}")
         for name, version in tool_versions().items():
             print(f"{name} {version}")
+        return 0
+    if args.command == "export":
+        from .errors import FileFormatError
+        from .share.notebook import export_notebook
+
+        try:
+            print(export_notebook(args.notebook, args.output).summary())
+        except FileFormatError as e:
+            print(f"tile-lab export: {e.render()}", file=sys.stderr)
+            return 1
         return 0
     return 2  # unreachable: argparse rejects unknown commands
 

@@ -335,9 +335,12 @@ def _hover_panel(lines: Sequence[LineProfile]) -> str:
             f"</div>" for k, n in lp.top_stalls(6))
         blocks.append(f'<div class="tl-stall tl-stall-{lp.line}"><b>line {lp.line}</b> '
                       f"<code>{_e(lp.text[:70])}</code>: {lp.samples:,} samples{items}</div>")
-    return (f'<div class="tl-stalls" style="min-height:7.5em;margin:4px 0;'
-            f'font-family:var(--jp-ui-font-family,sans-serif);font-size:12px">'
-            f"{''.join(blocks)}</div>")
+    # a fixed height (the hint plus a line's header and its six reasons, unwrapped): a panel
+    # that grew with the hovered line's reasons pushed the panes below it down, out from
+    # under the pointer, so another line took the hover and the view flickered
+    return (f'<div class="tl-stalls" style="height:11.8em;overflow:hidden;margin:4px 0;'
+            f'white-space:nowrap;font-family:var(--jp-ui-font-family,sans-serif);'
+            f'font-size:12px;line-height:1.4">{"".join(blocks)}</div>')
 
 
 # -- two configs side by side ----------------------------------------------------------------
