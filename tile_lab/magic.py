@@ -151,6 +151,13 @@ class TileMagics(Magics):
                    "--args are then expressions of the slider config, named cfg: "
                    "--grid \"(N // cfg['TILE'],)\" --args \"x, y, cfg['TILE']\"")
     @argument("--lang", default="python", help="python (default) or c++")
+    @argument("--export", metavar="FILE.html",
+              help="also write what the cell shows to one self-contained HTML file that "
+                   "opens offline (tile_lab.export)")
+    @argument("--reproducer", metavar="DIR",
+              help="first write a reproducer of the kernel's compile (and --grid launch) to "
+                   "DIR and DIR.zip: kernel.py, args, Tile IR, the tileiras command line, "
+                   "run.py (tile_lab.reproducer); a failing compile is captured too")
     @cell_magic
     def tile(self, line: str, cell: str) -> None:
         """Define tile kernels in this cell, then inspect and/or run them."""
@@ -160,10 +167,15 @@ class TileMagics(Magics):
             _unquote_options(opts)
             self._apply_defaults(opts)
             _check_options(opts)
+            self._shown: list[Any] | None = [] if opts.export else None
             if opts.lang.lower() in CPP_LANGS:
                 self._run_cpp(opts, body)
             else:
                 self._run_python(opts, body)
+            if opts.export:
+                import tile_lab
+
+                print(f"exported to {tile_lab.export(self._shown, opts.export)}")
         except TileLabError as err:  # any tile_lab error, whatever its class
             raise _relabel(err, body) from None
         except UsageError as err:  # an option mistake: at the %%tile line, like the rest
@@ -192,6 +204,8 @@ class TileMagics(Magics):
         flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
         ns = self.shell.user_ns
         args = _eval_option(opts.args, "--args", body, ns) if opts.args is not None else None
+        if opts.reproducer is not None:
+            self._reproducer(opts, body, kernels, chosen, args)
         want_inspect = (opts.sig is not None or opts.show is not None
                         or (opts.args is not None and not flags))
         if (want_inspect or flags or want_partition) and not chosen:
@@ -210,7 +224,7 @@ class TileMagics(Magics):
                     if err.location is None:  # caret under the item the message names
                         err.location = _item_location(body, option, err.message)
                     raise
-                display(insp)
+                self._show(insp)
         if flags or want_partition:
             if len(chosen) != 1:
                 raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
@@ -227,6 +241,28 @@ class TileMagics(Magics):
                 if re.match(r"argument \d+ \(", err.message):
                     err.location = _item_location(body, opts.args, err.message) or err.location
                 raise
+
+    def _show(self, obj: Any) -> None:
+        """Display ``obj``, and keep it for ``--export``."""
+        display(obj)
+        if getattr(self, "_shown", None) is not None:
+            self._shown.append(obj)  # type: ignore[union-attr]
+
+    def _reproducer(self, opts: Any, body: _Cell, kernels: dict[str, Any], chosen: list[str],
+                    args: tuple[Any, ...] | None) -> None:
+        """``--reproducer DIR``: written before anything compiles, so a compile that fails
+        (the main case) is in it."""
+        import tile_lab
+
+        if len(chosen) != 1:
+            raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: pick the "
+                             "one to write a reproducer of with --kernel NAME")
+        spec = args if args is not None else opts.sig
+        if spec is None:
+            raise UsageError("%%tile: --reproducer needs --args (example arrays) or --sig")
+        grid = _eval_grid(opts.grid, body, self.shell.user_ns) if opts.grid else None
+        print(tile_lab.reproducer(kernels[chosen[0]], grid, spec, opts.reproducer,
+                                  arch=opts.arch, hints=opts.hints).summary())
 
     def _check_emulator_grid(self, grid: tuple[int, ...], text: str, body: _Cell) -> None:
         blocks = math.prod(grid)
@@ -273,9 +309,9 @@ class TileMagics(Magics):
         import tile_lab
 
         if "sanitize" in flags:
-            display(tile_lab.sanitize(kernel, grid, args))
+            self._show(tile_lab.sanitize(kernel, grid, args))
         if "trace" in flags or want_partition:
-            display(tile_lab.diagram(tile_lab.trace(kernel, grid, args)))
+            self._show(tile_lab.diagram(tile_lab.trace(kernel, grid, args)))
         if "emulate" in flags:
             tile_lab.emulate(kernel, grid, args)
         if "launch" in flags:
@@ -287,8 +323,8 @@ class TileMagics(Magics):
             tile_lab.launch(kernel, grid, args, hints=hint_values, fallback=fallback)
         if "profile" in flags:
             prof = tile_lab.profile(kernel, grid, args, hints=_parse_hints(hints))
-            display(prof.view(tile_lab.inspect(kernel, args, arch=prof.arch, hints=hints,
-                                               show=("source", "tileir", "sass"))))
+            self._show(prof.view(tile_lab.inspect(kernel, args, arch=prof.arch, hints=hints,
+                                                  show=("source", "tileir", "sass"))))
 
     def _run_cpp(self, opts: Any, body: _Cell) -> None:
         import tile_lab
@@ -300,6 +336,8 @@ class TileMagics(Magics):
         if opts.sig is not None:
             raise UsageError("%%tile --lang c++: --sig is for Python kernels; a C++ "
                              "kernel's signature is in its source")
+        if opts.reproducer is not None:
+            raise UsageError("%%tile --lang c++: --reproducer writes cuTile Python kernels")
         cpu_only = [f for f in ("emulate", "trace", "sanitize") if getattr(opts, f)]
         if cpu_only:
             raise EmulatorUnsupported(
@@ -319,7 +357,7 @@ class TileMagics(Magics):
         for name in chosen:
             insp = tile_lab.inspect_cpp(body.text, name, arch=opts.arch, filename=body.filename)
             results[name] = insp = insp.with_show(show) if opts.show is not None else insp
-            display(insp)
+            self._show(insp)
         if opts.launch:
             if len(chosen) != 1:
                 raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
@@ -416,7 +454,8 @@ def _check_options(opts: Any) -> None:
     if len(flags) > 1:
         raise UsageError("%%tile: use one of --emulate, --trace, --sanitize, --launch at a "
                          f"time (got {', '.join('--' + f for f in flags)})")
-    if opts.grid is not None and not flags and not (opts.show and "partition" in opts.show):
+    if opts.grid is not None and not flags and not (opts.show and "partition" in opts.show) \
+            and opts.reproducer is None:
         raise UsageError("%%tile: --grid is for running a kernel: add --emulate, --trace, "
                          "--sanitize or --launch")
     if opts.show is not None:

@@ -36,11 +36,11 @@ from .._inspect import parse_hints, resolve_arch
 from ..array_like import array_info, to_host
 from ..compile import tileiras_args
 from ..errors import SignatureError, TileLabError, ToolchainError
-from ..signature import build_signature
+from ..signature import DTYPE_CODES, build_signature, parse_spec
 from ..toolchain import STRIPPED_ENV, find_tool, run_tool, tool_version
 from .kernel_source import kernel_module
 
-__all__ = ["FORMAT", "Reproducer", "reproducer"]
+__all__ = ["FORMAT", "Reproducer", "reproducer", "spec_args"]
 
 FORMAT = "tile_lab.reproducer"
 FORMAT_VERSION = 1
@@ -74,12 +74,13 @@ class Reproducer:
         return f"Reproducer({self.summary()})"
 
 
-def reproducer(kernel: Any, grid: Sequence[int] | None, args: Sequence[Any],
+def reproducer(kernel: Any, grid: Sequence[int] | None, args: Sequence[Any] | str,
                path: str | os.PathLike, *, arch: str | None = None,
                hints: Mapping[str, Any] | str | None = None,
                max_inline_bytes: int = MAX_INLINE_BYTES) -> Reproducer:
     """Write a reproducer of ``kernel`` compiled for ``args`` (and launched on ``grid``,
     which may be None for a compile-only report) into folder ``path``, plus ``path.zip``.
+    ``args`` may be a signature spec (``"f32[1,4,32], 128"``): its arrays are then zeros.
 
     The compile is run here, as ``tile_lab.inspect`` runs it (cuTile's front end, then
     tileiras with the recorded command line); a failure is recorded, not raised. Arrays on
@@ -91,6 +92,8 @@ def reproducer(kernel: Any, grid: Sequence[int] | None, args: Sequence[Any],
                              f"got {type(kernel).__name__}")
     target = resolve_arch(arch)
     hint_values = parse_hints(hints)
+    if isinstance(args, str):
+        args = spec_args(args)
     built = build_signature(kernel, list(args))
     options = compat.compiler_options(kernel, hint_values)
     out = _fresh_folder(Path(path))
@@ -162,6 +165,26 @@ def _compile(kernel: Any, signature: Any, arch: str, options: Any, out: Path
 
 
 # -- arguments -------------------------------------------------------------------------
+
+def spec_args(spec: str) -> list[Any]:
+    """Example arguments for a signature spec: zero-filled arrays, zero scalars of the
+    spec's dtype, and the spec's values."""
+    import ml_dtypes
+
+    def dtype(code: str) -> Any:
+        name = DTYPE_CODES[code][1]
+        return np.dtype(getattr(ml_dtypes, name)) if not hasattr(np, name) else np.dtype(name)
+
+    out: list[Any] = []
+    for item in parse_spec(spec):
+        if item.kind == "array":
+            out.append(np.zeros(item.shape, dtype(item.code or "f32")))
+        elif item.kind == "scalar":
+            out.append(dtype(item.code or "i32").type(0))
+        else:
+            out.append(item.value)
+    return out
+
 
 def _write_args(args: list[Any], out: Path, max_inline_bytes: int) -> list[dict[str, Any]]:
     arrays: dict[str, np.ndarray] = {}
