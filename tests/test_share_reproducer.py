@@ -132,7 +132,9 @@ def test_an_existing_folder_of_other_files_is_never_overwritten(tmp_path):
 @pytest.mark.gpu
 def test_a_working_kernel_reruns_on_the_gpu(tmp_path):
     rep = tile_lab.reproducer(scale_rows, (3,), _scale_args(), tmp_path / "gpu")
+    record = json.loads((rep.path / "repro.json").read_text())
+    assert record["versions"]["gpu"] and record["versions"]["driver"]
     proc = _run(rep.path, "--gpu", tile_lab_importable=True)
-    print(proc.stdout)
+    print(proc.stdout)  # names the device: "launched grid (3,) on NVIDIA ... (driver CUDA ...)"
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "launched grid (3,) on" in proc.stdout and "GPU and emulator AGREE" in proc.stdout

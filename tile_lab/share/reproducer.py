@@ -283,6 +283,12 @@ def _versions() -> dict[str, str]:
     driver = compat.driver_cuda_version()
     out["driver (CUDA)"] = "none (no GPU driver)" if driver is None else \
         f"{driver[0]}.{driver[1]}"
+    from ..gpu.device import device_identity, gpu_available
+
+    if gpu_available():  # the GPU and driver release (NVML), where there is one
+        ident = device_identity()
+        out["gpu"] = str(ident.get("gpu"))
+        out["driver"] = str(ident.get("driver"))
     return out
 
 

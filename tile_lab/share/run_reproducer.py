@@ -31,10 +31,11 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-RECORD = json.loads((HERE / "repro.json").read_text(encoding="utf-8"))
+RECORD: dict = {}  # repro.json, read by main()
 
 
 def main() -> int:
+    RECORD.update(json.loads((HERE / "repro.json").read_text(encoding="utf-8")))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
                         help="exit 0 when the compile reproduces what was recorded, else 1")
