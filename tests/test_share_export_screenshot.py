@@ -85,11 +85,19 @@ def test_exported_gemm_page_works_offline(gemm, tmp_path):  # noqa: F811
 
 def test_a_hostile_page_runs_nothing(tmp_path):
     page = tile_lab.export([hostile_inspection()], tmp_path / "hostile.html")
-    (res,) = probe([{"page": str(page), "width": 1200, "height": 800,
-                     "evaluate": "({pwned: window.__pwned === undefined ? null : "
-                                 "window.__pwned, imgs: document.images.length, "
-                                 "scripts: document.querySelectorAll('script').length})",
-                     "hover": ".tl-pane-source .tl-l2",
-                     "screenshot": str(ARTIFACTS / "export_hostile.png")}], tmp_path)
+    # the control: a page that does reach out (no CSP) is seen doing it by the same probe
+    leaky = tmp_path / "leaky.html"
+    leaky.write_text('<!doctype html><img src="http://evil.example/x.png">'
+                     '<link rel="stylesheet" href="https://evil.example/s.css">')
+    res, control = probe([
+        {"page": str(page), "width": 1200, "height": 800,
+         "evaluate": "({pwned: window.__pwned === undefined ? null : window.__pwned, "
+                     "imgs: document.images.length, "
+                     "scripts: document.querySelectorAll('script').length})",
+         "hover": ".tl-pane-source .tl-l2",
+         "screenshot": str(ARTIFACTS / "export_hostile.png")},
+        {"page": str(leaky), "width": 400, "height": 300}], tmp_path)
     assert res["value"] == {"pwned": None, "imgs": 0, "scripts": 1}
     assert res["requests"] == [] and res["errors"] == []
+    assert sorted(control["requests"]) == ["http://evil.example/x.png",
+                                           "https://evil.example/s.css"]
