@@ -37,3 +37,24 @@ def _scaled(tile, factor):
 def scale_rows(x, y, factor: float, TILE: Const):
     t = ct.load(x, index=(ct.bid(0), 0), shape=(TILE, 32))
     ct.store(y, index=(ct.bid(0), 0), tile=_scaled(t, factor))
+
+
+SCALE = 2.0
+LIMITS = {"T": 128}  # not a literal the reproducer can write out
+
+
+@ct.function
+def twice(t):
+    return t * SCALE
+
+
+@ct.kernel
+def uses_a_ct_function(x, y, T: Const):
+    t = ct.load(x, index=(ct.bid(0),), shape=(T,))
+    ct.store(y, index=(ct.bid(0),), tile=twice(t))
+
+
+@ct.kernel
+def reads_a_dict(x, y):
+    t = ct.load(x, index=(ct.bid(0),), shape=(LIMITS["T"],))
+    ct.store(y, index=(ct.bid(0),), tile=t)

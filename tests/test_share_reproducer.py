@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kernels_share import fp8_mma, scale_rows, tileiras_rejects
+from kernels_share import fp8_mma, reads_a_dict, scale_rows, tileiras_rejects
 
 import tile_lab
 from tile_lab.errors import SignatureError
@@ -127,6 +127,12 @@ def test_an_existing_folder_of_other_files_is_never_overwritten(tmp_path):
     rep = tile_lab.reproducer(scale_rows, (3,), _scale_args(), tmp_path / "r", arch="sm_90")
     again = tile_lab.reproducer(scale_rows, (3,), _scale_args(), rep.path, arch="sm_90")
     assert again.outcome == "ok"
+
+
+def test_names_kernel_py_lacks_are_said(tmp_path):
+    x = np.zeros((128, 4), np.float32)
+    rep = tile_lab.reproducer(reads_a_dict, (1,), (x, x.copy()), tmp_path / "d", arch="sm_90")
+    assert rep.unresolved == ("LIMITS",) and "kernel.py LACKS LIMITS" in rep.summary()
 
 
 @pytest.mark.gpu

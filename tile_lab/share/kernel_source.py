@@ -68,6 +68,7 @@ class _Writer:
 
     def function(self, func: types.FunctionType, is_kernel: bool = False) -> None:
         src = textwrap.dedent(inspect.getsource(func))
+        func = inspect.unwrap(func)  # @ct.function wraps: its globals are cuTile's
         self._done.add(func.__name__)
         for name in _free_names(src):
             if name in self._done or hasattr(builtins, name):
@@ -78,6 +79,8 @@ class _Writer:
             elif func.__closure__ and name in func.__code__.co_freevars:
                 cell = func.__closure__[func.__code__.co_freevars.index(name)]
                 self._global(name, cell.cell_contents)
+            else:
+                self.unresolved.append(name)
         self.functions.append((func.__name__, src))
 
     def _global(self, name: str, value: Any) -> None:
@@ -107,10 +110,20 @@ class _Writer:
 
 
 def _free_names(src: str) -> list[str]:
-    """Names read anywhere in ``src`` (decorators and annotations included), in order."""
+    """Names read in ``src`` (decorators and annotations included) that it does not bind
+    itself (parameters, assignments, loop targets, nested defs), in order."""
     tree = ast.parse(src)
+    bound: set[str] = set()
     seen: dict[str, None] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            seen.setdefault(node.id, None)
-    return list(seen)
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                seen.setdefault(node.id, None)
+            else:
+                bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and \
+                node is not tree.body[0]:
+            bound.add(getattr(node, "name", ""))
+    return [n for n in seen if n not in bound]

@@ -62,13 +62,17 @@ class Reproducer:
     message: str
     kernel: str
     arch: str
+    unresolved: tuple[str, ...] = ()  # names kernel.py needs but could not write out
 
     def summary(self) -> str:
         what = ("compiled" if self.outcome == "ok" else
                 f"{self.outcome} failure: {self.message.strip().splitlines()[0]}"
                 if self.message.strip() else f"{self.outcome} failure")
+        missing = (f"; kernel.py LACKS {', '.join(self.unresolved)}: define them there by "
+                   "hand" if self.unresolved else "")
         return (f"reproducer for {self.kernel} ({self.arch}; {what}) in {self.path} and "
-                f"{self.zip_path.name}: run `python run.py` there (--emulate, --gpu)")
+                f"{self.zip_path.name}: run `python run.py` there (--emulate, --gpu)"
+                f"{missing}")
 
     def __repr__(self) -> str:
         return f"Reproducer({self.summary()})"
@@ -121,7 +125,8 @@ def reproducer(kernel: Any, grid: Sequence[int] | None, args: Sequence[Any] | st
     zip_path = out.with_name(out.name + ".zip")
     _zip(out, zip_path)
     message = outcome.get("stderr") or outcome.get("cutile_error") or ""
-    return Reproducer(out, zip_path, outcome["stage"], message, func.__name__, target)
+    return Reproducer(out, zip_path, outcome["stage"], message, func.__name__, target,
+                      module.unresolved)
 
 
 # -- the compile, recorded --------------------------------------------------------------
