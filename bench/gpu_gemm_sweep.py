@@ -49,9 +49,13 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from sweep_common import (  # noqa: E402
+    KeepOpen,
+    SweepMeasurer,
     SweepOptions,
+    add_sweep_arguments,
     load_payloads,
     markdown_table,
+    options_of,
     run_sweep,
     save_payload,
     select,
@@ -345,8 +349,10 @@ class GemmBackend:
         configs, dropped = candidates(row, sms=self.sms, max_configs=options.max_configs,
                                       spills=self.spills)
         t = self._arrays(row, configs)
+        from tile_lab.gpu.device import local_arch
+
         opts = TuneOptions(progress=False, flops=row.flops, race=RaceOptions(samples=3),
-                           timing=TimingOptions(samples=10, regime="burst"))
+                           timing=TimingOptions(samples=10, regime="burst"), arch=local_arch())
         result = tile_lab.tune(gemm_splitk, space_for(configs),
                                lambda c: grid_for(row.m, row.n, c.as_dict(), self.sms),
                                lambda c: self._args(t, c), options=opts,
@@ -411,97 +417,12 @@ class GemmBackend:
                                              f"bfloat16")]
 
 
-class SweepMeasurer:
-    """tile_lab.tune's Measurer for the sweep: compiles in worker processes (the tuner's own
-    Precompiler), times a config with ``bench_work`` over ``kernel_work`` (cold L2, stream
-    hold, the burst regime), without ``tile_lab.bench``'s write detection: gemm_splitk writes
-    only C, and CuPy cannot view the bf16 tensors that detection copies."""
-
-    def __init__(self, flops: int, ahead: Any = None) -> None:
-        self.flops, self.ahead = flops, ahead
-
-    def precompile(self, kernel: Any, configs: Any, args_fn: Any, kinds: Any, arch: Any,
-                   workers: Any) -> Any:
-        if self.ahead is not None:  # started with the sweep (GemmBackend.start)
-            return CompilesAhead(self.ahead)
-        from tile_lab.tuning.parallel_compile import Precompiler
-
-        return Precompiler(kernel, configs, args_fn, kinds, arch, workers)
-
-    def warm_up(self) -> None:
-        pass
-
-    def measure(self, kernel: Any, config: Any, grid: tuple[int, ...], args: tuple[Any, ...],
-                request: Any) -> Any:
-        from tile_lab.gpu import bench_work, kernel_work
-        from tile_lab.gpu.options import TimingOptions
-
-        timing = TimingOptions(samples=request.samples, warmup=1, regime="burst",
-                               stop_above_s=request.stop_above_s)
-        return bench_work(kernel_work(kernel, grid, args), flops=self.flops, timing=timing,
-                          params=config.as_dict())
-
-
-class KeepOpen:
-    """A compile executor (the tuner's CompileExecutor protocol) over a pool shared by every
-    row: a row's Precompiler closing does not shut the pool down."""
-
-    def __init__(self, pool: Any) -> None:
-        self.pool = pool
-
-    def submit(self, fn: Any, /, *args: Any) -> Any:
-        return self.pool.submit(fn, *args)
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        pass
-
-
-class CompilesAhead:
-    """A row's compiles, started with the sweep, handed to tile_lab.tune (its Precompiles
-    protocol); closing it leaves them to the sweep."""
-
-    def __init__(self, pre: Any) -> None:
-        self.pre = pre
-
-    @property
-    def futures(self) -> Any:
-        return self.pre.futures
-
-    def error(self, cfg: Any) -> str | None:
-        return self.pre.error(cfg)
-
-    def compile_seconds(self) -> dict[str, float]:
-        return self.pre.compile_seconds()
-
-    def close(self) -> None:
-        pass
-
-
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", default="all")
-    p.add_argument("--budget-s", type=float, default=540.0)
-    p.add_argument("--reruns", type=int, default=2)
-    p.add_argument("--max-configs", type=int, default=6)
-    p.add_argument("--rounds", type=int, default=6)
-    p.add_argument("--samples-per-round", type=int, default=5)
-    p.add_argument("--sustain-s", type=float, default=1.0)
-    p.add_argument("--clock-bound", type=float, default=0.011)
-    p.add_argument("--clock-retries", type=int, default=2)
-    p.add_argument("--out", default=os.path.join(os.path.dirname(HERE), "notebooks", "data"))
-    p.add_argument("--name", default="gemm_sweep.json")
-    p.add_argument("--list", action="store_true", help="print the rows and their spaces")
+    add_sweep_arguments(p, budget_s=540.0, max_configs=6, name="gemm_sweep.json")
     p.add_argument("--screen", action="store_true", help="spill screen on the CPU")
-    p.add_argument("--markdown", nargs="+", metavar="JSON", help="tables from JSON files")
     return p.parse_args(argv)
-
-
-def options_of(ns: argparse.Namespace) -> SweepOptions:
-    return SweepOptions(budget_s=ns.budget_s, reruns=ns.reruns, max_configs=ns.max_configs,
-                        rounds=ns.rounds, samples_per_round=ns.samples_per_round,
-                        sustain_s=ns.sustain_s, clock_bound=ns.clock_bound,
-                        clock_retries=ns.clock_retries)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -534,7 +455,10 @@ def main(argv: list[str] | None = None) -> None:
     def save(payload: dict[str, Any]) -> None:
         save_payload(dict(payload, env=env, protocol=__doc__.strip()), path)
 
-    payload = run_sweep(rows, GemmBackend(), opts, save=save)
+    backend = GemmBackend()
+    payload = run_sweep(rows, backend, opts, save=save)
+    if backend.pool is not None:  # compiles of rows the budget skipped are not waited for
+        backend.pool.shutdown(wait=False, cancel_futures=True)
     print(f"\n== GEMM sweep on {env['provenance']['gpu']}: floor over each row's comparisons "
           f"(baseline time / ours) ==")
     print(text_table(payload, describe))

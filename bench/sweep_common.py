@@ -301,6 +301,35 @@ def summary_counts(payload: dict[str, Any]) -> str:
             f"({len(payload['rows']) - len(measured)} not measured)")
 
 
+def add_sweep_arguments(p: Any, *, budget_s: float, max_configs: int, name: str) -> None:
+    """The options every sweep takes (``options_of`` turns them into SweepOptions)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    p.add_argument("--rows", default="all",
+                   help='"all", indices/ranges ("0-5,9") or name fragments ("bf16")')
+    p.add_argument("--budget-s", type=float, default=budget_s,
+                   help="wall seconds for tuning, comparisons and reruns (imports not counted)")
+    p.add_argument("--reruns", type=int, default=2, help="comparisons per row (floor = lowest)")
+    p.add_argument("--max-configs", type=int, default=max_configs, help="configs tuned per row")
+    p.add_argument("--rounds", type=int, default=6, help="ABBA rounds per regime")
+    p.add_argument("--samples-per-round", type=int, default=5)
+    p.add_argument("--sustain-s", type=float, default=1.0)
+    p.add_argument("--clock-bound", type=float, default=0.011,
+                   help="a round whose sides' SM clocks differ more is re-run")
+    p.add_argument("--clock-retries", type=int, default=2)
+    p.add_argument("--out", default=os.path.join(os.path.dirname(here), "notebooks", "data"))
+    p.add_argument("--name", default=name, help="JSON file name in --out")
+    p.add_argument("--list", action="store_true", help="print the rows and their spaces")
+    p.add_argument("--markdown", nargs="+", metavar="JSON",
+                   help="print the tables of these JSON files (no GPU)")
+
+
+def options_of(ns: Any) -> SweepOptions:
+    return SweepOptions(budget_s=ns.budget_s, reruns=ns.reruns, max_configs=ns.max_configs,
+                        rounds=ns.rounds, samples_per_round=ns.samples_per_round,
+                        sustain_s=ns.sustain_s, clock_bound=ns.clock_bound,
+                        clock_retries=ns.clock_retries)
+
+
 def select(items: Sequence[Any], spec: str | None) -> list[Any]:
     """Rows picked by ``spec``: None or "all" (every row), or comma-separated indices, ranges
     ("0-3") and name fragments ("bf16", "4096x4096"; a fragment picks every row whose name
@@ -323,3 +352,73 @@ def select(items: Sequence[Any], spec: str | None) -> list[Any]:
                                  + "; ".join(it.name for it in items))
         picked += [i for i in idx if i not in picked]
     return [items[i] for i in sorted(picked)]
+
+
+# ---- tile_lab.tune pieces --------------------------------------------------------------------
+class SweepMeasurer:
+    """tile_lab.tune's Measurer for the sweeps: compiles in worker processes (the tuner's own
+    Precompiler; ``ahead``: a row's compiles started with the sweep; ``pool``: a worker pool
+    shared by every row), times a config with ``bench_work`` over ``kernel_work`` (cold L2,
+    stream hold, the burst regime), without ``tile_lab.bench``'s write detection: the sweeps'
+    kernels write only their output, and CuPy cannot view the bf16 tensors that detection
+    copies."""
+
+    def __init__(self, flops: int, ahead: Any = None, pool: Any = None) -> None:
+        self.flops, self.ahead, self.pool = flops, ahead, pool
+
+    def precompile(self, kernel: Any, configs: Any, args_fn: Any, kinds: Any, arch: Any,
+                   workers: Any) -> Any:
+        if self.ahead is not None:
+            return CompilesAhead(self.ahead)
+        from tile_lab.tuning.parallel_compile import Precompiler
+
+        return Precompiler(kernel, configs, args_fn, kinds, arch, workers,
+                           executor=None if self.pool is None else KeepOpen(self.pool))
+
+    def warm_up(self) -> None:
+        pass
+
+    def measure(self, kernel: Any, config: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                request: Any) -> Any:
+        from tile_lab.gpu import bench_work, kernel_work
+        from tile_lab.gpu.options import TimingOptions
+
+        timing = TimingOptions(samples=request.samples, warmup=1, regime="burst",
+                               stop_above_s=request.stop_above_s)
+        return bench_work(kernel_work(kernel, grid, args), flops=self.flops, timing=timing,
+                          params=config.as_dict())
+
+
+class KeepOpen:
+    """A compile executor (the tuner's CompileExecutor protocol) over a pool shared by every
+    row: a row's Precompiler closing does not shut the pool down."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    def submit(self, fn: Any, /, *args: Any) -> Any:
+        return self.pool.submit(fn, *args)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        pass
+
+
+class CompilesAhead:
+    """A row's compiles, started with the sweep, handed to tile_lab.tune (its Precompiles
+    protocol); closing it leaves them to the sweep."""
+
+    def __init__(self, pre: Any) -> None:
+        self.pre = pre
+
+    @property
+    def futures(self) -> Any:
+        return self.pre.futures
+
+    def error(self, cfg: Any) -> str | None:
+        return self.pre.error(cfg)
+
+    def compile_seconds(self) -> dict[str, float]:
+        return self.pre.compile_seconds()
+
+    def close(self) -> None:
+        pass
