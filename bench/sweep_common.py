@@ -47,7 +47,7 @@ class SweepOptions:
     samples_per_round: int = 5
     sustain_s: float = 1.0
     clock_bound: float = 0.011
-    clock_retries: int = 2
+    clock_retries: int = 3
     first_row_s: float = 30.0
 
     def __post_init__(self) -> None:
@@ -315,7 +315,7 @@ def add_sweep_arguments(p: Any, *, budget_s: float, max_configs: int, name: str)
     p.add_argument("--sustain-s", type=float, default=1.0)
     p.add_argument("--clock-bound", type=float, default=0.011,
                    help="a round whose sides' SM clocks differ more is re-run")
-    p.add_argument("--clock-retries", type=int, default=2)
+    p.add_argument("--clock-retries", type=int, default=3)
     p.add_argument("--out", default=os.path.join(os.path.dirname(here), "notebooks", "data"))
     p.add_argument("--name", default=name, help="JSON file name in --out")
     p.add_argument("--list", action="store_true", help="print the rows and their spaces")
