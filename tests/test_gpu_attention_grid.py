@@ -150,3 +150,13 @@ def test_list_runs_without_a_gpu(capsys):
     ag.main(["--list", "--rows", "x2048x"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 8 and lines[0].startswith(" 8 fp16 8x16x2048x128: class D=128")
+
+
+@pytest.mark.gpu
+def test_knob_kernel_on_the_gpu_matches_sdpa():
+    pytest.importorskip("torch")
+    backend = ag.AttentionBackend()
+    row = ag.AttnRow("bf16", 2048, 128, True)
+    t = backend._tensors(row)
+    for c in ag.stage1(row)[:4] + ag.stage2(ag.stage1(row)[0], 9):
+        assert backend._err(row, t, c) < 2e-2, c

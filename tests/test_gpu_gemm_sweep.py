@@ -134,3 +134,74 @@ def test_list_and_markdown_run_without_a_gpu(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "| fp16 4096x4096x4096 | skipped: budget: 3 s left" in out
     assert "0 of 0 measured rows" in out
+
+
+def test_tune_waits_for_the_compiles_started_with_the_sweep_and_keeps_the_pool(monkeypatch):
+    """The sweep's compile plumbing on the CPU (tileiras runs here): every row's compiles are
+    sent to one pool at the start; tile_lab.tune, handed them through SweepMeasurer, measures
+    the configs as their compiles finish and leaves the shared pool open for the next row.
+    Timing is replaced by a scripted measurement (no GPU)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import sweep_common as sc
+
+    import tile_lab.gpu as tg
+    from tile_lab.gpu.measurement import Measurement
+    from tile_lab.tuning import TuneOptions
+    from tile_lab.tuning.parallel_compile import Precompiler
+
+    row = sw.GemmRow("fp16", 256, 256, 512)
+    configs, _ = sw.candidates(row, max_configs=2)
+    a = np.zeros((256, 512), np.float16)
+    b = np.zeros((512, 256), np.float16)
+    c = np.zeros((256, 256), np.float16)
+    w = np.zeros((1, 1), np.float32)
+    arrived = np.zeros(16, np.int32)
+
+    def args(cfg):
+        return (a, b, c, w, arrived, *(cfg[k] for k in ("TM", "TN", "TK", "GROUP", "LAT",
+                                                        "SPLIT")))
+
+    timed = {}
+
+    def fake_bench_work(work, *, flops, timing, params):
+        t = 1e-3 * (1 + params["LAT"] / 100)
+        timed[sw.key(params)] = timing.samples
+        return Measurement(kernel="gemm_splitk", mode="cold", grid=(1,), samples_s=(t,),
+                           mean_s=t, median_s=t, min_s=t, std_s=0.0, ci95_s=0.0, flops=flops)
+
+    monkeypatch.setattr(tg, "bench_work", fake_bench_work)
+    monkeypatch.setattr(tg, "kernel_work", lambda kernel, grid, args: (kernel, grid))
+    space = sw.space_for(configs)
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        ahead = Precompiler(gk.gemm_splitk, space.configs("sm_90"), args,
+                            space.classify(gk.gemm_splitk), "sm_90", 2,
+                            executor=sc.KeepOpen(pool))
+        result = tile_lab.tune(gk.gemm_splitk, space, lambda cfg: sw.grid_for(256, 256, cfg),
+                               args, options=TuneOptions(progress=False, arch="sm_90"),
+                               measure=sc.SweepMeasurer(row.flops, ahead=ahead))
+        assert not result.failures, result.summary()
+        assert sorted(timed) == sorted(sw.key(cfg) for cfg in configs)
+        assert result.best.config.as_dict() == configs[0]  # LAT 4 beats LAT 6 here
+        assert all(f.done() and f.result()[1] is None for f in ahead.futures.values())
+        assert set(result.compile_s) == set(ahead.futures)  # compile times from the workers
+        assert pool.submit(sum, (1, 2)).result(timeout=60) == 3  # still open for the next row
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_split_k_kernel_on_the_gpu_matches_torch_on_consecutive_launches(dtype):
+    """The atomics and the arrival counter on real hardware: every split config of a
+    tall-skinny and a ragged shape matches torch.matmul on two launches in a row (a workspace
+    or counter left dirty by the first launch would break the second)."""
+    pytest.importorskip("torch")
+    backend = sw.GemmBackend()
+    for row in (sw.GemmRow(dtype, 128, 2048, 4096), sw.GemmRow(dtype, 200, 1000, 3000)):
+        configs = [sw.cfg(**t, split=s) for t in sw.SPLIT_TILES for s in (1, 2, 4)]
+        t = backend._arrays(row, configs)
+        for c in configs:
+            assert backend._verified(row, t, c) < 1e-2, (row.name, c)
