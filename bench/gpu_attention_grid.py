@@ -28,7 +28,8 @@ comparison) in the burst and sustained regimes, rounds held to ``--clock-bound``
 
     python bench/gpu_attention_grid.py [--rows SPEC] [--budget-s 330] [--reruns 2]
                                        [--max-configs 10] [--out DIR] [--name FILE.json]
-    python bench/gpu_attention_grid.py --list | --markdown A.json [B.json ...]   # no GPU
+    python bench/gpu_attention_grid.py --list | --markdown A.json [B.json ...] [--experiments]
+                                                                    # no GPU
 
 Writes DIR/FILE.json (default notebooks/data/attention_grid.json) after every row.
 """
@@ -215,6 +216,43 @@ def staged_tuning(row: AttnRow, run_stage: Callable[[list[dict[str, int]]], Any]
     raise RuntimeError(f"no config matched SDPA: {checks[:3]}")
 
 
+def experiments_table(payload: dict[str, Any]) -> str:
+    """Markdown: each tuned class's one-knob experiments (and their combination) as the time of
+    stage 1's best, measured beside it, over the variant's (above 1: the change helped), with
+    kept / dropped; the winner as checked against SDPA."""
+    lines = ["| tuned on (class) | experiment | time (µs) | best's time / this | verdict |",
+             "| --- | --- | --- | --- | --- |"]
+    for rec in payload["rows"]:
+        tuning = rec.get("tuning") or {}
+        log = tuning.get("experiments")
+        if not log:
+            continue
+        tiles = [e for e in log if e["stage"] == "tiles" and "median_us" in e]
+        knob = [e for e in log if e["stage"] != "tiles" and "median_us" in e]
+        if not tiles or not knob:
+            continue
+        best = min(tiles, key=lambda e: e["median_us"])["config"]
+        base = next((e["median_us"] for e in knob if e["config"] == best), None)
+        if base is None:
+            continue
+        where = f"{rec['name']} ({tuning.get('tuning_class')})"
+        lines.append(f"| {where} | stage 1's best: {describe(dict(config=best))} | {base:.1f} "
+                     f"| 1.000 | baseline of the experiments |")
+        for e in knob:
+            if e["config"] == best:
+                continue
+            changed = ", ".join(f"{k}={v}" for k, v in e["config"].items() if best.get(k) != v)
+            gain = base / e["median_us"]
+            kept = e["config"] == tuning["config"]
+            verdict = "kept (the winner)" if kept else ("helped alone" if gain > 1 else "dropped")
+            lines.append(f"| | {e['stage']}: {changed} | {e['median_us']:.1f} | {gain:.3f} | "
+                         f"{verdict} |")
+        for e in log:
+            if "failed" in e:
+                lines.append(f"| | {e['stage']}: {e['config']} | | | failed ({e['failed']}) |")
+    return "\n".join(lines)
+
+
 class AttentionBackend:
     def __init__(self) -> None:
         import cupy
@@ -306,7 +344,7 @@ class AttentionBackend:
             self.torch.cuda.empty_cache()
         print(f"{row.name}: tuned {len(winner['experiments'])} configs ({cls}); "
               f"{describe(winner)} at {winner['median_us']:.1f} us", flush=True)
-        self.tuned[cls] = dict(winner, tuned_on=row.name)
+        self.tuned[cls] = dict(winner, tuned_on=row.name, tuning_class=cls)
         return dict(self.tuned[cls], reused=False)
 
     def compare(self, row: AttnRow, tuned: dict[str, Any], options: SweepOptions) -> Any:
@@ -334,6 +372,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_sweep_arguments(p, budget_s=330.0, max_configs=10, name="attention_grid.json")
+    p.add_argument("--experiments", action="store_true",
+                   help="with --markdown: also the table of the tuning experiments")
     return p.parse_args(argv)
 
 
@@ -343,6 +383,8 @@ def main(argv: list[str] | None = None) -> None:
         payload = load_payloads(ns.markdown)
         print(markdown_table(payload, describe))
         print(f"\n{summary_counts(payload)}")
+        if ns.experiments:
+            print("\n" + experiments_table(payload))
         return
     rows = select(ROWS, ns.rows)
     opts = options_of(ns)

@@ -160,3 +160,27 @@ def test_knob_kernel_on_the_gpu_matches_sdpa():
     t = backend._tensors(row)
     for c in ag.stage1(row)[:4] + ag.stage2(ag.stage1(row)[0], 9):
         assert backend._err(row, t, c) < 2e-2, c
+
+
+def test_experiments_table_says_what_each_knob_did(capsys, tmp_path):
+    row = ag.AttnRow("fp16", 2048, 128, False)
+    best = ag.stage1(row)[0]
+    log = [dict(stage="tiles", config=best, median_us=100.0),
+           dict(stage="tiles", config=ag.stage1(row)[1], median_us=120.0),
+           dict(stage="one knob", config=best, median_us=101.0),
+           dict(stage="one knob", config=dict(best, num_ctas=2), median_us=110.0),
+           dict(stage="one knob", config=dict(best, LAT_V=8), median_us=97.0),
+           dict(stage="one knob", config=dict(best, TMA=0), failed="compile", error="x")]
+    rec = dict(name=row.name, row=row.as_json(), status="ok", runs=[],
+               tuning=dict(config=dict(best, LAT_V=8), experiments=log,
+                           tuning_class=row.tuning_class))
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps({"rows": [rec]}))
+    ag.main(["--markdown", str(path), "--experiments"])
+    out = capsys.readouterr().out
+    table = out[out.index("| tuned on"):].splitlines()
+    assert table[2].startswith(f"| {row.name} (D=128 causal=0 short) | stage 1's best:")
+    assert table[2].endswith("| 101.0 | 1.000 | baseline of the experiments |")
+    assert table[3] == "| | one knob: num_ctas=2 | 110.0 | 0.918 | dropped |"
+    assert table[4] == "| | one knob: LAT_V=8 | 97.0 | 1.041 | kept (the winner) |"
+    assert "failed (compile)" in table[5]
