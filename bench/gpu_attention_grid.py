@@ -49,6 +49,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from sweep_common import (  # noqa: E402
+    KeepOpen,
     SweepMeasurer,
     SweepOptions,
     add_sweep_arguments,
@@ -266,23 +267,47 @@ class AttentionBackend:
         self.timer = CudaEventTimer(cupy, cupy.cuda.Stream(non_blocking=True),
                                     l2_bytes=info.l2_bytes)
         self.tuned: dict[str, dict[str, Any]] = {}
+        self.ahead: dict[str, Any] = {}  # tuning class -> its stage-1 compiles
         self.pool: Any = None
 
     def start(self, rows: list[AttnRow], options: SweepOptions) -> None:
+        """One pool of compile workers for the whole grid; every tuning class's stage-1
+        compiles are sent to it now, in row order (later stages compile there on demand)."""
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        from attention_kernels import flash_attention_knobs
+
+        from tile_lab.gpu.device import local_arch
+        from tile_lab.tuning.parallel_compile import Precompiler
+
         workers = max(1, (os.cpu_count() or 2) - 1)
         self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        arch = local_arch()
+        for row in rows:
+            if row.tuning_class in self.ahead:
+                continue
+            space = space_of(stage1(row))
+            t = self._tensors(row, empty=True)  # shapes and dtypes are what count
+            self.ahead[row.tuning_class] = Precompiler(
+                flash_attention_knobs, space.configs(arch),
+                lambda c, t=t, row=row: self._args(t, row, c),
+                space.classify(flash_attention_knobs), arch, workers,
+                executor=KeepOpen(self.pool))
+            t.clear()
 
     def amount(self, row: AttnRow) -> dict[str, int]:
         return {"ours_flops": row.flops}
 
-    def _tensors(self, row: AttnRow) -> dict[str, Any]:
+    def _tensors(self, row: AttnRow, *, empty: bool = False) -> dict[str, Any]:
         torch = self.torch
         dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[row.dtype]
-        g = torch.Generator(device="cuda").manual_seed(0)
         shape = (row.batch, row.heads, row.seq, row.d)
+        if empty:
+            flat = (row.batch * row.heads, row.seq, row.d)
+            q3, k3, v3, out = (torch.empty(flat, device="cuda", dtype=dtype) for _ in range(4))
+            return dict(q3=q3, k3=k3, v3=v3, out=out)
+        g = torch.Generator(device="cuda").manual_seed(0)
         q, k, v = (torch.randn(shape, device="cuda", dtype=dtype, generator=g) for _ in range(3))
         flat = [x.reshape(row.batch * row.heads, row.seq, row.d) for x in (q, k, v)]
         return dict(q=q, k=k, v=v, q3=flat[0], k3=flat[1], v3=flat[2],
@@ -314,7 +339,7 @@ class AttentionBackend:
         got = t["out"].reshape(t["want"].shape).float()
         return float((got - t["want"].float()).abs().max())
 
-    def _stage(self, row: AttnRow, t: dict[str, Any], space: Any) -> Any:
+    def _stage(self, row: AttnRow, t: dict[str, Any], space: Any, ahead: Any = None) -> Any:
         from attention_kernels import flash_attention_knobs
 
         import tile_lab
@@ -327,7 +352,7 @@ class AttentionBackend:
                            timing=TimingOptions(samples=10, regime="burst"), arch=local_arch())
         return tile_lab.tune(flash_attention_knobs, space, lambda c: self._grid(row, c),
                              lambda c: self._args(t, row, c), options=opts,
-                             measure=SweepMeasurer(row.flops, pool=self.pool))
+                             measure=SweepMeasurer(row.flops, ahead=ahead, pool=self.pool))
 
     def tune(self, row: AttnRow, options: SweepOptions) -> dict[str, Any]:
         cls = row.tuning_class
@@ -337,8 +362,15 @@ class AttentionBackend:
                         tuned_on=done["tuned_on"], reused=True)
         t = self._tensors(row)
         try:
-            winner = staged_tuning(row, lambda cfgs: self._stage(row, t, space_of(cfgs)),
-                                   lambda c: self._err(row, t, c), options.max_configs)
+            ahead = self.ahead.get(cls)
+
+            def run_stage(cfgs: list[dict[str, int]]) -> Any:
+                # stage 1 is the list start() compiled ahead; the later ones compile now
+                first = ahead is not None and cfgs == stage1(row)
+                return self._stage(row, t, space_of(cfgs), ahead if first else None)
+
+            winner = staged_tuning(row, run_stage, lambda c: self._err(row, t, c),
+                                   options.max_configs)
         finally:
             t.clear()
             self.torch.cuda.empty_cache()

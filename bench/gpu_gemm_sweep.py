@@ -386,7 +386,10 @@ class GemmBackend:
         from tile_lab.gpu import baselines, compare_timed, kernel_work
 
         c = tuned["config"]
-        t = self._arrays(row, [c])
+        # the workspace and counters shaped as in the tuning (the same compiled signature)
+        configs, _ = candidates(row, sms=self.sms, max_configs=options.max_configs,
+                                spills=self.spills)
+        t = self._arrays(row, configs if c in configs else [c])
         base = baselines.best_of(baselines.rank(self._baselines(t, row), self.timer,
                                                 rounds=3, samples=5))
         hints = {h: c[h] for h in ("num_ctas", "num_worker_warps", "occupancy")}

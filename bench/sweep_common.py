@@ -132,8 +132,11 @@ def run_sweep(rows: Sequence[Any], backend: Backend, options: SweepOptions, *,
         t0 = clock()
         cmp = backend.compare(row, rec["tuning"], options)
         compare_costs.append(clock() - t0)
-        rec["runs"].append(dict(rows=comparison_rows(row.name, cmp, **backend.amount(row)),
-                                comparison=cmp.to_json_dict()))
+        rows_ = comparison_rows(row.name, cmp, **backend.amount(row))
+        rec["runs"].append(dict(rows=rows_, comparison=cmp.to_json_dict()))
+        log(f"{row.name}: comparison {len(rec['runs'])} in {compare_costs[-1]:.0f} s: "
+            + "; ".join(f"{r['regime']} {r['ratio']:.3f} ({r['ci_low']:.3f}-{r['ci_high']:.3f})"
+                        for r in rows_) + f"; {budget.left():.0f} s left")
 
     for row, rec in zip(rows, records):
         need = statistics.fmean(row_costs) if row_costs else options.first_row_s
