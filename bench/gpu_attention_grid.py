@@ -13,7 +13,8 @@ Tuning, once per (head_dim, causal, seq ≤ 4096 or longer) on that class's firs
 1. **tiles** (race): the tile shapes that did not spill in notebook 15's screen (BM×BN with
    the worker warps that keep the accumulator in registers) × occupancy 1/2 × PIPE 0/1
    (FA3's softmax/next-GEMM overlap), latency 2/4, TMA on, bounds checks off where the shape
-   allows (EVEN);
+   allows (EVEN); configs whose sm_90 SASS spills (``--screen``, run on a CPU:
+   ``results/attention_grid_spill_screen.json``) left out;
 2. **one knob at a time** (race): stage 1's best beside its variants with one knob changed — a
    2-CTA cluster (``num_ctas``), TMA off, bounds checks back on, LAT_V, LAT_K (0 = the
    compiler's) — at most ``--max-configs``;
@@ -28,6 +29,7 @@ comparison) in the burst and sustained regimes, rounds held to ``--clock-bound``
 
     python bench/gpu_attention_grid.py [--rows SPEC] [--budget-s 330] [--reruns 2]
                                        [--max-configs 10] [--out DIR] [--name FILE.json]
+    python bench/gpu_attention_grid.py --screen     # spill screen of stage 1 on the CPU
     python bench/gpu_attention_grid.py --list | --markdown A.json [B.json ...] [--experiments]
                                                                     # no GPU
 
@@ -37,6 +39,7 @@ Writes DIR/FILE.json (default notebooks/data/attention_grid.json) after every ro
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -64,6 +67,7 @@ from sweep_common import (  # noqa: E402
 )
 
 TOKENS, HIDDEN = 16384, 2048
+SCREEN = os.path.join(HERE, "results", "attention_grid_spill_screen.json")
 SEQS = (16384, 2048, 8192, 4096)
 CONSTANTS = ("BM", "BN", "LAT_K", "LAT_V", "TMA", "PIPE", "EVEN")
 HINTS = ("num_worker_warps", "occupancy", "num_ctas")
@@ -117,16 +121,74 @@ def even(row: AttnRow, bm: int, bn: int) -> int:
     return int(row.seq % bm == 0 and row.seq % bn == 0)
 
 
-def stage1(row: AttnRow) -> list[dict[str, int]]:
-    """Tiles × occupancy × PIPE, the other knobs at notebook 15's values."""
+def stage1(row: AttnRow, spills: dict[str, int] | None = None) -> list[dict[str, int]]:
+    """Tiles × occupancy × PIPE, the other knobs at notebook 15's values; configs whose sm_90
+    SASS spills in the CPU screen (``spills``: screen key -> LDL/STL count) left out."""
     out = []
     for bm, bn, warps in TILES[row.d]:
         for occ in (2, 1):
             for pipe in (0, 1):
-                out.append(dict(BM=bm, BN=bn, LAT_K=2, LAT_V=4, TMA=1, PIPE=pipe,
-                                EVEN=even(row, bm, bn), num_worker_warps=warps, occupancy=occ,
-                                num_ctas=1))
+                c = dict(BM=bm, BN=bn, LAT_K=2, LAT_V=4, TMA=1, PIPE=pipe,
+                         EVEN=even(row, bm, bn), num_worker_warps=warps, occupancy=occ,
+                         num_ctas=1)
+                if not (spills or {}).get(screen_key(row, c)):
+                    out.append(c)
     return out
+
+
+def screen_key(row: AttnRow, c: dict[str, int]) -> str:
+    return f"D={row.d} causal={int(row.causal)} " + ",".join(
+        f"{k}={c[k]}" for k in (*CONSTANTS, *HINTS))
+
+
+def load_screen(path: str = SCREEN) -> dict[str, int]:
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        return {r["key"]: r["spills"] for r in json.load(fh)["configs"]
+                if isinstance(r["spills"], int)}
+
+
+def screen(path: str = SCREEN) -> None:
+    """Compile every stage-1 config of every (head size, mask) for sm_90 on this CPU and count
+    LDL/STL in its SASS (no GPU); the grid leaves spilling ones out."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    from attention_kernels import flash_attention_knobs
+
+    import tile_lab
+    from tile_lab.toolchain import tool_version
+
+    jobs = [(row, c) for d in (128, 64) for causal in (False, True)
+            for row in [AttnRow("fp16", 2048, d, causal)] for c in stage1(row)]
+
+    def one(job: tuple[AttnRow, dict[str, int]]) -> dict[str, Any]:
+        row, c = job
+        q = np.zeros((1, row.seq, row.d), np.float16)
+        args = (q, q, q, q, 0.1, c["BM"], c["BN"], row.d, int(row.causal), c["LAT_K"],
+                c["LAT_V"], c["TMA"], c["PIPE"], c["EVEN"])
+        try:
+            insp = tile_lab.inspect(flash_attention_knobs, args, arch="sm_90",
+                                    hints={h: c[h] for h in HINTS})
+            n: int | str = sum(insp.spill_instructions().values())
+        except Exception as e:
+            n = f"{type(e).__name__}: {str(e)[:200]}"
+        return dict(key=screen_key(row, c), config=c, spills=n)
+
+    with ThreadPoolExecutor(max(1, os.cpu_count() or 2)) as pool:
+        results = list(pool.map(one, jobs))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(dict(arch="sm_90", kernel="attention_kernels.flash_attention_knobs",
+                       dtype="float16 (bf16 compiles to the same register use)",
+                       tileiras=tool_version("tileiras"), configs=results), fh, indent=1,
+                  sort_keys=True)
+        fh.write("\n")
+    bad = [r for r in results if r["spills"] != 0]
+    print(f"screened {len(results)} configs: {len(bad)} spill or fail; wrote {path}")
+    for r in bad:
+        print(f"  {r['key']}: {r['spills']}")
 
 
 # Stage 2's one-knob experiments, in the order they are tried (the cheap yes/no ones first):
@@ -181,7 +243,8 @@ def describe(tuning: dict[str, Any]) -> str:
 
 
 def staged_tuning(row: AttnRow, run_stage: Callable[[list[dict[str, int]]], Any],
-                  error: Callable[[dict[str, int]], float], max_configs: int) -> dict[str, Any]:
+                  error: Callable[[dict[str, int]], float], max_configs: int,
+                  spills: dict[str, int] | None = None) -> dict[str, Any]:
     """Stages 1-3 of the module docstring. ``run_stage(configs)``: tile_lab.tune over exactly
     those configs (a TuningResult); ``error(config)``: max |ours - SDPA| of one launch. Returns
     the fastest config that matches SDPA, its time, every measurement (the experiment log) and
@@ -199,7 +262,7 @@ def staged_tuning(row: AttnRow, run_stage: Callable[[list[dict[str, int]]], Any]
                             error=f.error[:300]))
         return sorted(ranked, key=lambda tc: tc[0])
 
-    first = record("tiles", run_stage(stage1(row)))
+    first = record("tiles", run_stage(stage1(row, spills)))
     if not first:
         raise RuntimeError(f"no stage-1 config ran: {log[:3]}")
     best = first[0][1]
@@ -268,6 +331,7 @@ class AttentionBackend:
                                     l2_bytes=info.l2_bytes)
         self.tuned: dict[str, dict[str, Any]] = {}
         self.ahead: dict[str, Any] = {}  # tuning class -> its stage-1 compiles
+        self.spills = load_screen()
         self.pool: Any = None
 
     def start(self, rows: list[AttnRow], options: SweepOptions) -> None:
@@ -287,7 +351,7 @@ class AttentionBackend:
         for row in rows:
             if row.tuning_class in self.ahead:
                 continue
-            space = space_of(stage1(row))
+            space = space_of(stage1(row, self.spills))
             t = self._tensors(row, empty=True)  # shapes and dtypes are what count
             self.ahead[row.tuning_class] = Precompiler(
                 flash_attention_knobs, space.configs(arch),
@@ -366,11 +430,11 @@ class AttentionBackend:
 
             def run_stage(cfgs: list[dict[str, int]]) -> Any:
                 # stage 1 is the list start() compiled ahead; the later ones compile now
-                first = ahead is not None and cfgs == stage1(row)
+                first = ahead is not None and cfgs == stage1(row, self.spills)
                 return self._stage(row, t, space_of(cfgs), ahead if first else None)
 
             winner = staged_tuning(row, run_stage, lambda c: self._err(row, t, c),
-                                   options.max_configs)
+                                   options.max_configs, self.spills)
         finally:
             t.clear()
             self.torch.cuda.empty_cache()
@@ -404,6 +468,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_sweep_arguments(p, budget_s=330.0, max_configs=10, name="attention_grid.json")
+    p.add_argument("--screen", action="store_true", help="spill screen on the CPU")
     p.add_argument("--experiments", action="store_true",
                    help="with --markdown: also the table of the tuning experiments")
     return p.parse_args(argv)
@@ -418,12 +483,16 @@ def main(argv: list[str] | None = None) -> None:
         if ns.experiments:
             print("\n" + experiments_table(payload))
         return
+    if ns.screen:
+        screen()
+        return
     rows = select(ROWS, ns.rows)
     opts = options_of(ns)
     if ns.list:
+        spills = load_screen()
         for row in rows:
             print(f"{ROWS.index(row):2d} {row.name}: class {row.tuning_class}, "
-                  f"{row.flops / 1e12:.2f} TFLOP; stage 1: {len(stage1(row))} configs")
+                  f"{row.flops / 1e12:.2f} TFLOP; stage 1: {len(stage1(row, spills))} configs")
         return
     from gpu_common import environment
 

@@ -44,6 +44,17 @@ def test_stage_one_crosses_the_screened_tiles_with_occupancy_and_pipe():
     assert ag.even(ag.AttnRow("fp16", 2000, 128, False), 64, 128) == 0
 
 
+def test_stage_one_leaves_out_what_the_spill_screen_flagged():
+    row = ag.AttnRow("bf16", 16384, 128, True)
+    cfgs = ag.stage1(row)
+    flagged = {ag.screen_key(row, cfgs[3]): 56, ag.screen_key(row, cfgs[4]): 0,
+               ag.screen_key(ag.AttnRow("fp16", 2048, 128, False), cfgs[5]): 12}
+    kept = ag.stage1(row, flagged)
+    # only this (head size, mask)'s spilling config goes; dtype and length do not matter
+    assert kept == cfgs[:3] + cfgs[4:]
+    assert ag.screen_key(row, cfgs[3]).startswith("D=128 causal=1 BM=")
+
+
 def test_stage_two_changes_one_knob_at_a_time_cheap_experiments_first():
     best = ag.stage1(ag.AttnRow("fp16", 2048, 64, True))[0]
     variants = ag.stage2(best, max_configs=20)
