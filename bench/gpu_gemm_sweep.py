@@ -318,6 +318,17 @@ class GemmBackend:
         return (t["a"], t["b"], t["c"], t["w"], t["arrived"],
                 *(c[k] for k in ("TM", "TN", "TK", "GROUP", "LAT", "SPLIT")))
 
+    def _zeroing(self, t: dict[str, Any]) -> Any:
+        """Zero the split-K workspace and counters before every tuning sample (on CuPy's
+        stream, outside the timed span): a config that breaks the arrival protocol must not
+        leave the next config a dirty state to be timed on."""
+        w, arrived = self.cupy.asarray(t["w"]), self.cupy.asarray(t["arrived"])
+
+        def zero() -> None:
+            w.fill(0)
+            arrived.fill(0)
+        return zero
+
     def _error(self, t: dict[str, Any]) -> float:
         ref = t["ref"]
         return float((t["c"].float() - ref).norm() / ref.norm())
@@ -329,6 +340,8 @@ class GemmBackend:
         import tile_lab
 
         hints = {h: c[h] for h in ("num_ctas", "num_worker_warps", "occupancy")}
+        t["w"].zero_()  # from a clean state, whatever the configs timed before left behind
+        t["arrived"].zero_()
         worst = 0.0
         for _ in range(2):
             t["c"].fill_(float("nan"))
@@ -357,7 +370,8 @@ class GemmBackend:
         result = tile_lab.tune(gemm_splitk, space_for(configs),
                                lambda c: grid_for(row.m, row.n, c.as_dict(), self.sms),
                                lambda c: self._args(t, c), options=opts,
-                               measure=SweepMeasurer(row.flops, self.ahead.get(row.name)))
+                               measure=SweepMeasurer(row.flops, self.ahead.get(row.name),
+                                                     prepare=self._zeroing(t)))
         trials = [dict(config=s.config.as_dict(), median_us=s.measurement.median_s * 1e6,
                        samples=s.measurement.n) for s in result.successes]
         trials += [dict(config=f.config.as_dict(), failed=f.stage, error=f.error[:300])

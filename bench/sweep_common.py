@@ -366,8 +366,11 @@ class SweepMeasurer:
     kernels write only their output, and CuPy cannot view the bf16 tensors that detection
     copies."""
 
-    def __init__(self, flops: int, ahead: Any = None, pool: Any = None) -> None:
-        self.flops, self.ahead, self.pool = flops, ahead, pool
+    def __init__(self, flops: int, ahead: Any = None, pool: Any = None,
+                 prepare: Any = None) -> None:
+        # prepare: run before every sample, outside the timed span and before the L2 flush,
+        # on CuPy's current stream (e.g. zero a workspace a broken config may have left dirty)
+        self.flops, self.ahead, self.pool, self.prepare = flops, ahead, pool, prepare
 
     def precompile(self, kernel: Any, configs: Any, args_fn: Any, kinds: Any, arch: Any,
                    workers: Any) -> Any:
@@ -388,8 +391,12 @@ class SweepMeasurer:
 
         timing = TimingOptions(samples=request.samples, warmup=1, regime="burst",
                                stop_above_s=request.stop_above_s)
-        return bench_work(kernel_work(kernel, grid, args), flops=self.flops, timing=timing,
-                          params=config.as_dict())
+        work = kernel_work(kernel, grid, args)
+        if self.prepare is not None:
+            from tile_lab.gpu import TimedWork
+
+            work = TimedWork(getattr(work, "name", "kernel"), work.run, self.prepare)
+        return bench_work(work, flops=self.flops, timing=timing, params=config.as_dict())
 
 
 class KeepOpen:

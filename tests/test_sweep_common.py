@@ -252,3 +252,39 @@ def test_options_are_checked():
         sc.SweepOptions(budget_s=5.0, reserve_s=10.0)
     with pytest.raises(ValueError, match="reruns"):
         sc.SweepOptions(reruns=0)
+
+
+def test_sweep_measurer_times_the_kernel_with_the_prepare_step_outside_the_span(monkeypatch):
+    import tile_lab.gpu as tg
+    from tile_lab.tuning.measurer import MeasureRequest
+    from tile_lab.tuning.space import Config
+
+    got = {}
+    launched = []
+
+    class FakeKernelWork:
+        name = "gemm_splitk"
+
+        def run(self):
+            launched.append("run")
+
+    def fake_bench_work(work, *, flops, timing, params):
+        got.update(work=work, flops=flops, timing=timing, params=params)
+        return "measurement"
+
+    monkeypatch.setattr(tg, "bench_work", fake_bench_work)
+    monkeypatch.setattr(tg, "kernel_work", lambda kernel, grid, args: FakeKernelWork())
+    zeroed = []
+    m = sc.SweepMeasurer(123, prepare=lambda: zeroed.append(1))
+    cfg = Config((("TM", 128), ("SPLIT", 2)))
+    assert m.measure("k", cfg, (4,), (), MeasureRequest(3, stop_above_s=0.5)) == "measurement"
+    work = got["work"]
+    work.prepare()
+    work.run()
+    assert zeroed == [1] and launched == ["run"] and work.name == "gemm_splitk"
+    assert got["flops"] == 123 and got["params"] == {"TM": 128, "SPLIT": 2}
+    t = got["timing"]
+    assert (t.samples, t.regime, t.stop_above_s, t.warmup) == (3, "burst", 0.5, 1)
+    # without a prepare step the kernel's own work is timed as it is
+    sc.SweepMeasurer(1).measure("k", cfg, (4,), (), MeasureRequest(3))
+    assert isinstance(got["work"], FakeKernelWork)
