@@ -56,6 +56,7 @@ from sweep_common import (  # noqa: E402
     SweepMeasurer,
     SweepOptions,
     add_sweep_arguments,
+    byte_compile,
     load_payloads,
     markdown_table,
     options_of,
@@ -502,6 +503,7 @@ def main(argv: list[str] | None = None) -> None:
     def save(payload: dict[str, Any]) -> None:
         save_payload(dict(payload, env=env, protocol=__doc__.strip()), path)
 
+    byte_compile()
     backend = AttentionBackend()
     payload = run_sweep(rows, backend, opts, save=save)
     if backend.pool is not None:

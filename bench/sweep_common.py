@@ -304,6 +304,20 @@ def summary_counts(payload: dict[str, Any]) -> str:
             f"({len(payload['rows']) - len(measured)} not measured)")
 
 
+def byte_compile() -> None:
+    """Byte-compile cuda.tile and tile_lab as pip leaves an installed package: the lent GPU's
+    bundle installs with --no-compile, and every compile worker would otherwise compile
+    cuda.tile's modules for itself (tune_gemm.py does the same)."""
+    import compileall
+
+    import cuda.tile
+
+    import tile_lab
+
+    for pkg in (cuda.tile, tile_lab):
+        compileall.compile_dir(os.path.dirname(pkg.__file__), quiet=1, workers=0)
+
+
 def add_sweep_arguments(p: Any, *, budget_s: float, max_configs: int, name: str) -> None:
     """The options every sweep takes (``options_of`` turns them into SweepOptions)."""
     here = os.path.dirname(os.path.abspath(__file__))
