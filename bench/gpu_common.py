@@ -59,13 +59,25 @@ def save(measurements, out_dir: str, name: str) -> str:
 
 
 # ---- per-regime comparisons against the strongest baselines -------------------------------------
-def compare_options(quick: bool):
-    """Interleaved rounds for ``compare_timed``: fewer and shorter with --quick."""
+CLOCK_BOUND = 0.011  # a round whose two sides' median SM clocks differ more is re-run
+CLOCK_RETRIES = 3
+
+
+def compare_options(quick: bool, *, clock_bound: float = CLOCK_BOUND,
+                    clock_retries: int = CLOCK_RETRIES, rounds: int | None = None,
+                    samples_per_round: int | None = None, sustain_s: float | None = None):
+    """Interleaved rounds for ``compare_timed``: fewer and shorter with --quick. Rounds whose
+    sides ran more than ``clock_bound`` apart in SM clock are re-run (``clock_retries`` times
+    at most); a regime still apart is flagged CLOCKS DIFFER."""
     from tile_lab.gpu import CompareOptions
 
-    if quick:
-        return CompareOptions(rounds=4, samples_per_round=3, sustain_s=0.5)
-    return CompareOptions(rounds=10, samples_per_round=8, sustain_s=2.0)
+    base = (dict(rounds=4, samples_per_round=3, sustain_s=0.5) if quick
+            else dict(rounds=10, samples_per_round=8, sustain_s=2.0))
+    for key, value in (("rounds", rounds), ("samples_per_round", samples_per_round),
+                       ("sustain_s", sustain_s)):
+        if value is not None:
+            base[key] = value
+    return CompareOptions(clock_tolerance=clock_bound, clock_retries=clock_retries, **base)
 
 
 def comparison_rows(name: str, comparison, *, ours_bytes=None, ours_flops=None) -> list[dict]:
@@ -79,7 +91,10 @@ def comparison_rows(name: str, comparison, *, ours_bytes=None, ours_flops=None) 
                    baseline_median_s=r.b.median_s, ours_sm_mhz=r.a.sm_mhz,
                    baseline_sm_mhz=r.b.sm_mhz, ours_power_w=r.a.power_w,
                    baseline_power_w=r.b.power_w, ours_throttled=r.a.throttled,
-                   baseline_throttled=r.b.throttled, clock_mismatch=r.clock_mismatch)
+                   baseline_throttled=r.b.throttled, clock_mismatch=r.clock_mismatch,
+                   clock_gap=r.clock_gap, clock_bound=r.clock_tolerance,
+                   clock_rerun_rounds=r.rerun_rounds,
+                   clock_disagreeing_rounds=r.disagreeing_rounds)
         if ours_bytes:
             row["ours_gbps"] = ours_bytes / r.a.median_s / 1e9
         if ours_flops:

@@ -118,3 +118,69 @@ def test_options_are_checked():
         CompareOptions(regimes=("idle",))
     with pytest.raises(ValueError, match="rounds >= 2"):
         CompareOptions(rounds=1)
+
+
+class FlakyClockReader:
+    """NVML where the baseline's group of some rounds lands in a power-capped dip (1305 MHz):
+    the n-th reading taken after a "cublas" group is hot when n is in ``hot``."""
+
+    def __init__(self, timer, hot):
+        self.timer, self.hot, self.cublas_reads = timer, set(hot), 0
+
+    def read(self):
+        hot = False
+        if self.timer.last_work == "cublas":
+            hot = self.cublas_reads in self.hot
+            self.cublas_reads += 1
+        return GpuState(0.0, 1305.0 if hot else 1980.0, 2619.0, 300.0, 55.0, 0, 700.0)
+
+    def max_sm_mhz(self):
+        return 1980.0
+
+    def sleep(self, seconds):
+        pass
+
+
+def test_a_round_whose_sides_ran_at_different_clocks_is_re_run_and_the_bound_recorded():
+    gpu = SimGPU({"ours": 1.0e-3, "cublas": 1.2e-3})
+    # sustained: one reading per group; the 2nd and 3rd cublas groups read hot
+    opts = CompareOptions(regimes=("sustained",), rounds=4, samples_per_round=2, sustain_s=0,
+                          clock_tolerance=0.011, clock_retries=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ClockMismatchWarning)
+        c = compare_timed(A, B, opts, timer=gpu, reader=FlakyClockReader(gpu, hot={1, 2}))
+    r = c["sustained"]
+    # round 2 (BA) drew a hot cublas group twice: timed three times in all
+    assert r.rerun_rounds == 2 and r.disagreeing_rounds == 0
+    assert "".join(r.order) == "AB" + "BA" * 3 + "AB" + "BA"
+    assert len(r.a.times_s) == len(r.b.times_s) == 8  # the re-run groups replace, not add
+    assert r.b.sm_mhz == r.a.sm_mhz == 1980 and not r.clock_mismatch
+    assert r.clock_tolerance == 0.011
+    assert "2 round(s) re-run" in r.summary()
+    back = Comparison.from_json_dict(json.loads(json.dumps(c.to_json_dict())))
+    assert back == c
+
+
+def test_clock_retries_give_up_after_the_limit_and_count_the_round():
+    gpu = SimGPU({"ours": 1.0e-3, "cublas": 1.2e-3})
+    opts = CompareOptions(regimes=("sustained",), rounds=2, samples_per_round=2, sustain_s=0,
+                          clock_tolerance=0.011, clock_retries=1)
+    with pytest.warns(ClockMismatchWarning, match="more than 1.1%"):
+        c = compare_timed(A, B, opts, timer=gpu, reader=FlakyClockReader(gpu, hot={1, 2, 3}))
+    r = c["sustained"]
+    assert r.rerun_rounds == 1 and r.disagreeing_rounds == 1 and r.clock_mismatch
+    # without retries nothing is re-run, and nothing is counted as given up on
+    gpu = SimGPU({"ours": 1.0e-3, "cublas": 1.2e-3})
+    with pytest.warns(ClockMismatchWarning):
+        c = compare_timed(A, B, CompareOptions(regimes=("sustained",), rounds=2,
+                                               samples_per_round=2, sustain_s=0,
+                                               clock_tolerance=0.011),
+                          timer=gpu, reader=FlakyClockReader(gpu, hot={0}))
+    assert c["sustained"].rerun_rounds == 0 and c["sustained"].disagreeing_rounds == 0
+
+
+def test_clock_options_are_checked():
+    with pytest.raises(ValueError, match="clock_tolerance"):
+        CompareOptions(clock_tolerance=-0.1)
+    with pytest.raises(ValueError, match="clock_retries"):
+        CompareOptions(clock_retries=-1)

@@ -1,0 +1,101 @@
+"""Flash attention forward with the experiment knobs of the attention grid
+(``gpu_attention_grid.py``): ``tile_lab.examples.attention.flash_attention_tuned`` (notebook 15)
+plus one constant per idea, so ``tile_lab.tune`` can keep or drop each on the GPU.
+
+What FlashAttention-3 does on Hopper and what of it cuTile 1.7 lets a kernel say:
+
+* producer/consumer warp specialization with TMA loads: cuTile's compiler does this itself
+  (``num_worker_warps`` consumer warps, a producer it adds; ``allow_tma`` per load) -> the
+  ``num_worker_warps`` hint and the ``TMA`` knob (0: plain loads for K and V);
+* a deeper K/V pipeline: the ``latency`` hint per load -> ``LAT_K`` and ``LAT_V`` apart
+  (0: the compiler's choice) instead of V = 2 x K;
+* ping-pong of two warpgroups (one's softmax under the other's GEMMs): not expressible; two CTAs
+  per SM (``occupancy=2``) interleave the same way at CTA granularity -> the ``occupancy`` hint;
+* intra-warpgroup overlap of softmax with the next ``Q Kᵀ`` (FA3's Algorithm 2): ``PIPE=1``
+  issues the next tile's ``Q Kᵀ`` before this tile's softmax, so the asynchronous wgmma can run
+  under the exponentials (whether tileiras keeps that order is what the GPU says);
+* K/V shared by a 2-CTA cluster (TMA multicast): the ``num_ctas`` hint;
+* bounds checks the shapes make unneeded: ``EVEN=1`` (the sequence length a multiple of BM and
+  BN) loads with ``check_bounds=False`` and tells the compiler the key count divides by BN
+  (``ct.assume_divisible_by``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import cuda.tile as ct
+
+
+def _load_kt(K, bh, j, BN: int, D: int, LAT: int, TMA: int, EVEN: int):
+    # Kᵀ tile (D, BN) straight from memory, with the knobs' hints
+    if LAT > 0:
+        kt = ct.load(K, index=(bh, 0, j), shape=(1, D, BN), order=(0, 2, 1), latency=LAT,
+                     allow_tma=TMA > 0, check_bounds=EVEN == 0)
+    else:
+        kt = ct.load(K, index=(bh, 0, j), shape=(1, D, BN), order=(0, 2, 1),
+                     allow_tma=TMA > 0, check_bounds=EVEN == 0)
+    return kt.reshape((D, BN))
+
+
+def _load_v(V, bh, j, BN: int, D: int, LAT: int, TMA: int, EVEN: int):
+    if LAT > 0:
+        v = ct.load(V, index=(bh, j, 0), shape=(1, BN, D), latency=LAT, allow_tma=TMA > 0,
+                    check_bounds=EVEN == 0)
+    else:
+        v = ct.load(V, index=(bh, j, 0), shape=(1, BN, D), allow_tma=TMA > 0,
+                    check_bounds=EVEN == 0)
+    return v.reshape((BN, D))
+
+
+def _scores(q, kt, rows, j, first_masked, BM: int, BN: int, CAUSAL: int):
+    # unscaled Q Kᵀ of key tile j, masked where it crosses the diagonal
+    s = ct.mma(q, kt, ct.full((BM, BN), 0.0, dtype=ct.float32))
+    if CAUSAL and j >= first_masked:
+        cols = j * BN + ct.arange(BN, dtype=ct.int32).reshape((1, BN))
+        s = ct.where(cols <= rows, s, -math.inf)
+    return s
+
+
+@ct.kernel
+def flash_attention_knobs(Q, K, V, Out, qk_scale_log2: float, BM: ct.Constant[int],
+                          BN: ct.Constant[int], D: ct.Constant[int], CAUSAL: ct.Constant[int],
+                          LAT_K: ct.Constant[int], LAT_V: ct.Constant[int],
+                          TMA: ct.Constant[int], PIPE: ct.Constant[int],
+                          EVEN: ct.Constant[int]):
+    i, bh = ct.bid(0), ct.bid(1)
+    q = ct.load(Q, index=(bh, i, 0), shape=(1, BM, D), check_bounds=EVEN == 0).reshape((BM, D))
+    m = ct.full((BM, 1), -math.inf, dtype=ct.float32)
+    row_sum = ct.full((BM, 1), 0.0, dtype=ct.float32)
+    acc = ct.full((BM, D), 0.0, dtype=ct.float32)
+    seq_k = K.shape[1]
+    if EVEN:
+        seq_k = ct.assume_divisible_by(seq_k, BN)
+    n_kv = ct.cdiv(seq_k, BN)
+    first_masked = n_kv
+    if CAUSAL:
+        n_kv = ct.minimum(n_kv, ct.cdiv((i + 1) * BM, BN))
+        first_masked = (i * BM) // BN
+    rows = i * BM + ct.arange(BM, dtype=ct.int32).reshape((BM, 1))
+    s = ct.full((BM, BN), 0.0, dtype=ct.float32)
+    if PIPE:  # the first tile's scores before the loop; each iteration starts the next one's
+        s = _scores(q, _load_kt(K, bh, 0, BN, D, LAT_K, TMA, EVEN), rows, 0, first_masked,
+                    BM, BN, CAUSAL)
+    for j in range(n_kv):
+        if PIPE:
+            s_now = s
+            if j + 1 < n_kv:
+                s = _scores(q, _load_kt(K, bh, j + 1, BN, D, LAT_K, TMA, EVEN), rows, j + 1,
+                            first_masked, BM, BN, CAUSAL)
+        else:
+            s_now = _scores(q, _load_kt(K, bh, j, BN, D, LAT_K, TMA, EVEN), rows, j,
+                            first_masked, BM, BN, CAUSAL)
+        m_new = ct.maximum(m, ct.max(s_now, axis=1, keepdims=True) * qk_scale_log2)
+        p = ct.exp2(s_now * qk_scale_log2 - m_new, flush_to_zero=True)
+        alpha = ct.exp2(m - m_new, flush_to_zero=True)
+        row_sum = row_sum * alpha + ct.sum(p, axis=1, keepdims=True)
+        v = _load_v(V, bh, j, BN, D, LAT_V, TMA, EVEN)
+        acc = ct.mma(p.astype(Q.dtype), v, acc * alpha)
+        m = m_new
+    out = ct.truediv(acc, row_sum, flush_to_zero=True, rounding_mode=ct.RoundingMode.APPROX)
+    ct.store(Out, index=(bh, i, 0), tile=out.astype(Out.dtype).reshape((1, BM, D)))
