@@ -208,7 +208,7 @@ def _within_budget(g: np.ndarray, e: np.ndarray, finite: np.ndarray, dtype: str,
 
 
 def _example(t: _Tile, sel, where: np.ndarray, g: np.ndarray, e: np.ndarray
-             ) -> tuple[tuple[int, ...], float, float] | None:
+             ) -> tuple[tuple[int, ...], str, str] | None:
     hits = np.argwhere(where)
     if hits.size == 0:
         return None
@@ -217,7 +217,7 @@ def _example(t: _Tile, sel, where: np.ndarray, g: np.ndarray, e: np.ndarray
         index = tuple(s + i for s, i in zip(t.start, local))
     else:
         index = tuple(int(ax[local[0]]) for ax in sel)
-    return index, float(g[local]), float(e[local])
+    return index, repr(g[local].item()), repr(e[local].item())
 
 
 def _reason(verdict: str, t: _Tile, is_float: bool, sites: Sequence[DesignSite],

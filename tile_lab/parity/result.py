@@ -83,7 +83,9 @@ class TileComparison:
     classes: dict[str, int] = field(default_factory=dict)
     verdict: str = "agree"
     reason: str = ""
-    example: tuple[tuple[int, ...], float, float] | None = None  # (index, gpu, emulator)
+    # one differing element of the tile's class: (index, GPU value, emulator value), the
+    # values as Python writes them ("nan", "1.0000001")
+    example: tuple[tuple[int, ...], str, str] | None = None
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -92,9 +94,6 @@ class TileComparison:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["max_abs"] = _num(self.max_abs) if self.max_abs is not None else None
-        if self.example is not None:
-            idx, g, e = self.example
-            d["example"] = [list(idx), _str_float(g), _str_float(e)]
         return d
 
     @classmethod
@@ -105,12 +104,8 @@ class TileComparison:
         d["blocks"] = tuple(tuple(b) for b in d["blocks"])
         if d.get("example") is not None:
             idx, g, e = d["example"]
-            d["example"] = (tuple(idx), float(g), float(e))
+            d["example"] = (tuple(idx), g, e)
         return cls(**d)
-
-
-def _str_float(x: float) -> float | str:
-    return float(x) if math.isfinite(x) else repr(float(x))  # "nan", "inf", "-inf"
 
 
 @dataclass(frozen=True)

@@ -91,8 +91,8 @@ def gpu_requirements() -> list[str]:
     try:
         require_gpu("crosscheck")
     except NoGPUError as exc:  # "... needs a CUDA GPU, but CuPy cannot be imported (...)"
-        return ["CuPy and a CUDA GPU of sm_90 or newer (" +
-                exc.message.split(", but ", 1)[-1].rstrip(".") + ")"]
+        return ["CuPy and a CUDA GPU of sm_90 or newer: " +
+                exc.message.split(", but ", 1)[-1].rstrip(".")]
 
     info = device_info()
     if info.compute_capability < MIN_CC:

@@ -101,7 +101,7 @@ def _title(t: TileComparison, cc: CrossCheck) -> str:
         out.append("; ".join(errs))
         if t.example is not None:
             idx, g, e = t.example
-            out.append(f"e.g. at {list(idx)}: GPU {g!r}, emulator {e!r}")
+            out.append(f"e.g. at {list(idx)}: GPU {g}, emulator {e}")
         out.append(t.reason)
     return "\n".join(out)
 
