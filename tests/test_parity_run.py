@@ -187,16 +187,7 @@ def test_a_gpu_side_must_have_device_and_run():
         tile_lab.crosscheck(exp2_rows, (1,), (), gpu=lambda *a: a)  # type: ignore[arg-type]
 
 
-# ---- on a real GPU --------------------------------------------------------------------------
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_corpus_kernels_agree_or_are_explained_on_the_gpu(name):
-    case = CASES[name]
-    grid, args = case.build()
-    cc = tile_lab.crosscheck(case.kernel, grid, args)
-    assert cc.ok, str(cc)
-
+# ---- on a real GPU (the corpus: tests/test_corpus_emulated.py) --------------------------------------------------------------------------
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("misaligned", [False, True])

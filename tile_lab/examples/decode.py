@@ -26,12 +26,12 @@ LOG2_E = 1.0 / math.log(2)
 
 
 @ct.kernel
-def decode_attention(Q, K, V, Out, qk_scale_log2: float, input_pos: int,
-                     D: ct.Constant[int], HQ: ct.Constant[int], GROUP: ct.Constant[int],
+def decode_attention(Q, K, V, Out, qk_scale_log2: float, input_pos: int, D: ct.Constant[int],
                      TM: ct.Constant[int], TN: ct.Constant[int], ZERO_PAD: ct.Constant[int]):
     i, bh = ct.bid(0), ct.bid(1)
-    b, h = bh // HQ, bh % HQ
-    hkv = h // GROUP  # GROUP query heads share one key/value head
+    hq = Q.shape[1]
+    b, h = bh // hq, bh % hq
+    hkv = h * K.shape[1] // hq  # Hq / Hkv query heads share one key/value head
     q = ct.load(Q, index=(b, h, i, 0), shape=(1, 1, TM, D)).reshape((TM, D))
     q_pos = input_pos + i * TM + ct.arange(TM, dtype=ct.int32).reshape((TM, 1))
     m = ct.full((TM, 1), -math.inf, dtype=ct.float32)
@@ -95,6 +95,5 @@ def decode_launch(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray, 
     """(grid, args) for :func:`decode_attention` on these arrays."""
     b, hq, lq, d = q.shape
     grid = (-(-lq // tm), b * hq)
-    args = (q, k, v, out, LOG2_E / math.sqrt(d), input_pos, d, hq, hq // k.shape[1], tm, tn,
-            int(zero_pad))
+    args = (q, k, v, out, LOG2_E / math.sqrt(d), input_pos, d, tm, tn, int(zero_pad))
     return grid, args
