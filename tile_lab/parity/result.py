@@ -184,10 +184,12 @@ class CrossCheck:
 
     @property
     def agreement(self) -> str:
-        """``"identical"``, ``"explained"`` (every difference undetermined or by design) or
-        ``"mismatch"``."""
+        """``"identical"``, ``"explained"`` (every difference undetermined or by design),
+        ``"mismatch"``, or ``"nothing compared"`` (the kernel wrote no array)."""
         if not self.ok:
             return "mismatch"
+        if not self.tiles:
+            return "nothing compared"
         return "identical" if all(t.verdict == "agree" for t in self.tiles) else "explained"
 
     def summary(self) -> str:
@@ -199,6 +201,8 @@ class CrossCheck:
         agree = sum(t.verdict == "agree" for t in tiles)
         if self.agreement == "identical":
             return f"{head}: all identical, bit for bit."
+        if self.agreement == "nothing compared":
+            return f"{head}: the kernel wrote no array on the emulator, nothing to compare."
         parts = [f"{agree} identical"]
         for cls, words in (("undetermined", "differ in lanes the emulator marks undetermined"),
                            ("design", "differ by design (within the error the kernel's ops "

@@ -148,7 +148,7 @@ _CSS = ".tile-lab-diagram .tl-xc:hover>rect{stroke:currentColor!important;stroke
 def crosscheck_html(cc: CrossCheck) -> str:
     """The summary in words, one line per reason, and a heatmap per output."""
     esc = html.escape
-    status = {"identical": "ok", "explained": "ok", "mismatch": "problems"}[cc.agreement]
+    status = "problems" if cc.agreement == "mismatch" else "ok"
     out = [f'<div class="tile-lab-crosscheck tile-lab-crosscheck-{status}">',
            f"<p><b>{esc(cc.summary())}</b></p>"]
     reasons = cc.explanations()
