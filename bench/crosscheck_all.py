@@ -105,8 +105,8 @@ def _puzzle_item(p: Any, kernel: Any) -> Item:
         else:
             arrays.append(rng.integers(0, 100, size=s).astype(dt))
     out = np.zeros(p.shapes[-1], dt)
-    return Item("examples", f"puzzle {p.number}: {kernel.__name__ if hasattr(kernel, '__name__') else p.title}",
-                kernel, tuple(p.grid), (*arrays, out, *p.constants))
+    return Item("examples", f"puzzle {p.number}: {p.title}", kernel, tuple(p.grid),
+                (*arrays, out, *p.constants))
 
 
 # ---- the test corpus -------------------------------------------------------------------------

@@ -565,8 +565,9 @@ def test_running_cell_number_is_the_cell_ipython_shows(shell, capsys):
 # -- --crosscheck (GPU vs emulator) ------------------------------------------------------------
 
 def test_crosscheck_runs_both_sides_and_displays_the_verdict(shell, shown, monkeypatch):
-    import tile_lab.parity
     from parity_fakes import ScriptedGpu
+
+    import tile_lab.parity
 
     monkeypatch.setattr(tile_lab.parity, "CupyGpu", lambda hints=None: ScriptedGpu())
     ns = shell.user_ns
@@ -594,7 +595,7 @@ def test_crosscheck_without_a_gpu_fails_the_cell_at_the_tile_line(shell, capsys)
 
 
 def test_crosscheck_needs_grid_and_args(shell, capsys):
-    err, out = run_failing(shell, capsys, "%%tile --crosscheck --grid 2\n" + VADD)
+    _, out = run_failing(shell, capsys, "%%tile --crosscheck --grid 2\n" + VADD)
     assert "running a kernel needs --grid and --args" in out
     assert "line 1" in out
 

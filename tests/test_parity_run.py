@@ -187,7 +187,7 @@ def test_a_gpu_side_must_have_device_and_run():
         tile_lab.crosscheck(exp2_rows, (1,), (), gpu=lambda *a: a)  # type: ignore[arg-type]
 
 
-# ---- on a real GPU (the corpus: tests/test_corpus_emulated.py) --------------------------------------------------------------------------
+# ---- on a real GPU (the corpus: tests/test_corpus_emulated.py) -----------------------------
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("misaligned", [False, True])

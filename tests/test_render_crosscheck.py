@@ -4,6 +4,7 @@ the renderer, and a look in headless Chromium at 1000 px (test-artifacts/render/
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -68,7 +69,7 @@ def test_legend_texts_do_not_overlap():
     scene = heatmap_scene(cc.outputs[0], cc)
     texts = [t for t in flatten(scene.items) if isinstance(t, Text) and t.y == 35]
     spans = sorted((t.x, t.x + text_width(t.text, t.size)) for t in texts)
-    assert len(spans) == 4 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    assert len(spans) == 4 and all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     assert max(b for _, b in spans) <= scene.width
 
 

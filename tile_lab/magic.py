@@ -422,8 +422,9 @@ def _check_options(opts: Any) -> None:
                              "slider config cfg, e.g. --grid \"(N // cfg['TILE'],)\"")
         return
     if len(flags) > 1:
+        got = ", ".join("--" + f for f in flags)
         raise UsageError("%%tile: use one of --emulate, --trace, --sanitize, --launch, "
-                         f"--profile, --crosscheck at a time (got {', '.join('--' + f for f in flags)})")
+                         f"--profile, --crosscheck at a time (got {got})")
     if opts.grid is not None and not flags and not (opts.show and "partition" in opts.show):
         raise UsageError("%%tile: --grid is for running a kernel: add --emulate, --trace, "
                          "--sanitize, --launch or --crosscheck")

@@ -13,7 +13,7 @@ through tile_lab's launch path, tests pass a scripted one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -36,7 +36,7 @@ class CrossCheckOptions:
     them visible; ``"zero"``)."""
 
     outputs: tuple[str, ...] | None = None
-    budget: Budget = Budget()
+    budget: Budget = field(default_factory=Budget)
     padding: str = "poison"
 
 

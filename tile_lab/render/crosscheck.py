@@ -117,7 +117,7 @@ def heatmap_scene(out: OutputComparison, cc: CrossCheck, budget_ulps: float = 8.
     items: list[Any] = [Text(PAD, 16, f"{out.arg} ({shape} {out.dtype}): {len(out.tiles)} "
                         f"tiles", size=12, bold=True)]
     x = PAD
-    for verdict, color in COLORS.items():  # the legend, laid out by measured width
+    for verdict in COLORS:  # the legend, laid out by measured width
         label = f"{LABELS[verdict]} {counts[verdict]}"
         items.append(Rect(x, 26, 10, 10, _fill_for_legend(verdict)))
         items.append(Text(x + 14, 35, label, size=10))
@@ -142,7 +142,8 @@ def _fill_for_legend(verdict: str) -> Style:
     return Style(fill=COLORS[verdict])
 
 
-_CSS = ".tile-lab-diagram .tl-xc:hover>rect{stroke:currentColor!important;stroke-width:2px!important}"
+_CSS = (".tile-lab-diagram .tl-xc:hover>rect{stroke:currentColor!important;"
+        "stroke-width:2px!important}")
 
 
 def crosscheck_html(cc: CrossCheck) -> str:
