@@ -140,3 +140,16 @@ def test_in_chromium_at_1000px_nothing_is_clipped_or_overlapping(tmp_path):
     # the red tile is really red on the screen
     png = res["png"]
     assert png.shape[1] == 1000
+
+
+def test_gpu_nans_are_labelled_inside_their_tile():
+    cc = decode_with_nans()  # one NaN, at Out[0, 1, 3, 5]: block (0, 1)'s tile
+    scene = heatmap_scene(cc.outputs[0], cc)
+    labelled = [g for g in scene.items if isinstance(g, Group)
+                and any(isinstance(i, Text) for i in g.items)]
+    assert len(labelled) == 1 and "block (0, 1, 0)" in labelled[0].title
+    rect = labelled[0].items[0]
+    (text,) = [i for i in labelled[0].items if isinstance(i, Text)]
+    assert text.text == "GPU NaN ×1"
+    assert rect.x <= text.x and text.x + text_width(text.text, text.size) <= rect.x + rect.w
+    assert rect.y <= text.y - text.size and text.y <= rect.y + rect.h

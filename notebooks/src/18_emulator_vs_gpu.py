@@ -3,11 +3,13 @@
 #
 # The emulator fills the lanes a GPU leaves undetermined with **poison** (NaN) and follows
 # them to every store: when they reach memory it says which load padded them and which op mixed
-# them into lanes you keep. That is not pessimism. This notebook runs a decode-attention kernel
-# in the shape of NVIDIA's `fmha` sample — causal, grouped-query, the key length ragged against
-# the tile — whose result on an H100 depends on **where the KV cache sits in memory**: correct
-# when K and V start at a 16-byte boundary, NaN when they are views two bytes off it (a slice of
-# a fused buffer). The emulator predicts it from the source, on a laptop.
+# them into lanes you keep. That is not pessimism. NVIDIA's own `fmha_kernel` (cutile-python's
+# `test/kernels/attention.py`) in a decode step — causal, grouped-query, the key length ragged
+# against the tile — gave correct results on an H100 when K and V started at a 16-byte boundary,
+# and **NaN in 28 of 1920 outputs** when they were views two bytes off it (a slice of a fused
+# buffer), measured on 2026-11-25. This notebook runs a kernel of the same shape
+# (`tile_lab.examples.decode`) and shows the emulator predicting the hazard from the source, on a
+# laptop, and what this kernel did on a GPU.
 #
 # Then `tile_lab.crosscheck` puts the two side by side, tile by tile: the way to check that
 # the emulator's values are the GPU's.
@@ -124,10 +126,12 @@ if gpu is not None:
               f"max error of the finite outputs {worst}")
 
 # %% [markdown]
-# The same kernel, the same values, two addresses: correct, then NaN in some outputs. Which
-# outputs and how many depend on what the memory after V held — nothing the kernel controls.
-# The emulator flagged every output as able to go wrong, whatever the alignment: the aligned
-# launch is correct only because TMA happens to fill with zeros.
+# What to read in it: the same kernel and the same values at two addresses. Where the
+# misaligned launches show NaN, which outputs and how many depend on what the padded lanes
+# held — nothing the kernel controls, so they may change from launch to launch. Where the
+# aligned launches are correct, it is because the TMA copy fills with zeros, not because the
+# kernel is right: the emulator flags every output as able to go wrong whatever the alignment.
+# The zero-padded kernel (below) is correct at both addresses.
 #
 # ## The crosscheck
 #

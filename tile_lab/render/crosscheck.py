@@ -129,10 +129,25 @@ def heatmap_scene(out: OutputComparison, cc: CrossCheck, budget_ulps: float = 8.
         style = _fill(t, budget_ulps)
         rects = tuple(Rect(PAD + c * sx, TOP + r * sy, nc * sx, nr * sy, style)
                       for r, c, nr, nc in tile_rects(out.shape, t.box_start, t.box_stop))
-        items.append(Group(rects, title=_title(t, cc), css_class=f"tl-xc tl-xc-{t.verdict}"))
+        label = _nan_label(t, rects[0])
+        items.append(Group(rects + label, title=_title(t, cc),
+                           css_class=f"tl-xc tl-xc-{t.verdict}"))
     width = max(PAD * 2 + w, x + PAD)
     return Scene(width, TOP + h + PAD, tuple(items),
                  label=f"crosscheck of {out.arg}: tiles coloured by agreement")
+
+
+def _nan_label(t: TileComparison, rect: Rect) -> tuple[Text, ...]:
+    """"NaN ×n" in the tile where the GPU gave NaN the emulator did not (when it fits)."""
+    extra = t.nan_gpu - min(t.nan_gpu, t.nan_emulator) if t.verdict != "undetermined" else \
+        t.nan_gpu
+    if extra <= 0:
+        return ()
+    text = f"GPU NaN ×{t.nan_gpu}"
+    size = 9.0
+    if rect.h < size + 3 or rect.w < text_width(text, size) + 4:
+        return ()
+    return (Text(rect.x + 2, rect.y + size + 1, text, size=size, color="#5a0000", bold=True),)
 
 
 def _fill_for_legend(verdict: str) -> Style:
