@@ -20,6 +20,8 @@ bug) or fails to run.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import math
 import os
@@ -197,7 +199,8 @@ def crosscheck_item(item: Item, gpu: Any) -> dict[str, Any]:
     started = time.perf_counter()
     row: dict[str, Any] = {"source": item.source, "kernel": item.name, "grid": list(item.grid)}
     try:
-        cc = tile_lab.crosscheck(item.kernel, item.grid, item.args, gpu=gpu)
+        with contextlib.redirect_stdout(io.StringIO()):  # the ct.print demos of notebook 14
+            cc = tile_lab.crosscheck(item.kernel, item.grid, item.args, gpu=gpu)
     except Exception as exc:
         row.update(agreement="failed", error=f"{type(exc).__name__}: {exc}",
                    traceback=traceback.format_exc(limit=4))
