@@ -229,6 +229,32 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             print(f"{'':16s}- {r['error']}")
 
 
+def markdown_table(paths: list[Path]) -> str:
+    """The bench/README table from the JSON files of one or more runs."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    devices = set()
+    for path in paths:
+        data = json.loads(path.read_text())
+        devices.add(data["provenance"].get("device", "?"))
+        for r in data["rows"]:
+            key = ("tile_lab.examples" if r["source"] == "examples" else
+                   "tutorials" if r["source"].startswith("tutorial") else "tests/corpus")
+            groups.setdefault(key, []).append(r)
+    out = ["| source | kernels | identical | explained | mismatch | failed | "
+           "disagreements, explained |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for key, rows in groups.items():
+        n = {a: sum(r["agreement"] == a for r in rows)
+             for a in ("identical", "explained", "mismatch", "failed", "nothing compared")}
+        why = "; ".join(f"{r['kernel']}: " + " / ".join(r.get("explanations", [])
+                                                       or [r.get("error", "")])
+                        for r in rows if r["agreement"] in ("explained", "mismatch", "failed"))
+        compared = len(rows) - n["nothing compared"]
+        out.append(f"| {key} | {compared} (+{n['nothing compared']} writing no array) | "
+                   f"{n['identical']} | {n['explained']} | {n['mismatch']} | {n['failed']} | "
+                   f"{why or 'none'} |")
+    return "\n".join(out) + f"\n\nDevice: {'; '.join(sorted(devices))}."
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, help="write the rows and crosschecks here")
@@ -240,7 +266,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1))
     ap.add_argument("--notebooks", nargs="+", metavar="PREFIX",
                     help="record only these tutorials (e.g. 09 12)")
+    ap.add_argument("--table", nargs="+", type=Path, metavar="JSON",
+                    help="only print the bench/README table from these --json files")
     opts = ap.parse_args(argv)
+    if opts.table:
+        print(markdown_table(opts.table))
+        return 0
 
     from tile_lab.parity import CupyGpu
 

@@ -38,6 +38,7 @@ class Launch:
     args: tuple
     module: str | None = None  # importable module defining the kernel (tile_lab.examples...)
     source: str = ""  # the kernel's source, when it was defined in the notebook
+    first_line: int = 1  # its first line in the notebook cell (errors and lines match it)
     needs: dict[str, tuple] = field(default_factory=dict)  # global name -> how to rebuild it
 
 
@@ -126,6 +127,7 @@ def record(notebook: Path, out: Path) -> None:
                     notebook.stem, fn.__name__, tuple(int(g) for g in grid), _host(tuple(args)),
                     module=mod if from_module else None,
                     source="" if from_module else inspect.getsource(fn),
+                    first_line=inspect.getsourcelines(fn)[1],
                     needs={} if from_module else _needs(fn, {fn.__name__}))
                 out.write_bytes(pickle.dumps(list(launches.values())))
             except Exception as exc:  # a kernel we cannot record: say so, keep going
@@ -150,7 +152,8 @@ def rebuild(launch: Launch) -> Any:
         return getattr(importlib.import_module(launch.module), launch.kernel)
     ns: dict[str, Any] = {"__name__": f"tutorial_{launch.notebook}"}
     _define(ns, launch.needs, launch.notebook)
-    _exec_source(ns, launch.source, f"<tutorial {launch.notebook}: {launch.kernel}>")
+    _exec_source(ns, launch.source, f"<tutorial {launch.notebook}: {launch.kernel}>",
+                 launch.first_line)
     return ns[launch.kernel]
 
 
@@ -169,10 +172,10 @@ def _define(ns: dict[str, Any], needs: dict[str, tuple], notebook: str) -> None:
             _exec_source(ns, how[1], f"<tutorial {notebook}: {name}>")
 
 
-def _exec_source(ns: dict[str, Any], source: str, filename: str) -> None:
+def _exec_source(ns: dict[str, Any], source: str, filename: str, first_line: int = 1) -> None:
     import textwrap
 
-    text = textwrap.dedent(source)
+    text = "\n" * (first_line - 1) + textwrap.dedent(source)  # lines as in the cell
     lines = text.splitlines(keepends=True)
     linecache.cache[filename] = (len(text), None, lines, filename)  # cuTile reads it back
     exec(compile(text, filename, "exec"), ns)
