@@ -150,6 +150,7 @@ def test_gpu_nans_are_labelled_inside_their_tile():
     assert len(labelled) == 1 and "block (0, 1, 0)" in labelled[0].title
     rect = labelled[0].items[0]
     (text,) = [i for i in labelled[0].items if isinstance(i, Text)]
+    assert isinstance(labelled[0].items[-2], Rect)  # a light patch behind the label
     assert text.text == "GPU NaN ×1"
     assert rect.x <= text.x and text.x + text_width(text.text, text.size) <= rect.x + rect.w
     assert rect.y <= text.y - text.size and text.y <= rect.y + rect.h

@@ -114,8 +114,10 @@ def heatmap_scene(out: OutputComparison, cc: CrossCheck, budget_ulps: float = 8.
     w, h = cols * sx, rows * sy
     counts = {v: out.count(v) for v in COLORS}
     shape = "×".join(map(str, out.shape)) or "scalar"
+    how = (f"; rows: axes 0-{len(out.shape) - 2} flattened ({rows}), columns: axis "
+           f"{len(out.shape) - 1}" if len(out.shape) > 2 else "")
     items: list[Any] = [Text(PAD, 16, f"{out.arg} ({shape} {out.dtype}): {len(out.tiles)} "
-                        f"tiles", size=12, bold=True)]
+                        f"tiles{how}", size=12, bold=True)]
     x = PAD
     for verdict in COLORS:  # the legend, laid out by measured width
         label = f"{LABELS[verdict]} {counts[verdict]}"
@@ -132,7 +134,7 @@ def heatmap_scene(out: OutputComparison, cc: CrossCheck, budget_ulps: float = 8.
         label = _nan_label(t, rects[0])
         items.append(Group(rects + label, title=_title(t, cc),
                            css_class=f"tl-xc tl-xc-{t.verdict}"))
-    width = max(PAD * 2 + w, x + PAD)
+    width = max(PAD * 2 + w, x + PAD, PAD * 2 + text_width(items[0].text, 12))
     return Scene(width, TOP + h + PAD, tuple(items),
                  label=f"crosscheck of {out.arg}: tiles coloured by agreement")
 
@@ -147,7 +149,10 @@ def _nan_label(t: TileComparison, rect: Rect) -> tuple[Text, ...]:
     size = 9.0
     if rect.h < size + 3 or rect.w < text_width(text, size) + 4:
         return ()
-    return (Text(rect.x + 2, rect.y + size + 1, text, size=size, color="#5a0000", bold=True),)
+    back = Rect(rect.x + 1, rect.y + 1, text_width(text, size) + 2, size + 2,
+                Style(fill="#ffffff", fill_opacity=0.85))
+    return (back, Text(rect.x + 2, rect.y + size + 1, text, size=size, color="#5a0000",
+                       bold=True))
 
 
 def _fill_for_legend(verdict: str) -> Style:
