@@ -108,7 +108,6 @@ def record(notebook: Path, out: Path) -> None:
     import os
 
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the notebook takes its CPU paths
-    import jupytext
     from IPython.core.interactiveshell import InteractiveShell
 
     from tile_lab.emulator import runtime
@@ -137,11 +136,22 @@ def record(notebook: Path, out: Path) -> None:
     runtime._launch = recording
     out.write_bytes(pickle.dumps([]))
     shell = InteractiveShell.instance()
-    nb = jupytext.read(notebook)
+    cells = code_cells(notebook.read_text())
     os.chdir(ROOT / "notebooks")  # notebooks read notebooks/data relative to themselves
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            shell.run_cell(cell.source, silent=True)
+    for source in cells:
+        shell.run_cell(source, silent=True)
+
+
+def code_cells(text: str) -> list[str]:
+    """The code cells of a jupytext percent-format source (``# %%`` starts a cell,
+    ``# %% [markdown]`` a markdown one; magics are written as they are): no jupytext needed."""
+    cells: list[tuple[bool, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("# %%"):
+            cells.append(("[markdown]" not in line, []))
+        elif cells:
+            cells[-1][1].append(line)
+    return ["\n".join(lines).strip("\n") for is_code, lines in cells if is_code]
 
 
 def rebuild(launch: Launch) -> Any:
