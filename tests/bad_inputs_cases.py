@@ -19,7 +19,8 @@ class Case:
     # cell, SETUP_CELL: the SETUP cell, which defines vadd)
     before: tuple[str, ...] = ()  # cells run first (they must succeed)
     caret_under: str | None = None  # the text the caret must point at ("": after the line)
-    needs: tuple[str, ...] = ()  # importable modules the case needs (skipped without)
+    needs: tuple[str, ...] = ()  # importable modules the case needs (skipped without);
+    # "no-gpu": only on a machine without a usable GPU
 
 
 SETUP_CELL = -1  # Case.in_cell for a line of SETUP
@@ -388,4 +389,14 @@ def k4(x, TILE: ct.Constant[int]):
          caret_under='--sig'),
     Case("cpp-partition", "c++", tile("--lang c++ --show partition", CPP), "OptionError", 1,
          (r"partition diagram needs the CPU emulator",)),
+
+    # -- --crosscheck (needs a GPU: on a machine without one, that is what it says) ----------
+    Case("crosscheck-no-grid", "--crosscheck", tile('--crosscheck --args "a, b, c, 256"'),
+         "OptionError", 1, (r"needs --grid and --args",), caret_under=""),
+    Case("crosscheck-with-emulate", "--crosscheck", tile("--crosscheck --emulate " + RUN),
+         "OptionError", 1, (r"one of --emulate, .*--crosscheck",), caret_under="--emulate"),
+    Case("crosscheck-no-gpu", "--crosscheck", tile("--crosscheck " + RUN), "NoGPUError", 1,
+         (r"crosscheck needs CuPy and a CUDA GPU of sm_90 or newer",), needs=("no-gpu",)),
+    Case("crosscheck-cpp", "c++", tile("--lang c++ --crosscheck " + RUN, CPP),
+         "EmulatorUnsupported", 1, (r"--crosscheck: the CPU emulator runs cuTile Python",)),
 ]

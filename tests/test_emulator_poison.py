@@ -281,3 +281,23 @@ def test_diagram_marks_undetermined_padding_and_the_elements_it_reaches():
     clean = tile_lab.diagram(trace(rows_norm, (4,), (np.ones((8, 16), np.float32),
                                                      np.zeros((8, 16), np.float32), 16, 16)))
     assert POISON not in clean._repr_svg_()
+
+
+@ct.kernel
+def _rows_times_padded_v(X, V, Out, TM: ct.Constant[int], TK: ct.Constant[int]):
+    x = ct.load(X, index=(ct.bid(0), 0), shape=(TM, TK))  # its last block has a padded row
+    v = ct.load(V, index=(0, 0), shape=(TK, TM))  # one padded row: mixes into every lane
+    ct.store(Out, index=(ct.bid(0), 0), tile=ct.mma(x, v, ct.full((TM, TM), 0.0, ct.float32)))
+
+
+def test_mma_names_the_operand_whose_padding_reaches_the_kept_lanes():
+    # X's padded row only taints a row the store discards; V's padded row taints every lane:
+    # the report must name V's load, in every block (not X's, which came first)
+    x = np.ones((15, 16), np.float16)
+    v = np.ones((15, 8), np.float16)
+    out = np.zeros((15, 8), np.float32)
+    tr = trace(_rows_times_padded_v, (2,), (x, v, out, 8, 16))
+    src, first = inspect.getsourcelines(_rows_times_padded_v._annotated_function.pyfunc)
+    v_line = first + next(i for i, t in enumerate(src) if "v = ct.load" in t)
+    assert {(w.block, w.load_arg, w.load_line) for w in tr.undetermined} == {
+        ((0, 0, 0), "V", v_line), ((1, 0, 0), "V", v_line)}

@@ -560,3 +560,47 @@ def test_running_cell_number_is_the_cell_ipython_shows(shell, capsys):
     out = capsys.readouterr().out
     assert f"at Cell In[{result.execution_count}], line 9" in out
     assert f"Cell In[{result.execution_count + 1}]" not in out
+
+
+# -- --crosscheck (GPU vs emulator) ------------------------------------------------------------
+
+def test_crosscheck_runs_both_sides_and_displays_the_verdict(shell, shown, monkeypatch):
+    from parity_fakes import ScriptedGpu
+
+    import tile_lab.parity
+
+    monkeypatch.setattr(tile_lab.parity, "CupyGpu", lambda hints=None: ScriptedGpu())
+    ns = shell.user_ns
+    ns["xa"], ns["xb"] = np.arange(1000, dtype=np.float32), np.ones(1000, np.float32)
+    ns["xc"] = np.zeros(1000, np.float32)
+    shell.run_cell_magic("tile", '--crosscheck --grid "(8,)" --args "xa, xb, xc, 128"', VADD)
+    (bundle,) = shown
+    assert bundle["text/plain"].startswith(
+        "vadd on scripted GPU vs the emulator: 8 tiles of 1 output: all identical")
+    assert "<svg" in bundle["text/html"]
+    assert not ns["xc"].any()  # the user's arrays are inputs to both sides, never written
+
+
+def test_crosscheck_without_a_gpu_fails_the_cell_at_the_tile_line(shell, capsys):
+    from tile_lab.parity import gpu_requirements
+
+    if not gpu_requirements():
+        pytest.skip("this machine has a usable GPU")
+    shell.user_ns["ya"] = np.ones(256, np.float32)
+    cell = '%%tile --crosscheck --grid "(2,)" --args "ya, ya, ya, 128"\n' + VADD
+    err, out = run_failing(shell, capsys, cell)
+    assert type(err).__name__ == "NoGPUError"
+    assert "needs CuPy and a CUDA GPU of sm_90 or newer" in out
+    assert "line 1" in out and "%%tile --crosscheck" in caret_line(out, 1)[0]
+
+
+def test_crosscheck_needs_grid_and_args(shell, capsys):
+    _, out = run_failing(shell, capsys, "%%tile --crosscheck --grid 2\n" + VADD)
+    assert "running a kernel needs --grid and --args" in out
+    assert "line 1" in out
+
+
+def test_crosscheck_is_refused_for_cpp_cells(shell):
+    with pytest.raises(EmulatorUnsupported, match="--crosscheck: the CPU emulator runs cuTile"):
+        shell.run_cell_magic("tile", "--lang c++ --crosscheck --grid 4 --args 'ea, eb, ec, 4'",
+                             "__tile_global__ void k() {}")

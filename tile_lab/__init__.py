@@ -27,6 +27,10 @@ _EXPORTS: dict[str, str] = {
     "sanitize": ".sanitizer",
     "SanitizerReport": ".sanitizer",
     "check_trace": ".sanitizer",
+    # GPU vs emulator, tile by tile
+    "crosscheck": ".parity",
+    "CrossCheck": ".parity",
+    "CrossCheckOptions": ".parity",
     # diagrams (trace -> SVG)
     "diagram": ".render.diagram",
     "browse": ".widgets.diagram_browser",

@@ -47,7 +47,7 @@ from .errors import (
 
 __all__ = ["TileMagics", "register"]
 
-EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile")
+EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile", "crosscheck")
 PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
 CPP_LANGS = ("c++", "cpp", "cuda")
 
@@ -146,6 +146,9 @@ class TileMagics(Magics):
     @argument("--profile", action="store_true",
               help="launch once under Nsight Compute (ncu) and show where the time goes, per "
                    "line, in the inspect view (needs a GPU, ncu, --grid and --args)")
+    @argument("--crosscheck", action="store_true",
+              help="run on the GPU and on the CPU emulator from identical inputs and compare "
+                   "every output tile by tile (needs a GPU, --grid and --args)")
     @argument("--explore", metavar="SPACE",
               help="sliders over a tile_lab.Space (an expression in the notebook); --grid and "
                    "--args are then expressions of the slider config, named cfg: "
@@ -232,7 +235,7 @@ class TileMagics(Magics):
             if args is None or opts.grid is None:
                 raise UsageError("%%tile: running a kernel needs --grid and --args")
             grid = _eval_grid(opts.grid, body, ns)
-            if set(flags) & {"emulate", "trace", "sanitize"} or want_partition:
+            if set(flags) & {"emulate", "trace", "sanitize", "crosscheck"} or want_partition:
                 self._check_emulator_grid(grid, opts.grid, body)
             try:
                 self._execute(kernels[chosen[0]], grid, args, flags, want_partition,
@@ -321,6 +324,11 @@ class TileMagics(Magics):
                 hint_values = parse_hints(hints)
             fallback = "emulate" if self.launch_fallback == "emulate" else None
             tile_lab.launch(kernel, grid, args, hints=hint_values, fallback=fallback)
+        if "crosscheck" in flags:
+            from .parity import CupyGpu
+
+            display(tile_lab.crosscheck(kernel, grid, args,
+                                        gpu=CupyGpu(hints=_parse_hints(hints))))
         if "profile" in flags:
             prof = tile_lab.profile(kernel, grid, args, hints=_parse_hints(hints))
             self._show(prof.view(tile_lab.inspect(kernel, args, arch=prof.arch, hints=hints,
@@ -338,7 +346,7 @@ class TileMagics(Magics):
                              "kernel's signature is in its source")
         if opts.reproducer is not None:
             raise UsageError("%%tile --lang c++: --reproducer writes cuTile Python kernels")
-        cpu_only = [f for f in ("emulate", "trace", "sanitize") if getattr(opts, f)]
+        cpu_only = [f for f in ("emulate", "trace", "sanitize", "crosscheck") if getattr(opts, f)]
         if cpu_only:
             raise EmulatorUnsupported(
                 f"--{cpu_only[0]}: the CPU emulator runs cuTile Python kernels only, "
@@ -452,12 +460,13 @@ def _check_options(opts: Any) -> None:
                              "slider config cfg, e.g. --grid \"(N // cfg['TILE'],)\"")
         return
     if len(flags) > 1:
-        raise UsageError("%%tile: use one of --emulate, --trace, --sanitize, --launch at a "
-                         f"time (got {', '.join('--' + f for f in flags)})")
+        got = ", ".join("--" + f for f in flags)
+        raise UsageError("%%tile: use one of --emulate, --trace, --sanitize, --launch, "
+                         f"--profile, --crosscheck at a time (got {got})")
     if opts.grid is not None and not flags and not (opts.show and "partition" in opts.show) \
             and opts.reproducer is None:
         raise UsageError("%%tile: --grid is for running a kernel: add --emulate, --trace, "
-                         "--sanitize or --launch")
+                         "--sanitize, --launch or --crosscheck")
     if opts.show is not None:
         names = [s.strip() for s in opts.show.split(",") if s.strip()]
         bad = [n for n in names if n not in PANES]

@@ -221,5 +221,50 @@ insp_no_tma = tile_lab.inspect(gemm_no_tma_for_b, "f16[256,252], f16[252,256], f
 tile_lab.diagram(tr_gemm, block=(1, 0), tma=tma_report(insp_no_tma))
 
 # %% [markdown]
+# ### The red hatch: undetermined lanes
+#
+# The hatch on C says its values are **undetermined**. Here K = 252 is not a multiple of
+# TK = 64: the last step of the K loop loads columns 192…255 of A and rows 192…255 of B, four
+# of them past the end. These loads use cuTile's default `PaddingMode.UNDETERMINED`: the
+# padded lanes hold whatever the hardware left there. The `mma` sums every column of A with
+# every row of B, so four undetermined terms enter **every** element of C. The emulator pads
+# with NaN (its *poison*) to make this visible, so every element of its C is NaN, and the
+# sanitizer names the loads and the op that mixed them in:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print("NaN in C:", int(np.isnan(C).sum()), "of", C.size)
+C[:] = 0
+for f in tile_lab.sanitize(gemm_no_tma_for_b, (2, 2), (A, B, C, 128, 128, 64)).findings:
+    print(f"[{f.kind}] line {f.line}: {f.message[:150]}...")
+
+# %% [markdown]
+# On a GPU these lanes are whatever the load path leaves: a TMA copy fills lanes outside the
+# tensor with zeros (so a TMA load often *looks* right), per-thread loads leave what the
+# registers held — here B's load has TMA turned off. Notebook 18 shows the same hazard turning
+# into real NaNs on an H100. Two fixes: pad with zeros, which add nothing to the sum
+# (`padding_mode=ct.PaddingMode.ZERO` on both K-loop loads), or choose a K that TK divides.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+@ct.kernel
+def gemm_no_tma_for_b_zero(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int],
+                           TK: ct.Constant[int]):
+    bx, by = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        a = ct.load(A, index=(bx, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(B, index=(k, by), shape=(TK, TN), allow_tma=False,
+                    padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(bx, by), tile=acc.astype(C.dtype))
+
+
+C[:] = 0
+print(tile_lab.sanitize(gemm_no_tma_for_b_zero, (2, 2), (A, B, C, 128, 128, 64)).summary())
+want = A.astype(np.float32) @ B.astype(np.float32)
+print("matches A @ B:", np.allclose(C.astype(np.float32), want, rtol=1e-2, atol=0.1))
+
+# %% [markdown]
 # **Exercise.** Pad K from 1020 to 1024 (the usual fix: allocate `A` with a padded row and take
 # a view) and check with `show_tma` that the A load is TMA again.

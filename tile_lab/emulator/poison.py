@@ -363,8 +363,13 @@ def _rule_matmul(impl, bound, out, name):
         xs, ys = _count_tile(args["x_scale"])._a, _count_tile(args["y_scale"])._a
         a = a + np.repeat(xs, a.shape[-1] // max(xs.shape[-1], 1), -1)
         b = b + np.repeat(ys, b.shape[-2] // max(ys.shape[-2], 1), -2)
-    mask = (np.matmul(a, np.ones(np.shape(y._a), np.float32)) +
-            np.matmul(np.ones(np.shape(x._a), np.float32), b)) > 0
+    from_x = np.matmul(a, np.ones(np.shape(y._a), np.float32)) > 0
+    from_y = np.matmul(np.ones(np.shape(x._a), np.float32), b) > 0
+    mask = from_x | from_y
+    # name the operand whose padding reaches the most lanes (a padded row of x taints one
+    # row; a padded row of y, every lane): that is the load a user must fix
+    if taint_of(x) is not None and taint_of(y) is not None:
+        origin = y._origin if from_y.sum() > from_x.sum() else x._origin
     if "acc" in args and taint_of(args["acc"]) is not None:
         mask = mask | taint_of(args["acc"])
     if mask.any() and (taint_of(x) is not None or taint_of(y) is not None):

@@ -1,0 +1,33 @@
+"""tile_lab.display: the one display hook (renderers looked up by type, text always there)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tile_lab import display
+from tile_lab.errors import TileLabWarning
+
+
+class Plain:
+    def __str__(self) -> str:
+        return "plain words"
+
+
+def test_a_type_without_a_renderer_gets_text_only():
+    assert display.mimebundle(Plain()) == {"text/plain": "plain words"}
+
+
+def test_a_failing_renderer_keeps_the_text_and_warns(monkeypatch):
+    key = f"{Plain.__module__}.{Plain.__qualname__}"
+    monkeypatch.setitem(display.RENDERERS, key, "tile_lab.render.crosscheck:no_such_function")
+    with pytest.warns(TileLabWarning, match="could not draw Plain"):
+        bundle = display.mimebundle(Plain())
+    assert bundle == {"text/plain": "plain words"}
+
+
+def test_every_registered_renderer_exists():
+    import importlib
+
+    for target in display.RENDERERS.values():
+        module, _, name = target.partition(":")
+        assert callable(getattr(importlib.import_module(module), name))

@@ -1,0 +1,47 @@
+"""Where a GPU may differ from the emulator by design, read from the kernel source."""
+
+from __future__ import annotations
+
+import cuda.tile as ct
+from corpus import correct, line_of
+
+from tile_lab.parity import design_sites
+from tile_lab.parity.sites import describe_sites
+
+
+def scaled(x, s):  # a helper the kernel calls: its ops count too
+    return ct.mul(x, s, rounding_mode=ct.RoundingMode.RZ)
+
+
+@ct.kernel
+def modes(X, Y, TILE: ct.Constant[int]):
+    x = ct.load(X, index=(ct.bid(0),), shape=(TILE,))
+    y = ct.truediv(x, 3.0, rounding_mode=ct.RoundingMode.APPROX)
+    y = y + ct.sum(x)
+    y = scaled(y, 2.0)
+    ct.store(Y, index=(ct.bid(0),), tile=ct.exp2(y, flush_to_zero=True).astype(ct.float16))
+
+
+def test_each_mode_is_found_with_its_line():
+    got = {(s.line, s.op, s.kind, s.mode) for s in design_sites(modes)}
+    div, total = line_of(modes, "ct.truediv"), line_of(modes, "ct.sum(x)")
+    store = line_of(modes, "ct.exp2(y")
+    assert (div, "truediv", "approx", "APPROX") in got
+    assert (total, "sum", "order", "device default") in got
+    assert (store, "exp2", "approx", "device default") in got
+    assert (store, "exp2", "ftz", "flush_to_zero") in got
+    helper = scaled.__code__.co_firstlineno + 1
+    assert (helper, "mul", "rounding", "RZ") in got
+
+
+def test_exact_kernels_have_no_sites():
+    cases = {c.name: c for c in correct.CASES}
+    assert design_sites(cases["vector_add"].kernel) == ()
+    assert design_sites(cases["transpose"].kernel) == ()
+
+
+def test_sites_in_words_one_entry_per_line_and_op():
+    words = describe_sites(design_sites(modes))
+    line = line_of(modes, "ct.exp2(y")
+    assert f"exp2 at line {line} (approximate math, flush-to-zero)" in words
+    assert "truediv at line" in words and "(approximate math APPROX)" in words
