@@ -26,15 +26,18 @@ def _run(folder: Path, *flags: str, tile_lab_importable: bool = False,
          tmp: Path | None = None) -> subprocess.CompletedProcess:
     """``python run.py FLAGS`` in ``folder``, in a fresh process; unless asked, a module named
     tile_lab that refuses to import shadows the real one (run.py must not need it)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = dict(os.environ)
+    # Entries already on PYTHONPATH stay (on the GPU machine cuda.tile itself is carried there);
+    # the first entry decides which tile_lab a fresh process finds.
+    kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if tile_lab_importable:
-        env["PYTHONPATH"] = str(ROOT)
+        first = ROOT
     else:
-        blocker = (tmp or folder.parent) / "no_tile_lab"
-        blocker.mkdir(exist_ok=True)
-        (blocker / "tile_lab.py").write_text(
+        first = (tmp or folder.parent) / "no_tile_lab"
+        first.mkdir(exist_ok=True)
+        (first / "tile_lab.py").write_text(
             "raise ImportError('run.py imported tile_lab')\n")
-        env["PYTHONPATH"] = str(blocker)
+    env["PYTHONPATH"] = os.pathsep.join([str(first), *kept])
     return subprocess.run([sys.executable, "run.py", *flags], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=600)
 
