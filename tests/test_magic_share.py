@@ -42,8 +42,12 @@ def shell():
     sh = InteractiveShell.instance()
     sh.run_line_magic("load_ext", "tile_lab")
     x = np.arange(1024, dtype=np.float32)
-    sh.user_ns.update(sa=x, sb=x, sc=np.zeros_like(x))
-    return sh
+    names = {"sa": x, "sb": x, "sc": np.zeros_like(x)}
+    sh.user_ns.update(names)
+    yield sh
+    # the shell is IPython's singleton: leave no arrays for other test modules to trip over
+    for name in names:
+        sh.user_ns.pop(name, None)
 
 
 def test_export_writes_what_the_cell_shows(shell, tmp_path, capsys):
