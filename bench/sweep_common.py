@@ -20,6 +20,7 @@ the CPU tests run it with a simulated GPU and a scripted clock.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import statistics
@@ -199,14 +200,21 @@ def save_payload(payload: dict[str, Any], path: str) -> None:
     os.replace(tmp, path)  # a run killed mid-write keeps the previous row's file
 
 
+def read_payload(path: str) -> dict[str, Any]:
+    """One sweep file, plain or gzipped (``.json.gz``: the repository keeps the per-sample GPU
+    states of a sweep compressed, about 15x smaller, so it still travels to the GPU machine)."""
+    opener: Any = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
 def load_payloads(paths: Iterable[str]) -> dict[str, Any]:
     """Several runs' JSON as one: rows by name, later files first for the tuning; the runs of a
     row tuned to the same config in several files all count toward its floor."""
     merged: dict[str, dict[str, Any]] = {}
     env = None
     for path in paths:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = read_payload(path)
         env = doc.get("env", env)
         for rec in doc["rows"]:
             old = merged.get(rec["name"])
