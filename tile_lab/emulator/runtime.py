@@ -109,7 +109,7 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
                                   f"{'trace' if record else 'emulate'} {pyfunc.__name__}")
     except TileLabError as exc:
         if exc.location is None:
-            exc.location = _location_in_traceback(exc, rebuilder.user_codes)
+            exc.location = state.location_in_traceback(exc, rebuilder.user_codes)
         raise
     except Exception as exc:
         hint = None
@@ -118,7 +118,7 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
                     "rebuild (e.g. a class or functools.partial); call a plain function or "
                     "@ct.function helper instead")
         raise EmulationError(f"{type(exc).__name__}: {exc} (block {run.bid})",
-                             _location_in_traceback(exc, rebuilder.user_codes), hint) from exc
+                             state.location_in_traceback(exc, rebuilder.user_codes), hint) from exc
     finally:
         state.pop()
     for restore in copy_back:
@@ -337,19 +337,6 @@ def _jsonable(value: Any) -> Any:
 
 
 # ---- errors and the trace -------------------------------------------------------------------
-
-def _location_in_traceback(exc: BaseException, user_codes) -> SourceLocation | None:
-    tb, found = exc.__traceback__, None
-    while tb is not None:
-        if tb.tb_frame.f_code in user_codes:
-            found = tb
-        tb = tb.tb_next
-    if found is None:
-        return None
-    filename = found.tb_frame.f_code.co_filename
-    return SourceLocation(filename, found.tb_lineno,
-                          text=linecache.getline(filename, found.tb_lineno) or None)
-
 
 def _warn_outside(outside: dict) -> None:
     """One warning per line whose tiles lay entirely outside their array (the sanitizer's
