@@ -28,8 +28,8 @@ from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
 from ..array_like import to_host as _to_host
 from ..errors import EmulationError, SourceLocation, TileLabError
+from . import batched, dtypes, gate, poison, state
 from . import blocks as blocks_mod
-from . import dtypes, gate, poison, state
 from ._kernel_access import kernel_function
 from .namespace import Rebuilder
 from .ops_memory import Array, int32
@@ -102,6 +102,11 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
         estimate = _probe(fn, converted, run, subset, total)
         if estimate is not None:
             blocks_mod.check_budget(estimate, pyfunc.__name__, limit)
+    if not record and subset is None and not limit.max_steps and \
+            batched.try_run(pyfunc, converted, run, grid3):  # all blocks in one NumPy pass
+        for restore in copy_back:
+            restore()
+        return None
     state.push(run)
     try:
         with np.errstate(all="ignore"):  # device arithmetic never warns (inf, NaN, wraparound)
