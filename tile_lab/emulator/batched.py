@@ -249,7 +249,7 @@ def _gather(data: np.ndarray, starts: list[Any], box: tuple[int, ...], n: int) -
         s = box[0]
         if st[0] == 0 and np.array_equal(np.diff(st), np.full(n - 1, s)):  # consecutive tiles
             return data[:n * s].reshape(n, s)  # a view: no block writes this array
-    return data[_fancy(starts, box, n)]
+    return _tiles(data, box)[_tile_index(starts, box, n)]
 
 
 def _scatter(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: np.ndarray,
@@ -259,18 +259,21 @@ def _scatter(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: 
         if st[0] == 0 and np.array_equal(np.diff(st), np.full(n - 1, s)):
             data[:n * s].reshape(n, s)[...] = values
             return
-    data[_fancy(starts, box, n)] = np.broadcast_to(values, (n, *box))
+    _tiles(data, box)[_tile_index(starts, box, n)] = np.broadcast_to(values, (n, *box))
 
 
-def _fancy(starts: list[Any], box: tuple[int, ...], n: int) -> tuple[np.ndarray, ...]:
-    rank = len(box)
-    out = []
-    for d, (st, s) in enumerate(zip(starts, box)):
-        st = np.broadcast_to(np.asarray(st, np.int64), (n,))
-        shape = [1] * (rank + 1)
-        shape[d + 1] = s
-        out.append(st.reshape((n,) + (1,) * rank) + np.arange(s).reshape(shape))
-    return tuple(out)
+def _tiles(data: np.ndarray, box: tuple[int, ...]) -> np.ndarray:
+    """``data`` seen as a grid of whole tiles of shape ``box`` (a view; partial tiles at the
+    far edges are left out, and no batched access touches them)."""
+    counts = tuple(n // s for n, s in zip(data.shape, box))
+    strides = tuple(st * s for st, s in zip(data.strides, box)) + data.strides
+    return np.lib.stride_tricks.as_strided(data, counts + box, strides, writeable=True)
+
+
+def _tile_index(starts: list[Any], box: tuple[int, ...], n: int) -> tuple[Any, ...]:
+    """Per axis, the tile index of every block's tile (starts are multiples of the box)."""
+    return tuple(np.broadcast_to(np.asarray(st, np.int64) // s, (n,))
+                 for st, s in zip(starts, box))
 
 
 # ---- the namespace and the run -------------------------------------------------------------
