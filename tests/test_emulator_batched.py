@@ -199,3 +199,33 @@ def test_norms_and_elementwise_kernels_run_batched_bit_for_bit(paths):
     _block_by_block(relu_scale, (8, 8), (r, q_ref, 0.5, 8))
     np.testing.assert_array_equal(q, q_ref)
     assert paths == ["batched", "blocks"] * 3
+
+
+@ct.kernel
+def spins_everywhere(x, TILE: ct.Constant[int]):
+    t = ct.load(x, (ct.bid(0),), (TILE,))
+    while True:
+        t = t + 1
+    ct.store(x, (ct.bid(0),), t)
+
+
+def test_ctrl_c_stops_a_batched_run_and_nothing_is_written():
+    import _thread
+    import threading
+
+    from tile_lab.emulator.blocks import EmulationInterrupted
+
+    x = np.zeros(32 * 8, np.float32)
+    out = np.zeros_like(x)
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(EmulationInterrupted) as info:
+            tile_lab.emulate(spins_everywhere, (32,), (x, 8))
+    finally:
+        timer.cancel()
+    text = str(info.value)
+    line = spins_everywhere._annotated_function.pyfunc.__code__.co_firstlineno + 4
+    assert "all 32 blocks together (batched)" in text and f":{line}" in text
+    assert "no block's writes reached the arrays" in text
+    assert (x == out).all()
