@@ -72,6 +72,9 @@ def test_the_key_is_stable_and_changes_with_what_the_verdict_depends_on(monkeypa
                  "<cell>", "exec"), namespace)  # only the annotation differs
     keys.append(_key(namespace["k"]))
     assert None not in keys and len(set(keys)) == 3
+    # the same cell in another kernel process: only the file name differs
+    exec(compile(code.format(extra=""), "/tmp/ipykernel_4242/123.py", "exec"), namespace)
+    assert _key(namespace["k"]) == keys[0]
 
 
 class Settings:

@@ -7,8 +7,9 @@ key is a SHA-256 over everything the verdict depends on:
 
 * the versions of cuda.tile, tile_lab and this cache's format;
 * the signature (argument dtypes, shapes, strides, alignment, constants: its ``repr``);
-* the kernel's code, compiled (``marshal`` of its code object: bytecode, constants, names,
-  file name and line numbers), and the same for every user function it reaches through its
+* the kernel's code, compiled (``marshal`` of its code object: bytecode, constants, names and
+  line numbers; not the file name, which for a notebook cell changes with every kernel
+  process), its annotations, and the same for every user function it reaches through its
   globals and closures (``@ct.function`` helpers, plain helpers), transitively;
 * the value of every global and closure variable those functions name: ints, floats, strings,
   bools, None, cuTile dtypes and enums, tuples of those, modules of the standard library,
@@ -106,7 +107,7 @@ def _function(fn: Any, h: Any, seen: set[int]) -> None:
         return
     seen.add(id(fn.__code__))
     h.update(b"F")
-    h.update(marshal.dumps(fn.__code__))
+    h.update(marshal.dumps(_without_filename(fn.__code__)))
     h.update(_plain_repr(getattr(fn, "__annotations__", {})).encode())
     h.update(repr((fn.__defaults__ is not None, fn.__kwdefaults__ is not None)).encode())
     for default in (fn.__defaults__ or ()):
@@ -124,6 +125,15 @@ def _function(fn: Any, h: Any, seen: set[int]) -> None:
         _value(content, h, seen)
 
 
+def _without_filename(code: types.CodeType) -> types.CodeType:
+    """The code with its file name blanked, nested code included: a notebook cell's file name
+    holds the kernel process's id (``/tmp/ipykernel_<pid>/...``), and a verdict does not
+    depend on where the code was read from."""
+    consts = tuple(_without_filename(c) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_filename="", co_consts=consts)
+
+
 def _names(code: types.CodeType) -> set[str]:
     names = set(code.co_names)
     for const in code.co_consts:
@@ -133,6 +143,8 @@ def _names(code: types.CodeType) -> set[str]:
 
 
 def _value(value: Any, h: Any, seen: set[int]) -> None:
+    if hasattr(value, "__array_interface__") or hasattr(value, "__dlpack__"):
+        raise _Unkeyable  # an array: its repr may elide values
     if isinstance(value, _CONSTANT_TYPES):
         h.update(f"{type(value).__name__}:{value!r};".encode())
     elif isinstance(value, tuple):
