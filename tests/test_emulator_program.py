@@ -288,6 +288,14 @@ def test_runner_sanitize_exit_status_says_whether_anything_was_found(tmp_path):
     assert "no problems found" in clean.stdout
 
 
+def test_runner_tracebacks_start_at_the_script(tmp_path):
+    done = _run("x = 1\nraise ValueError('boom')\n", module=True, tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[1].strip().startswith(f'File "{tmp_path / "sample.py"}"')
+    assert "runpy" not in done.stderr and "tile_lab" not in done.stderr
+    assert done.stderr.rstrip().endswith("ValueError: boom")
+
+
 def test_env_var_mode_errors_show_the_kernel_line_too(tmp_path):
     script = SAMPLE.format(extra_import="import tile_lab").replace("ta = ct.load(", "ta = ct.lod(")
     done = _run(script, env={"TILE_LAB_EMULATE": "1"}, tmp_path=tmp_path)

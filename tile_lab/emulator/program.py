@@ -266,7 +266,12 @@ def run_script(argv: Sequence[str]) -> int:
         print(exc.code, file=sys.stderr)
         return 1
     except BaseException as exc:
-        print(format_program_error(exc), file=sys.stderr)
+        tb = exc.__traceback__  # start the traceback at the script (not runpy, not us)
+        script = os.path.abspath(args[0])
+        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script:
+            tb = tb.tb_next
+        print(format_program_error(exc.with_traceback(tb or exc.__traceback__)),
+              file=sys.stderr)
         return 1
     finally:
         disable()
