@@ -5,7 +5,9 @@ array warn in plain emulate."""
 from __future__ import annotations
 
 import _thread
+import sys
 import threading
+import time
 import warnings
 
 import cuda.tile as ct
@@ -100,3 +102,74 @@ def test_tiles_outside_the_array_warn_once_per_line_in_plain_emulate():
     assert len(outside) == 1
     assert "tile (2,) of 'x'" in str(outside[0].message) and "2 times" in str(outside[0].message)
     assert outside[0].lineno == past_the_end._pyfunc.__code__.co_firstlineno + 3  # @, def, pid
+
+
+@ct.kernel
+def spin_in_block_5(x, tile: ct.Constant[int]):
+    pid = ct.bid(0)
+    t = ct.load(x, index=(pid,), shape=(tile,))
+    if pid == 5:
+        while True:
+            t = t + 1
+    ct.store(x, index=(pid,), tile=t + 1)
+
+
+SPIN_LINE = spin_in_block_5._pyfunc.__code__.co_firstlineno + 6  # `t = t + 1`
+
+
+def test_one_ctrl_c_stops_a_block_that_never_ends_naming_the_block_and_line():
+    x = np.zeros(64, np.float32)
+    timer = threading.Timer(1.0, _thread.interrupt_main)  # ONE Ctrl-C, while block 5 spins
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(EmulationInterrupted) as info:
+            tile_lab.emulate(spin_in_block_5, (8,), (x, 8))
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 1.0 + blocks.GRACE_SECONDS + 1.0
+    err = info.value
+    assert err.block == (5, 0, 0) and err.done == 5 and err.location.line == SPIN_LINE
+    text = str(err)
+    assert f"interrupted in block (5, 0, 0), at {__file__}:{SPIN_LINE} `t = t + 1`" in text
+    assert "5 of 8 blocks ran completely and the arrays hold their writes" in text
+    assert "(block (5, 0, 0)'s own writes are partial)" in text
+    assert (x[:40] == 1).all() and (x[48:] == 0).all()
+    assert err._render_traceback_()[1].endswith("t = t + 1")
+
+
+def test_a_step_budget_stops_a_block_that_never_ends():
+    x = np.zeros(64, np.float32)
+    with blocks.limits(max_steps=10_000), pytest.raises(EmulationError) as info:
+        tile_lab.emulate(spin_in_block_5, (8,), (x, 8))
+    err = info.value
+    assert err.location.line == SPIN_LINE and err.location.text.strip() == "t = t + 1"
+    assert "block (5, 0, 0) executed more than 10,000 kernel lines" in err.message
+    assert "5 of 8 blocks ran completely" in err.message and "max_steps" in err.hint
+    assert (x[:40] == 1).all() and (x[48:] == 0).all()
+    assert sys.gettrace() is None or "coverage" in type(sys.gettrace()).__module__
+    # a generous budget does not disturb a kernel that ends; a budget counts per block
+    y = np.zeros(64, np.float32)
+    with blocks.limits(max_steps=20):
+        tile_lab.emulate(bump, (64,), (y, 1))
+    assert (y == 1).all()
+
+
+def test_the_step_budget_is_off_by_default_and_bad_values_are_refused(monkeypatch):
+    assert blocks.current_limits().max_steps == 0
+    for bad in (-1, 1.5, "100", True, None):
+        with pytest.raises(EmulationError, match=r"max_steps=.*must be an int >= 0"):
+            blocks.limits(max_steps=bad).__enter__()
+    with pytest.raises(EmulationError, match=r"max_seconds=-1.*must be a number of seconds"):
+        blocks.set_limits(max_seconds=-1)
+    with pytest.raises(EmulationError, match="unknown emulator limit 'max_step'"):
+        blocks.set_limits(max_step=5)
+    monkeypatch.setenv("TILE_LAB_EMULATE_MAX_STEPS", "1_000")
+    assert blocks.current_limits().max_steps == 1000
+    for bad in ("many", "2.5"):
+        monkeypatch.setenv("TILE_LAB_EMULATE_MAX_STEPS", bad)
+        with pytest.raises(EmulationError, match=r"TILE_LAB_EMULATE_MAX_STEPS=.*whole number"):
+            blocks.current_limits()
+    monkeypatch.setenv("TILE_LAB_EMULATE_MAX_STEPS", "-3")
+    with pytest.raises(EmulationError, match=r"max_steps=-3.*from the environment"):
+        blocks.current_limits()

@@ -72,6 +72,7 @@ def test_rejected_kernels_fail_with_cuTiles_message_at_the_line(kernel, extra, m
 
 
 def test_each_signature_is_typed_once(monkeypatch):
+    monkeypatch.setenv("TILE_LAB_FRONTEND_CACHE", "off")  # this process's memory alone
     calls = []
     real = compat.check_frontend
     monkeypatch.setattr(compat, "check_frontend", lambda k, s: (calls.append(k), real(k, s)))

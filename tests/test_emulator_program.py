@@ -211,13 +211,98 @@ def test_magic_switches_launch_on_and_off(capsys):
     assert ct.launch is real and not program.is_enabled()
 
 
-def test_a_bad_env_var_value_warns_and_leaves_launch_alone(tmp_path):
-    done = _run("import tile_lab, cuda.tile as ct\n"
-                "from tile_lab.emulator import program\n"
-                "print('enabled', program.is_enabled())\n",
+def test_a_bad_env_var_value_is_a_one_line_error(tmp_path):
+    done = _run("import tile_lab, cuda.tile as ct\nprint('ran')\n",
                 env={"TILE_LAB_EMULATE": "maybe"}, tmp_path=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "enabled False" in done.stdout and "TILE_LAB_EMULATE='maybe'" in done.stderr
+    assert done.returncode == 1 and "ran" not in done.stdout
+    assert done.stderr.strip().splitlines() == [
+        "tile_lab: TILE_LAB_EMULATE='maybe' is not a mode: use 1 (emulate every ct.launch), "
+        "sanitize (sanitize every launch), or 0 (off)"]
+
+
+# ---- program-mode errors --------------------------------------------------------------------
+
+def test_runner_errors_show_the_kernel_line_with_a_caret(tmp_path):
+    script = SAMPLE.format(extra_import="").replace("ta = ct.load(", "ta = ct.lod(")
+    done = _run(script, module=True, tmp_path=tmp_path)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    kernel_line = script.splitlines().index("    ta = ct.lod(a, index=(pid,), shape=(tile,))") + 1
+    launch_line = script.splitlines().index(
+        "    ct.launch(stream, grid, vector_add, (a, b, c, tile))") + 1
+    assert lines[0] == "CompileError: cuTile type error: Module 'cuda.tile' has no attribute 'lod'"
+    assert lines[1] == f"  at {tmp_path / 'sample.py'}:{kernel_line}"
+    assert lines[2].endswith("|     ta = ct.lod(a, index=(pid,), shape=(tile,))")
+    assert lines[3].endswith("|          ^")
+    assert lines[-1] == (f"  launched at sample.py:{launch_line}: "
+                         "ct.launch(stream, grid, vector_add, (a, b, c, tile))")
+    assert "Traceback" not in done.stderr and "runpy" not in done.stderr
+
+
+def test_runner_usage_mistakes_are_one_line(tmp_path):
+    for argv, says in ((["missing.py"], "missing.py: no such file"),
+                       ([str(tmp_path)], "is a directory"),
+                       (["--sanitise", "x.py"], "unknown option '--sanitise'")):
+        done = subprocess.run([sys.executable, "-m", "tile_lab.emulator", *argv],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 2
+        assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+RACE = textwrap.dedent('''\
+    import numpy as np
+    import cuda.tile as ct
+
+
+    @ct.kernel
+    def every_block_writes_tile_0(x, out, tile: ct.Constant[int]):
+        t = ct.load(x, index=(ct.bid(0),), shape=(tile,))
+        ct.store(out, index=(0,), tile=t)
+
+
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    ct.launch(None, (4,), every_block_writes_tile_0, (x, out, 16))
+    print("ran")
+    ''')
+
+
+def test_runner_sanitize_exit_status_says_whether_anything_was_found(tmp_path):
+    done = _run(RACE, env={}, module=True, tmp_path=tmp_path)
+    assert done.returncode == 0 and "ran" in done.stdout  # plain emulation: no checks
+    path = tmp_path / "race.py"
+    path.write_text(RACE)
+    found = subprocess.run([sys.executable, "-m", "tile_lab.emulator", "--sanitize", str(path)],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert found.returncode == 3, found.stderr
+    assert "ran" in found.stdout and "race" in found.stdout.lower()
+    assert "1 launch with findings (exit status 3)" in found.stderr
+    (tmp_path / "sample.py").write_text(SAMPLE.format(extra_import=""))
+    clean = subprocess.run([sys.executable, "-m", "tile_lab.emulator", "--sanitize",
+                            str(tmp_path / "sample.py")], capture_output=True, text=True,
+                           cwd=tmp_path, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert clean.returncode == 0, clean.stderr
+    assert "no problems found" in clean.stdout
+
+
+def test_runner_tracebacks_start_at_the_script(tmp_path):
+    done = _run("x = 1\nraise ValueError('boom')\n", module=True, tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[1].strip().startswith(f'File "{tmp_path / "sample.py"}"')
+    assert "runpy" not in done.stderr and "tile_lab" not in done.stderr
+    assert done.stderr.rstrip().endswith("ValueError: boom")
+
+
+def test_env_var_mode_errors_show_the_kernel_line_too(tmp_path):
+    script = SAMPLE.format(extra_import="import tile_lab").replace("ta = ct.load(", "ta = ct.lod(")
+    done = _run(script, env={"TILE_LAB_EMULATE": "1"}, tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith("CompileError: cuTile type error: Module 'cuda.tile' has no "
+                                  "attribute 'lod'\n  at ")
+    assert "|          ^" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_env_var_values():

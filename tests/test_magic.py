@@ -19,7 +19,13 @@ from IPython.core.interactiveshell import InteractiveShell
 import tile_lab
 from tile_lab._cutile_compat import python_function
 from tile_lab.artifacts import MIME_TYPE
-from tile_lab.errors import CompileError, EmulatorUnsupported, SignatureError, TileLabError
+from tile_lab.errors import (
+    CompileError,
+    EmulationError,
+    EmulatorUnsupported,
+    SignatureError,
+    TileLabError,
+)
 
 VADD = """import cuda.tile as ct
 
@@ -492,7 +498,8 @@ def config(shell):
     saved = [m.trait_values() for m in magics]
     yield magics
     for m, values in zip(magics, saved):
-        for name in ("arch", "show", "emulator_max_blocks", "launch_fallback"):
+        for name in ("arch", "show", "emulator_max_blocks", "emulator_max_steps",
+                     "launch_fallback"):
             setattr(m, name, values[name])
 
 
@@ -520,6 +527,37 @@ def test_config_emulator_block_limit_refuses_big_grids(shell, api_calls, config,
     assert line.split("| ", 1)[1][caret.index("^") - len("       | "):].startswith("(4, 4)")
 
 
+SPIN = """
+@ct.kernel
+def spin(x, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, (bid,), (TILE,))
+    if bid == 2:
+        while True:
+            t = t + 1
+    ct.store(x, (bid,), t + 1)
+"""
+
+
+def test_config_step_budget_stops_a_loop_that_never_ends(shell, config, capsys):
+    shell.run_cell("import cuda.tile as ct")
+    shell.user_ns["sx"] = np.zeros(32, np.float32)
+    shell.run_line_magic("config", "TileMagics.emulator_max_steps = 20000")
+    err, out = run_failing(shell, capsys,
+                           '%%tile --emulate --grid "(4,)" --args "sx, 8"' + SPIN)
+    assert isinstance(err, EmulationError)
+    assert "block (2, 0, 0) executed more than 20,000 kernel lines" in out
+    assert "2 of 4 blocks ran completely and the arrays hold their writes" in out
+    assert ", line 8" in out and "   8 |             t = t + 1" in out  # the cell's line
+    assert "%config TileMagics.emulator_max_steps" in out
+    x = shell.user_ns["sx"]
+    assert (x[:16] == 1).all() and (x[24:] == 0).all()
+    # with the budget off (the default) nothing is traced: a normal cell runs as before
+    shell.run_line_magic("config", "TileMagics.emulator_max_steps = 0")
+    shell.run_cell_magic("tile", '--emulate --grid "(2,)" --args "sx, 8"', SPIN)
+    assert (x[:16] == 2).all()
+
+
 def test_config_launch_fallback(shell, api_calls, config):
     shell.run_cell_magic("tile", '--launch --grid 4 --args "ea, eb, ec, 128"', VADD)
     shell.run_line_magic("config", 'TileMagics.launch_fallback = "error"')
@@ -531,7 +569,8 @@ def test_config_rejects_bad_values(shell, config):
     from traitlets import TraitError
 
     for setting in ('TileMagics.show = "bogus"', 'TileMagics.launch_fallback = "maybe"',
-                    "TileMagics.emulator_max_blocks = 0"):
+                    "TileMagics.emulator_max_blocks = 0", "TileMagics.emulator_max_steps = -1",
+                    'TileMagics.emulator_max_steps = "lots"'):
         with pytest.raises(TraitError):
             config[0].update_config(_config_from(setting))
 
@@ -548,7 +587,8 @@ def test_config_lists_the_options(shell, capsys):
     capsys.readouterr()
     shell.run_line_magic("config", "TileMagics")
     out = capsys.readouterr().out
-    for name in ("arch", "show", "emulator_max_blocks", "launch_fallback"):
+    for name in ("arch", "show", "emulator_max_blocks", "emulator_max_steps",
+                 "launch_fallback"):
         assert f"TileMagics.{name}" in out
 
 

@@ -92,13 +92,13 @@ def __dir__() -> list[str]:
 
 def _emulate_from_env() -> None:
     """``TILE_LAB_EMULATE=1|sanitize``: every ``ct.launch`` of this process runs on the CPU
-    emulator (imported only when the variable is set)."""
+    emulator (``_startup.py``; imported only when the variable is set)."""
     import os
 
     if os.environ.get("TILE_LAB_EMULATE", "").strip():
-        from .emulator.program import install_from_env
+        from ._startup import activate
 
-        install_from_env()
+        activate()
 
 
 _emulate_from_env()

@@ -45,15 +45,18 @@ class TileLabError(Exception):
     def __reduce__(self):  # survive pickling across worker processes
         return (type(self), (self.message, self.location, self.hint))
 
-    def render(self) -> str:
+    def render(self, *, file_line: bool = False) -> str:
         """Plain-text rendering: message, location line, source line, caret, hint.
 
         An error that carries no location of its own (a bad argument to a public function)
-        names the notebook cell line that made the call, found in its traceback."""
+        names the notebook cell line that made the call, found in its traceback.
+        ``file_line``: the location as ``path:line`` (programs) rather than ``Cell In[3],
+        line 7`` / ``path, line 7``."""
         out = [f"{type(self).__name__}: {self.message}"]
         loc = self.location if self.location is not None else _calling_cell(self)
         if loc is not None:
-            out.append(f"  at {location_label(loc.filename)}, line {loc.line}")
+            out.append(f"  at {loc.filename}:{loc.line}" if file_line else
+                       f"  at {location_label(loc.filename)}, line {loc.line}")
             if loc.text is not None:
                 out.append(f"  {loc.line:>4} | {loc.text.rstrip()}")
                 if loc.col is not None:

@@ -23,6 +23,7 @@ IPython renders through ``_render_traceback_``. The shell keeps working afterwar
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
 import re
 import sys
@@ -98,6 +99,10 @@ class TileMagics(Magics):
     emulator_max_blocks = Int(
         1 << 20, help="--emulate/--trace/--sanitize refuse grids of more blocks than this "
                       "(the CPU emulator runs blocks one after another)").tag(config=True)
+    emulator_max_steps = Int(
+        0, help="kernel lines one block may execute under --emulate/--trace/--sanitize before "
+                "it is stopped at the line it is on (0: no budget; a budget slows the "
+                "emulator down)").tag(config=True)
     launch_fallback = Unicode(
         "emulate", help="what --launch does without a GPU: 'emulate' (run on the CPU "
                         "emulator, with a notice) or 'error'").tag(config=True)
@@ -121,6 +126,13 @@ class TileMagics(Magics):
     def _valid_max_blocks(self, proposal: Any) -> int:
         if proposal["value"] < 1:
             raise TraitError("emulator_max_blocks must be at least 1")
+        return proposal["value"]
+
+    @validate("emulator_max_steps")
+    def _valid_max_steps(self, proposal: Any) -> int:
+        if proposal["value"] < 0:
+            raise TraitError("emulator_max_steps must be 0 (no budget) or a positive number "
+                             "of kernel lines per block")
         return proposal["value"]
 
     @magic_arguments()
@@ -237,9 +249,14 @@ class TileMagics(Magics):
             grid = _eval_grid(opts.grid, body, ns)
             if set(flags) & {"emulate", "trace", "sanitize", "crosscheck"} or want_partition:
                 self._check_emulator_grid(grid, opts.grid, body)
+            from .emulator import limits
+
+            budget = limits(max_steps=self.emulator_max_steps) if self.emulator_max_steps \
+                else contextlib.nullcontext()
             try:
-                self._execute(kernels[chosen[0]], grid, args, flags, want_partition,
-                              opts.hints)
+                with budget:
+                    self._execute(kernels[chosen[0]], grid, args, flags, want_partition,
+                                  opts.hints)
             except TileLabError as err:  # a bad argument: point at what the user typed
                 if re.match(r"argument \d+ \(", err.message):
                     err.location = _item_location(body, opts.args, err.message) or err.location

@@ -11,7 +11,10 @@ tile_lab.emulator script.py``).
 
 How it runs: the kernel's Python function is rebuilt against an emulated ``cuda.tile``
 namespace (``namespace.py``; the real module is never patched), then called once per
-block, x fastest (``runtime.py``). Tiles are NumPy arrays tagged with their cuTile dtype
+block, x fastest (``runtime.py``, ``blocks.py``) — or, when its control flow does not depend on
+the block, once for all blocks with a batch axis (``batched.py``, the same result bit for
+bit). cuTile's front end checks each kernel first (``gate.py``; its acceptances are cached on
+disk, ``verdict_cache.py``). Tiles are NumPy arrays tagged with their cuTile dtype
 (``tile.py``), so all per-tile work is vectorised. Every public cuTile operation is either
 emulated (registered with ``@emulates(ct.xxx)``, whose signature is checked against
 cuTile's stub at import) or raises ``EmulatorUnsupported`` naming it.

@@ -9,18 +9,28 @@
   limits(max_seconds=...)``, or the environment variable ``TILE_LAB_EMULATE_MAX_SECONDS``.
 * **Visible.** A run still going after a second shows a ``tqdm.auto`` bar (blocks done,
   ETA), through :mod:`tile_lab.progress`; short runs import nothing and print nothing.
-* **Interruptible.** Ctrl-C (SIGINT, in the main thread) is deferred to the end of the
-  current block: the run stops *between* blocks with :class:`EmulationInterrupted` naming the
-  next block, every earlier block complete and none after it started. A second Ctrl-C stops
-  at once (a block that never ends, e.g. a spin loop).
+* **Interruptible.** Ctrl-C (SIGINT, in the main thread: Jupyter's stop button) lets the
+  current block finish if it does so within ``GRACE_SECONDS`` (half a second): the run then
+  stops *between* blocks with :class:`EmulationInterrupted` naming the next block, every
+  earlier block complete and none after it started. A block still running after the grace
+  period (a loop that never ends) is stopped where it is, and the message names the block
+  and the kernel line it was on; its writes so far stay in the arrays (partial). A second
+  Ctrl-C stops at once.
+* **Step budget** (off by default): ``Limits.max_steps`` bounds the kernel lines one block may
+  execute; a block over it stops with an :class:`~tile_lab.errors.EmulationError` at the line
+  it was on (``set_limits(max_steps=...)``, ``TILE_LAB_EMULATE_MAX_STEPS``, or ``%config
+  TileMagics.emulator_max_steps``). Counting lines uses ``sys.settrace``, so a budget slows
+  the run down (several times); without one nothing is traced.
 """
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import dataclasses
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -48,31 +58,57 @@ class Limits:
     # launches with more blocks are probed before they run (the probe copies the arrays,
     # so smaller launches, which Ctrl-C and the progress bar cover, skip it)
     probe_blocks: int = 65_536
+    # kernel lines one block may execute before it is stopped (0: no budget)
+    max_steps: int = 0
+
+    def __post_init__(self) -> None:
+        for name, value, low in (("max_seconds", self.max_seconds, 0.0),
+                                 ("probe_blocks", self.probe_blocks, 1),
+                                 ("max_steps", self.max_steps, 0)):
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if name != "max_seconds" and not isinstance(value, int):
+                numeric = False
+            if not numeric or value != value or value < low:  # value != value: NaN
+                kind = "a number of seconds > 0" if name == "max_seconds" else \
+                    f"an int >= {low}" + (" (0: no budget)" if name == "max_steps" else "")
+                raise EmulationError(f"emulator limit {name}={value!r}: must be {kind}")
+            if name == "max_seconds" and value == 0:
+                raise EmulationError("emulator limit max_seconds=0: must be a number of "
+                                     "seconds > 0 (inf: no limit)")
 
 
 _LIMITS: list[Limits] = []
 _LIMITS_LOCK = threading.Lock()
+_ENV = {"TILE_LAB_EMULATE_MAX_SECONDS": ("max_seconds", float, "a number of seconds"),
+        "TILE_LAB_EMULATE_MAX_STEPS": ("max_steps", int,
+                                       "a whole number of steps (0: no budget)")}
 
 
 def current_limits() -> Limits:
     """The limits in force: the innermost ``limits()`` block, else ``set_limits``, else the
-    defaults with ``TILE_LAB_EMULATE_MAX_SECONDS`` applied."""
+    defaults with ``TILE_LAB_EMULATE_MAX_SECONDS`` / ``TILE_LAB_EMULATE_MAX_STEPS`` applied."""
     if _LIMITS:
         return _LIMITS[-1]
-    env = os.environ.get("TILE_LAB_EMULATE_MAX_SECONDS", "").strip()
-    if env:
+    changes: dict[str, Any] = {}
+    for var, (field, kind, what) in _ENV.items():
+        env = os.environ.get(var, "").strip()
+        if not env:
+            continue
         try:
-            return Limits(max_seconds=float(env))
+            changes[field] = kind(env.replace("_", ""))
         except ValueError:
-            raise EmulationError(f"TILE_LAB_EMULATE_MAX_SECONDS={env!r} is not a number of "
-                                 "seconds") from None
-    return Limits()
+            raise EmulationError(f"{var}={env!r} is not {what}") from None
+    try:
+        return Limits(**changes)
+    except EmulationError as exc:
+        raise EmulationError(f"{exc} (from the environment: {', '.join(_ENV)})") from None
 
 
 def set_limits(**changes: Any) -> Limits:
-    """Change the limits for the rest of the process (``max_seconds=``, ``probe_blocks=``)."""
+    """Change the limits for the rest of the process (``max_seconds=``, ``probe_blocks=``,
+    ``max_steps=``)."""
     with _LIMITS_LOCK:
-        new = dataclasses.replace(current_limits(), **changes)
+        new = _replace(current_limits(), changes)
         if _LIMITS:
             _LIMITS[0] = new
         else:
@@ -80,10 +116,19 @@ def set_limits(**changes: Any) -> Limits:
     return new
 
 
+def _replace(limits: Limits, changes: dict[str, Any]) -> Limits:
+    names = [f.name for f in dataclasses.fields(Limits)]
+    unknown = [k for k in changes if k not in names]
+    if unknown:
+        raise EmulationError(f"unknown emulator limit {unknown[0]!r}; the limits are "
+                             f"{', '.join(names)}")
+    return dataclasses.replace(limits, **changes)
+
+
 @contextlib.contextmanager
 def limits(**changes: Any) -> Iterator[Limits]:
     """Limits for the launches inside this block only."""
-    new = dataclasses.replace(current_limits(), **changes)
+    new = _replace(current_limits(), changes)
     _LIMITS.append(new)
     try:
         yield new
@@ -98,12 +143,21 @@ class OutOfArrayTileWarning(TileLabWarning):
 class EmulationInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped an emulated launch (a KeyboardInterrupt, so notebooks treat it as one).
 
-    ``block``: the block that did not run (or, after a second Ctrl-C, was cut short);
-    ``done``: how many blocks completed before it."""
+    ``block``: the block that did not run, or that was cut short (then ``location`` is the
+    kernel line it was on); ``done``: how many blocks completed before it."""
 
-    def __init__(self, message: str, block: Block3, done: int, total: int) -> None:
+    def __init__(self, message: str, block: Block3, done: int, total: int,
+                 location: Any = None) -> None:
         super().__init__(message)
         self.block, self.done, self.total = block, done, total
+        self.location = location  # the kernel line a block was stopped on (None: between)
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython calls this instead of printing the stack of tile_lab's block loop
+        lines = [f"{type(self).__name__}: {self}"]
+        if self.location is not None and self.location.text:
+            lines.append(f"  {self.location.line:>4} | {self.location.text.rstrip()}")
+        return lines
 
 
 # ---- which blocks ----------------------------------------------------------------------------
@@ -119,20 +173,25 @@ def block_ids(grid: Block3, subset: tuple[Block3, ...] | None) -> tuple[Iterator
 
 # ---- the loop --------------------------------------------------------------------------------
 
+GRACE_SECONDS = 0.5  # after Ctrl-C, how long the running block may take to finish
+
+
 def run_blocks(fn: Callable[..., Any], args: list[Any], run: state.RunState, grid: Block3,
                subset: tuple[Block3, ...] | None, desc: str) -> None:
     """Call ``fn(*args)`` once per block with the block context set."""
     ids, total = block_ids(grid, subset)
     done = 0
     current = (0, 0, 0)
-    with _deferred_sigint() as guard, contextlib.ExitStack() as bars:
+    max_steps = current_limits().max_steps
+    with _sigint_guard() as guard, _step_budget(run, max_steps) as steps, \
+            contextlib.ExitStack() as bars:
         bar, started = None, time.perf_counter()
         y_last = z_last = -1
         ty = tz = None
         try:
             for current in ids:
                 if guard.pending:
-                    raise _interrupted(desc, current, done, total, between=True)
+                    raise _interrupted(desc, current, done, total, None)
                 x, y, z = current
                 if y != y_last:
                     ty, y_last = int32(y), y
@@ -144,8 +203,11 @@ def run_blocks(fn: Callable[..., Any], args: list[Any], run: state.RunState, gri
                     run.line_counts = {}
                 if run.cas_failures:
                     run.cas_failures = {}
+                if steps is not None:
+                    steps[0] = 0
                 fn(*args)
                 done += 1
+                guard.done = done
                 if not done & 63:
                     if bar is None and time.perf_counter() - started > 1.0:
                         bar = _open_bar(bars, total, desc, done)
@@ -154,7 +216,18 @@ def run_blocks(fn: Callable[..., Any], args: list[Any], run: state.RunState, gri
         except KeyboardInterrupt as exc:
             if isinstance(exc, EmulationInterrupted):
                 raise
-            raise _interrupted(desc, current, done, total, between=False) from None
+            where = state.location_in_traceback(exc, run.user_codes)
+            raise _interrupted(desc, current, done, total, where) from None
+        except _StepsExceeded as exc:
+            where = state.location_in_traceback(exc, run.user_codes)
+            raise EmulationError(
+                f"block {current} executed more than {max_steps:,} kernel lines without "
+                f"finishing (the step budget), stopped at this line; {done} of {total} blocks "
+                f"ran completely and the arrays hold their writes (block {current}'s own "
+                "writes are partial)", where,
+                hint="a loop that never ends? Otherwise raise the budget with "
+                     "tile_lab.emulator.set_limits(max_steps=N) or %config "
+                     "TileMagics.emulator_max_steps = N (0: no budget)") from None
 
 
 def _open_bar(stack: contextlib.ExitStack, total: int, desc: str, done: int):
@@ -165,23 +238,36 @@ def _open_bar(stack: contextlib.ExitStack, total: int, desc: str, done: int):
     return bar
 
 
-def _interrupted(desc: str, block: Block3, done: int, total: int, *, between: bool
+def _interrupted(desc: str, block: Block3, done: int, total: int, where: Any
                  ) -> EmulationInterrupted:
-    where = (f"before block {block}" if between else f"in the middle of block {block} "
-             "(a second Ctrl-C: that block's writes are partial)")
+    """``where``: the kernel line a block was stopped on (None: stopped between blocks)."""
+    if where is None:
+        return EmulationInterrupted(
+            f"{desc}: interrupted before block {block}; {done} of {total} blocks ran "
+            "completely, the arrays hold their results", block, done, total)
+    from ..errors import location_label
+
+    label = location_label(where.filename)
+    at = f"{label}, line {where.line}" if label.startswith("Cell In[") else \
+        f"{label}:{where.line}"
+    code = f" `{where.text.strip()}`" if where.text else ""
     return EmulationInterrupted(
-        f"{desc}: interrupted {where}; {done} of {total} blocks ran completely, the arrays "
-        "hold their results", block, done, total)
+        f"{desc}: interrupted in block {block}, at {at}{code}; {done} of {total} blocks ran "
+        f"completely and the arrays hold their writes (block {block}'s own writes are "
+        "partial)", block, done, total, where)
 
 
 class _Guard:
     pending = False
+    active = True
+    done = 0
 
 
 @contextlib.contextmanager
-def _deferred_sigint() -> Iterator[_Guard]:
-    """While the loop runs, the first SIGINT only sets ``pending`` (the loop stops at the
-    next block boundary); a second one interrupts at once. Only the main thread can take
+def _sigint_guard() -> Iterator[_Guard]:
+    """While the loop runs, the first SIGINT sets ``pending`` (the loop stops at the next block
+    boundary) and starts a watchdog: a block still running ``GRACE_SECONDS`` later is
+    interrupted where it is. A second SIGINT interrupts at once. Only the main thread can take
     over SIGINT: elsewhere Ctrl-C interrupts at once, as before."""
     guard = _Guard()
     if threading.current_thread() is not threading.main_thread():
@@ -192,17 +278,74 @@ def _deferred_sigint() -> Iterator[_Guard]:
     except ValueError:  # pragma: no cover - no signal support here
         yield guard
         return
+    timers: list[threading.Timer] = []
+
+    def watchdog(done_then: int) -> None:
+        if guard.active and guard.done == done_then:  # still in the same block
+            _thread.interrupt_main()  # runs ``handler`` again in the main thread
 
     def handler(signum, frame):
         if guard.pending:
             raise KeyboardInterrupt
         guard.pending = True
+        timer = threading.Timer(GRACE_SECONDS, watchdog, (guard.done,))
+        timer.daemon = True
+        timers.append(timer)
+        timer.start()
 
     signal.signal(signal.SIGINT, handler)
     try:
         yield guard
     finally:
+        guard.active = False
+        for timer in timers:
+            timer.cancel()
         signal.signal(signal.SIGINT, previous)
+
+
+class _StepsExceeded(Exception):
+    """Raised inside the kernel by the step counter (turned into an EmulationError)."""
+
+
+@contextlib.contextmanager
+def _step_budget(run: state.RunState, max_steps: int) -> Iterator[list[int] | None]:
+    """Count the kernel lines each block executes (``sys.settrace`` on the kernel's own frames
+    only) and stop a block past ``max_steps``. Yields the counter (reset per block), or None
+    without a budget. A tracer already in place (a debugger, coverage) keeps running."""
+    if not max_steps:
+        yield None
+        return
+    codes = run.user_codes
+    count = [0]
+    outer = sys.gettrace()
+
+    def local(frame, event, arg):
+        if event == "line":
+            count[0] += 1
+            if count[0] > max_steps:
+                raise _StepsExceeded
+        return local
+
+    def chained_local(inner):
+        def trace(frame, event, arg):
+            nonlocal inner
+            local(frame, event, arg)
+            if inner is not None:
+                inner = inner(frame, event, arg)
+            return trace
+        return trace
+
+    def global_trace(frame, event, arg):
+        inner = outer(frame, event, arg) if outer is not None else None
+        if frame.f_code in codes:
+            return local if outer is None else chained_local(inner)
+        return inner
+
+    sys.settrace(global_trace)
+    try:
+        yield count
+    finally:
+        sys.settrace(outer)
 
 
 # ---- the budget ------------------------------------------------------------------------------

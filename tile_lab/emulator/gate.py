@@ -5,7 +5,10 @@ folding, ``static_assert``; no tileiras, no GPU) types it for the signature of t
 arguments. A kernel the compiler would reject (``range(4, 0, -1)``, a name bound to tiles of
 different dtypes on two paths, a Python list of tiles) fails here with cuTile's message at
 the kernel's line, as a :class:`~tile_lab.errors.CompileError`, instead of "working" on the
-CPU and failing on the GPU. Each (kernel, signature) is checked once per process.
+CPU and failing on the GPU. Each (kernel, signature) is checked once per process, and an
+acceptance is remembered on disk for later processes (``verdict_cache.py``; keyed by the
+kernel's code, what it names, the signature and cuTile's version; ``TILE_LAB_FRONTEND_CACHE=off``
+turns that off).
 
 Plain Python functions (not ``@ct.kernel``) are not gated: cuTile cannot compile them.
 Arguments the signature builder cannot describe skip the gate; the emulator's own checks
@@ -24,6 +27,7 @@ import numpy as np
 
 from .. import _cutile_compat as compat
 from ..errors import TileLabError
+from . import verdict_cache
 
 _PASSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> {signature repr}
 _LOCK = threading.Lock()
@@ -50,6 +54,10 @@ def check(kernel: Any, args: Sequence[Any]) -> None:
         seen = _PASSED.setdefault(kernel, set())
         if key in seen:
             return
+    disk = _disk_key(kernel, key)
+    if disk is not None and verdict_cache.known(disk):
+        _passed(kernel, seen, key, quick)  # accepted in an earlier process
+        return
     try:
         compat.check_frontend(kernel, signature)
     except Exception as exc:
@@ -61,10 +69,29 @@ def check(kernel: Any, args: Sequence[Any]) -> None:
         error.hint = _join(error.hint, "cuTile's compiler rejects this kernel, so the emulator "
                            "does not run it")
         raise error from None
+    _passed(kernel, seen, key, quick)
+    if disk is not None:
+        verdict_cache.remember(disk)
+
+
+def _passed(kernel: Any, seen: set, key: str, quick: tuple | None) -> None:
     with _LOCK:
         seen.add(key)
         if quick is not None:
             _QUICK.setdefault(kernel, set()).add(quick)
+
+
+def _disk_key(kernel: Any, signature_repr: str) -> str | None:
+    """The kernel's key in the on-disk verdict cache (None: off, or not fingerprintable).
+    A bad ``TILE_LAB_FRONTEND_CACHE`` is an EmulationError naming it."""
+    try:
+        if verdict_cache.directory() is None:
+            return None
+    except ValueError as exc:
+        from ..errors import EmulationError
+
+        raise EmulationError(str(exc)) from None
+    return verdict_cache.key(compat.python_function(kernel), signature_repr)
 
 
 def _quick_key(args: Sequence[Any]) -> tuple | None:

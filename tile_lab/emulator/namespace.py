@@ -65,7 +65,10 @@ def namespace() -> types.ModuleType:
 @functools.cache
 def _stub_table() -> dict[int, Any]:
     """id(real cuda.tile object) -> its emulated replacement, for names that differ."""
-    ns = namespace()
+    return _table_for(namespace())
+
+
+def _table_for(ns: types.ModuleType) -> dict[int, Any]:
     table = {}
     for name in dir(ct):
         if name.startswith("_"):
@@ -95,6 +98,11 @@ _BUILTIN_OVERRIDES = {
 }
 
 
+def builtin_overrides() -> dict[str, Any]:
+    """What the builtins ``min``/``max`` become in a kernel (elementwise on tiles)."""
+    return dict(_BUILTIN_OVERRIDES)
+
+
 def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
     yield code
     for const in code.co_consts:
@@ -113,10 +121,16 @@ class Rebuilder:
     """Rebuilds user functions against the emulated namespace (once per function per run)
     and collects their code objects, which mark "user frames" for traces and errors."""
 
-    def __init__(self) -> None:
+    def __init__(self, ns: types.ModuleType | None = None,
+                 builtin_overrides: dict[str, Any] | None = None) -> None:
+        """``ns``: the emulated cuda.tile to rebuild against (default: :func:`namespace`);
+        ``builtin_overrides``: what ``min``/``max`` become."""
         self.user_codes: set[types.CodeType] = set()
         self._done: dict[int, types.FunctionType] = {}
         self._globals: dict[int, dict] = {}
+        self._ns = ns
+        self._table = _stub_table() if ns is None else _table_for(ns)
+        self._builtins = _BUILTIN_OVERRIDES if builtin_overrides is None else builtin_overrides
 
     def function(self, fn: types.FunctionType) -> types.FunctionType:
         fn = unwrap_tile_function(fn)
@@ -142,21 +156,22 @@ class Rebuilder:
         for name in _referenced_names(fn.__code__):
             if name in fn.__globals__:
                 new_globals[name] = self.value(fn.__globals__[name])
-            elif name in _BUILTIN_OVERRIDES:
-                new_globals[name] = _BUILTIN_OVERRIDES[name]
+            elif name in self._builtins:
+                new_globals[name] = self._builtins[name]
         return new_fn
 
     def value(self, value: Any) -> Any:
+        ns = namespace() if self._ns is None else self._ns
         if value is ct:
-            return namespace()
+            return ns
         if isinstance(value, types.ModuleType):
             if value.__name__ == "cuda":  # `import cuda.tile` then `cuda.tile.load(...)`
-                return _ModuleProxy(value, self, {"tile": namespace()})
+                return _ModuleProxy(value, self, {"tile": ns})
             if value.__name__.split(".")[0] not in _LIBRARY_ROOTS:
                 return _ModuleProxy(value, self, {})  # user helper modules
             return value
         try:
-            replacement = _stub_table().get(id(value))
+            replacement = self._table.get(id(value))
         except TypeError:
             replacement = None
         if replacement is not None:

@@ -4,9 +4,15 @@ Three switches, all scoped (cuda.tile is never patched just because tile_lab is 
 
 * ``with tile_lab.emulation():`` (or ``emulation(sanitize=True)``) for a block of code;
 * ``%tile_emulate on|sanitize|off`` in a notebook (after ``%load_ext tile_lab``);
-* ``TILE_LAB_EMULATE=1`` (or ``=sanitize``) in the environment of a program that imports
-  tile_lab, or ``python -m tile_lab.emulator [--sanitize] script.py [args]`` for any script
-  (NVIDIA's samples import only ``cuda.tile``).
+* ``TILE_LAB_EMULATE=1`` (or ``=sanitize``) in the environment of any program, also one that
+  imports only ``cuda.tile`` like NVIDIA's samples (the start-up hook ``tile_lab_emulate.pth``
+  switches cuda.tile when it is first imported: ``tile_lab/_startup.py``), or ``python -m
+  tile_lab.emulator [--sanitize] script.py [args]``.
+
+In both program modes a tile_lab error prints like in a notebook (message, ``file:line``, the
+kernel line, a caret, the hint) plus the program line that launched the kernel; the runner's
+exit status is 3 under ``--sanitize`` when a launch had findings, 2 for a usage mistake (a
+missing script: one line), and an unknown ``TILE_LAB_EMULATE`` value is a one-line error.
 
 While on, ``cuda.tile.launch(stream, grid, kernel, args)`` runs ``kernel`` on the emulator:
 any ``stream`` is accepted (``None`` included), NumPy arrays and torch CPU tensors are
@@ -35,6 +41,7 @@ import cuda.tile as ct
 ENV_VAR = "TILE_LAB_EMULATE"
 _LOCK = threading.Lock()
 _STACK: list[tuple[Any, bool]] = []  # (the launch that was in place, sanitize) per switch
+_FOUND = [0]  # sanitized launches with findings, this process (sets the runner's exit status)
 
 
 class _EmulatedLaunch:
@@ -55,6 +62,8 @@ class _EmulatedLaunch:
             return
         from ..sanitizer import sanitize
         report = sanitize(kernel, grid, args)
+        if report.findings:
+            _FOUND[0] += 1
         print(f"[tile_lab] {launch_site(sys._getframe(1))}: ct.launch of {_name(kernel)} "
               f"grid={grid}\n{report}", flush=True)
 
@@ -124,26 +133,22 @@ def emulation(*, sanitize: bool = False) -> Iterator[None]:
 
 
 def mode_from_env(value: str | None = None) -> str | None:
-    """``"emulate"``, ``"sanitize"`` or None for the value of ``TILE_LAB_EMULATE``."""
-    value = (os.environ.get(ENV_VAR, "") if value is None else value).strip().lower()
-    if value in ("", "0", "false", "no", "off"):
-        return None
-    if value == "sanitize":
-        return "sanitize"
-    if value in ("1", "true", "yes", "on", "emulate"):
-        return "emulate"
-    raise ValueError(f"{ENV_VAR}={value!r}: use 1 (emulate every launch), sanitize, or 0")
+    """``"emulate"``, ``"sanitize"`` or None for the value of ``TILE_LAB_EMULATE`` (ValueError,
+    a one-line message, for anything else)."""
+    from .._startup import mode_from_env as parse
+
+    return parse(value)
 
 
 def install_from_env() -> bool:
-    """Called when tile_lab is imported: switch emulation on for the whole process if
-    ``TILE_LAB_EMULATE`` asks for it, and explain GPU-only calls in uncaught errors."""
+    """Switch emulation on for the whole process if ``TILE_LAB_EMULATE`` asks for it (called
+    through ``tile_lab._startup`` once cuda.tile is loaded), and report tile_lab's errors and
+    GPU-only calls in uncaught errors the way ``python -m tile_lab.emulator`` does. A value
+    that is not a mode is a one-line error (SystemExit)."""
     try:
         mode = mode_from_env()
-    except ValueError as exc:  # a typo must not break `import tile_lab`
-        import warnings
-        warnings.warn(f"{exc}; emulation stays off", stacklevel=2)
-        return False
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
     if mode is None or is_enabled():
         return False
     enable(sanitize=mode == "sanitize")
@@ -185,16 +190,53 @@ def _chain_excepthook() -> None:
     previous = sys.excepthook
 
     def hook(kind, value, tb):
+        from ..errors import TileLabError
+
+        if isinstance(value, TileLabError):  # the kernel line with a caret, not our stack
+            print(format_program_error(value), file=sys.stderr)
+            return
         add_gpu_note(value)
         previous(kind, value, tb)
 
     sys.excepthook = hook
 
 
+def format_program_error(exc: BaseException) -> str:
+    """A tile_lab error in a program as in a notebook: message, ``file:line``, the line, a
+    caret, the hint, and the program line that launched the kernel. Other errors: Python's
+    traceback (with a note for GPU-only calls)."""
+    from ..errors import TileLabError
+
+    if not isinstance(exc, TileLabError):
+        add_gpu_note(exc)
+        return "".join(traceback.format_exception(exc)).rstrip()
+    text = exc.render(file_line=True)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not _library_file(f.filename)]
+    if frames and frames[-1].line:
+        f = frames[-1]
+        text += f"\n  launched at {os.path.basename(f.filename)}:{f.lineno}: {f.line.strip()}"
+    return text
+
+
+def _library_file(filename: str) -> bool:
+    name = filename.replace("\\", "/")
+    return ("/tile_lab/" in name or "site-packages" in name or name.startswith("<frozen")
+            or "/lib/python" in name)
+
+
 # ---- python -m tile_lab.emulator script.py ----------------------------------------------------
 
+USAGE = ("usage: python -m tile_lab.emulator [--sanitize] script.py [args...]\n"
+         "Runs script.py with every cuda.tile.launch on tile_lab's CPU emulator; with "
+         "--sanitize every launch is sanitized and the exit status is 3 when any finding was "
+         "reported.")
+
+
 def run_script(argv: Sequence[str]) -> int:
-    """``python -m tile_lab.emulator [--sanitize] script.py [args...]``."""
+    """``python -m tile_lab.emulator [--sanitize] script.py [args...]``. Exit status: the
+    script's; 1 when it raised (tile_lab errors print the kernel line with a caret); 2 for a
+    usage mistake (one line); 3 with ``--sanitize`` when a launch had findings."""
     import runpy
 
     args = list(argv)
@@ -202,21 +244,44 @@ def run_script(argv: Sequence[str]) -> int:
     if args and args[0] in ("--sanitize", "-s"):
         sanitize, args = True, args[1:]
     if not args or args[0] in ("-h", "--help"):
-        print("usage: python -m tile_lab.emulator [--sanitize] script.py [args...]\n"
-              "Runs script.py with every cuda.tile.launch on tile_lab's CPU emulator.",
+        print(USAGE, file=sys.stderr)
+        return 2
+    if args[0].startswith("-"):
+        print(f"python -m tile_lab.emulator: unknown option {args[0]!r} (options: --sanitize)",
               file=sys.stderr)
+        return 2
+    if not os.path.isfile(args[0]):
+        what = "is a directory" if os.path.isdir(args[0]) else "no such file"
+        print(f"python -m tile_lab.emulator: {args[0]}: {what}", file=sys.stderr)
         return 2
     sys.argv = args
     sys.path.insert(0, os.path.dirname(os.path.abspath(args[0])))
     enable(sanitize=sanitize)
+    found_before = _FOUND[0]
     try:
         runpy.run_path(args[0], run_name="__main__")
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or _sanitize_status(sanitize, found_before)
+        print(exc.code, file=sys.stderr)
+        return 1
     except BaseException as exc:
-        add_gpu_note(exc)
-        traceback.print_exception(exc)
+        tb = exc.__traceback__  # start the traceback at the script (not runpy, not us)
+        script = os.path.abspath(args[0])
+        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script:
+            tb = tb.tb_next
+        print(format_program_error(exc.with_traceback(tb or exc.__traceback__)),
+              file=sys.stderr)
         return 1
     finally:
         disable()
-    return 0
+    return _sanitize_status(sanitize, found_before)
+
+
+def _sanitize_status(sanitize: bool, found_before: int) -> int:
+    found = _FOUND[0] - found_before
+    if not sanitize or not found:
+        return 0
+    print(f"python -m tile_lab.emulator --sanitize: {found} launch{'es' if found > 1 else ''} "
+          "with findings (exit status 3)", file=sys.stderr)
+    return 3

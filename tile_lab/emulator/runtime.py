@@ -28,8 +28,8 @@ from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
 from ..array_like import to_host as _to_host
 from ..errors import EmulationError, SourceLocation, TileLabError
+from . import batched, dtypes, gate, poison, state
 from . import blocks as blocks_mod
-from . import dtypes, gate, poison, state
 from ._kernel_access import kernel_function
 from .namespace import Rebuilder
 from .ops_memory import Array, int32
@@ -102,6 +102,11 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
         estimate = _probe(fn, converted, run, subset, total)
         if estimate is not None:
             blocks_mod.check_budget(estimate, pyfunc.__name__, limit)
+    if not record and subset is None and not limit.max_steps and \
+            batched.try_run(pyfunc, converted, run, grid3):  # all blocks in one NumPy pass
+        for restore in copy_back:
+            restore()
+        return None
     state.push(run)
     try:
         with np.errstate(all="ignore"):  # device arithmetic never warns (inf, NaN, wraparound)
@@ -109,7 +114,7 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
                                   f"{'trace' if record else 'emulate'} {pyfunc.__name__}")
     except TileLabError as exc:
         if exc.location is None:
-            exc.location = _location_in_traceback(exc, rebuilder.user_codes)
+            exc.location = state.location_in_traceback(exc, rebuilder.user_codes)
         raise
     except Exception as exc:
         hint = None
@@ -118,7 +123,7 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
                     "rebuild (e.g. a class or functools.partial); call a plain function or "
                     "@ct.function helper instead")
         raise EmulationError(f"{type(exc).__name__}: {exc} (block {run.bid})",
-                             _location_in_traceback(exc, rebuilder.user_codes), hint) from exc
+                             state.location_in_traceback(exc, rebuilder.user_codes), hint) from exc
     finally:
         state.pop()
     for restore in copy_back:
@@ -337,19 +342,6 @@ def _jsonable(value: Any) -> Any:
 
 
 # ---- errors and the trace -------------------------------------------------------------------
-
-def _location_in_traceback(exc: BaseException, user_codes) -> SourceLocation | None:
-    tb, found = exc.__traceback__, None
-    while tb is not None:
-        if tb.tb_frame.f_code in user_codes:
-            found = tb
-        tb = tb.tb_next
-    if found is None:
-        return None
-    filename = found.tb_frame.f_code.co_filename
-    return SourceLocation(filename, found.tb_lineno,
-                          text=linecache.getline(filename, found.tb_lineno) or None)
-
 
 def _warn_outside(outside: dict) -> None:
     """One warning per line whose tiles lay entirely outside their array (the sanitizer's

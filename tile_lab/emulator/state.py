@@ -119,6 +119,21 @@ def location_of(frame: FrameType | None) -> SourceLocation | None:
     return SourceLocation(filename=filename, line=line, text=text)
 
 
+def location_in_traceback(exc: BaseException, user_codes) -> SourceLocation | None:
+    """The innermost kernel line (a frame running one of ``user_codes``) in ``exc``'s
+    traceback."""
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code in user_codes:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    filename = found.tb_frame.f_code.co_filename
+    return SourceLocation(filename, found.tb_lineno,
+                          text=linecache.getline(filename, found.tb_lineno) or None)
+
+
 def kernel_error(message: str, hint: str | None = None) -> EmulationError:
     """An EmulationError pointing at the user's kernel line currently executing."""
     state = _LOCAL.runs[-1] if _LOCAL.runs else None

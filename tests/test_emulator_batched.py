@@ -1,0 +1,231 @@
+"""All blocks in one NumPy pass (``emulator/batched.py``): where a kernel runs batched it
+gives exactly the block-by-block result, and every kernel it cannot vouch for runs block by
+block."""
+
+from __future__ import annotations
+
+import copy
+
+import cuda.tile as ct
+import numpy as np
+import pytest
+from corpus import buggy, correct
+
+import tile_lab
+from tile_lab.emulator import batched, blocks
+
+CASES = {c.name: c for c in (*correct.CASES, *buggy.CASES)}
+
+
+@pytest.fixture
+def paths(monkeypatch):
+    """Which path each launch took: "batched" or "blocks"."""
+    taken: list[str] = []
+    real_try, real_blocks = batched.try_run, blocks.run_blocks
+
+    def try_run(*a, **k):
+        ok = real_try(*a, **k)
+        if ok:
+            taken.append("batched")
+        return ok
+
+    def run_blocks(*a, **k):
+        taken.append("blocks")
+        return real_blocks(*a, **k)
+
+    monkeypatch.setattr(batched, "try_run", try_run)
+    monkeypatch.setattr(blocks, "run_blocks", run_blocks)
+    return taken
+
+
+def _block_by_block(kernel, grid, args):
+    with blocks.limits(max_steps=10**9):  # a step budget always runs block by block
+        tile_lab.emulate(kernel, grid, args)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_corpus_kernel_gives_the_block_by_block_result_bit_for_bit(name, paths,
+                                                                          monkeypatch):
+    import warnings
+
+    monkeypatch.setattr(batched, "MIN_BLOCKS", 1)  # the corpus's grids are small
+    case = CASES[name]
+    grid, args = case.build()
+    twin = copy.deepcopy(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the buggy corpus warns (undetermined values)
+        try:
+            _block_by_block(case.kernel, grid, twin)
+        except Exception as exc:  # a buggy kernel may fail: the batched path must fail too
+            with pytest.raises(type(exc)):
+                tile_lab.emulate(case.kernel, grid, args)
+            return
+        tile_lab.emulate(case.kernel, grid, args)
+    for a, b in zip(args, twin):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    assert paths[0] == "blocks"  # the reference run (the corpus's shapes are mostly ragged
+    # on purpose, so most of its kernels fall back; the kernels below run batched)
+
+
+@ct.kernel
+def vadd(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(c, (bid,), ct.load(a, (bid,), (TILE,)) + ct.load(b, (bid,), (TILE,)) * 2)
+
+
+@ct.kernel
+def gemm(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    bm = ct.bid(0)
+    bn = ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, 1, (TM, TK))):
+        acc = ct.mma(ct.load(A, (bm, k), (TM, TK)), ct.load(B, (k, bn), (TK, TN)), acc)
+    ct.store(C, (bm, bn), acc)
+
+
+def test_straight_line_kernels_run_batched_with_the_same_result(paths):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal(64 * 32).astype(np.float32), rng.standard_normal(
+        64 * 32).astype(np.float32)
+    c, c_ref = np.zeros_like(a), np.zeros_like(a)
+    tile_lab.emulate(vadd, (64,), (a, b, c, 32))
+    _block_by_block(vadd, (64,), (a, b, c_ref, 32))
+    np.testing.assert_array_equal(c, c_ref)
+    A = rng.standard_normal((128, 96)).astype(np.float32)
+    B = rng.standard_normal((96, 64)).astype(np.float32)
+    C, C_ref = np.zeros((128, 64), np.float32), np.zeros((128, 64), np.float32)
+    tile_lab.emulate(gemm, (8, 4), (A, B, C, 16, 16, 32))
+    _block_by_block(gemm, (8, 4), (A, B, C_ref, 16, 16, 32))
+    np.testing.assert_array_equal(C, C_ref)
+    assert paths == ["batched", "blocks", "batched", "blocks"]
+
+
+@ct.kernel
+def depends_on_block(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, (bid,), (TILE,))
+    if bid % 2 == 0:
+        t = t * 3
+    ct.store(y, (bid,), t)
+
+
+@ct.kernel
+def in_place(x, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(x, (bid,), ct.load(x, (bid,), (TILE,)) + 1)
+
+
+@ct.kernel
+def everyone_writes_tile_0(x, y, TILE: ct.Constant[int]):
+    ct.store(y, (0,), ct.load(x, (ct.bid(0),), (TILE,)))
+
+
+@ct.kernel
+def ragged(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, (bid,), ct.load(x, (bid,), (TILE,), padding_mode=ct.PaddingMode.ZERO) + 1)
+
+
+def test_what_it_cannot_vouch_for_runs_block_by_block(paths):
+    x = np.arange(32 * 8, dtype=np.float32)
+    y = np.zeros_like(x)
+    tile_lab.emulate(depends_on_block, (32,), (x, y, 8))  # control flow on the block id
+    want = x.reshape(32, 8) * np.where(np.arange(32) % 2 == 0, 3, 1)[:, None]
+    np.testing.assert_array_equal(y, want.ravel())
+    tile_lab.emulate(in_place, (32,), (y, 8))  # loaded and stored: blocks could interact
+    np.testing.assert_array_equal(y, want.ravel() + 1)
+    z = np.zeros(8, np.float32)
+    tile_lab.emulate(everyone_writes_tile_0, (32,), (x, z, 8))  # a race: the last block wins
+    np.testing.assert_array_equal(z, x[-8:])
+    short = np.arange(32 * 8 - 3, dtype=np.float32)  # the last tile is ragged
+    out = np.zeros_like(short)
+    tile_lab.emulate(ragged, (32,), (short, out, 8))
+    np.testing.assert_array_equal(out, short + 1)
+    assert paths == ["blocks"] * 4
+    assert depends_on_block._annotated_function.pyfunc in batched._NEVER  # not tried again
+    assert in_place._annotated_function.pyfunc not in batched._NEVER  # only for these args
+
+
+def test_small_grids_traces_and_step_budgets_run_block_by_block(paths):
+    x = np.arange(8 * 4, dtype=np.float32)
+    tile_lab.emulate(vadd, (8,), (x, x, np.zeros_like(x), 4))  # < MIN_BLOCKS
+    big = np.arange(64 * 4, dtype=np.float32)
+    tile_lab.trace(vadd, (64,), (big, big, np.zeros_like(big), 4))
+    _block_by_block(vadd, (64,), (big, big, np.zeros_like(big), 4))
+    assert paths == ["blocks"] * 3
+
+
+@ct.kernel
+def rmsnorm(x, w, y, eps: float, N: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, (row, 0), (1, N)).astype(ct.float32)
+    ms = ct.sum(t * t, axis=1, keepdims=True) / N
+    out = t * ct.rsqrt(ms + eps) * ct.load(w, (0, 0), (1, N))
+    ct.store(y, (row, 0), out.astype(y.dtype))
+
+
+@ct.kernel
+def softmax_rows(x, y, N: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, (row, 0), (1, N))
+    e = ct.exp(t - ct.max(t, axis=-1, keepdims=True))
+    ct.store(y, (row, 0), e / ct.sum(e, 1, keepdims=True))
+
+
+@ct.kernel
+def relu_scale(x, y, alpha, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    t = ct.load(x, (i, ct.bid(1)), (TILE, TILE))
+    ct.store(y, (i, ct.bid(1)), ct.where(t > 0, t * alpha, -abs(t) * 0.0))
+
+
+def test_norms_and_elementwise_kernels_run_batched_bit_for_bit(paths):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((64, 128)).astype(np.float16)
+    w = rng.standard_normal((1, 128)).astype(np.float32)
+    y, y_ref = np.zeros_like(x), np.zeros_like(x)
+    tile_lab.emulate(rmsnorm, (64,), (x, w, y, 1e-6, 128))
+    _block_by_block(rmsnorm, (64,), (x, w, y_ref, 1e-6, 128))
+    np.testing.assert_array_equal(y, y_ref)
+    s = rng.standard_normal((32, 64)).astype(np.float32)
+    o, o_ref = np.zeros_like(s), np.zeros_like(s)
+    tile_lab.emulate(softmax_rows, (32,), (s, o, 64))
+    _block_by_block(softmax_rows, (32,), (s, o_ref, 64))
+    np.testing.assert_array_equal(o, o_ref)
+    r = rng.standard_normal((64, 64)).astype(np.float32)
+    q, q_ref = np.zeros_like(r), np.zeros_like(r)
+    tile_lab.emulate(relu_scale, (8, 8), (r, q, 0.5, 8))
+    _block_by_block(relu_scale, (8, 8), (r, q_ref, 0.5, 8))
+    np.testing.assert_array_equal(q, q_ref)
+    assert paths == ["batched", "blocks"] * 3
+
+
+@ct.kernel
+def spins_everywhere(x, TILE: ct.Constant[int]):
+    t = ct.load(x, (ct.bid(0),), (TILE,))
+    while True:
+        t = t + 1
+    ct.store(x, (ct.bid(0),), t)
+
+
+def test_ctrl_c_stops_a_batched_run_and_nothing_is_written():
+    import _thread
+    import threading
+
+    from tile_lab.emulator.blocks import EmulationInterrupted
+
+    x = np.zeros(32 * 8, np.float32)
+    out = np.zeros_like(x)
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(EmulationInterrupted) as info:
+            tile_lab.emulate(spins_everywhere, (32,), (x, 8))
+    finally:
+        timer.cancel()
+    text = str(info.value)
+    line = spins_everywhere._annotated_function.pyfunc.__code__.co_firstlineno + 4
+    assert "all 32 blocks together (batched)" in text and f":{line}" in text
+    assert "no block's writes reached the arrays" in text
+    assert (x == out).all()

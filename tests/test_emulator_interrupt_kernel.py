@@ -1,0 +1,137 @@
+"""Jupyter's stop button in a real kernel (jupyter_client + ipykernel): ONE interrupt stops
+an emulated block that never ends, within 2 s, with a message naming the block and the cell
+line it was on; the kernel survives and the arrays keep the completed blocks' writes."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+jupyter_client = pytest.importorskip("jupyter_client")
+pytest.importorskip("ipykernel")
+
+REPO = Path(__file__).resolve().parent.parent
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+SETUP = """\
+%load_ext tile_lab
+import numpy as np
+import cuda.tile as ct
+import tile_lab
+x = np.zeros(64, dtype=np.float32)
+"""
+
+SPIN_MAGIC = """\
+%%tile --emulate --args "x, 8" --grid "(8,)"
+@ct.kernel
+def spin(x, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, (bid,), (TILE,))
+    if bid == 5:
+        while True:
+            t = t + 1
+    ct.store(x, (bid,), t + 1)
+"""  # block 5 spins on cell line 8
+
+SPIN_API = """\
+print("running", flush=True)
+tile_lab.emulate(spin, (8,), (x, 8))
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    km = jupyter_client.KernelManager(kernel_name="python3")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep)
+    km.kernel_spec.argv[0] = sys.executable  # this environment's Python, with tile_lab
+    km.start_kernel(env=env)
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=120)
+    yield km, kc
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+
+
+def _messages_until_idle(kc, msg_id: str, timeout: float) -> tuple[list[dict], float]:
+    """The iopub messages of one execution, and the time its error (if any) arrived."""
+    msgs, error_at, deadline = [], None, time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=max(0.05, deadline - time.monotonic()))
+        except Exception:  # queue.Empty
+            break
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        msgs.append(msg)
+        if msg["msg_type"] == "error" and error_at is None:
+            error_at = time.monotonic()
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    return msgs, error_at
+
+
+def _run(kc, code: str) -> tuple[int, dict | None, str]:
+    msg_id = kc.execute(code)
+    msgs, _ = _messages_until_idle(kc, msg_id, 300)
+    reply = kc.get_shell_msg(timeout=60)
+    errors = [m["content"] for m in msgs if m["msg_type"] == "error"]
+    out = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+    return reply["content"]["execution_count"], (errors[0] if errors else None), out
+
+
+def _interrupt_once(km, kc, code: str, started: str | None) -> tuple[int, dict, float]:
+    """Run ``code``, interrupt once while it spins; (count, error content, seconds from the
+    interrupt to the error)."""
+    msg_id = kc.execute(code)
+    if started is not None:  # wait until the cell is running the kernel
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            msg = kc.get_iopub_msg(timeout=120)
+            if msg["parent_header"].get("msg_id") == msg_id and \
+                    msg["msg_type"] == "stream" and started in msg["content"]["text"]:
+                break
+    time.sleep(3.0)  # blocks 0-4 are done long before; block 5 spins
+    sent = time.monotonic()
+    km.interrupt_kernel()  # once, as Jupyter's stop button does
+    msgs, error_at = _messages_until_idle(kc, msg_id, 30)
+    reply = kc.get_shell_msg(timeout=30)
+    errors = [m["content"] for m in msgs if m["msg_type"] == "error"]
+    assert errors, f"no error after one interrupt: {[m['msg_type'] for m in msgs]}"
+    assert error_at is not None
+    return reply["content"]["execution_count"], errors[0], error_at - sent
+
+
+def test_one_interrupt_stops_a_spinning_block_and_the_kernel_survives(kernel):
+    km, kc = kernel
+    _, error, _ = _run(kc, SETUP)
+    assert error is None
+
+    count, error, seconds = _interrupt_once(km, kc, SPIN_MAGIC, None)
+    text = ANSI.sub("", "\n".join(error["traceback"]))
+    assert seconds < 2.0, f"the error came {seconds:.2f} s after the interrupt"
+    assert error["ename"] == "EmulationInterrupted"
+    assert f"interrupted in block (5, 0, 0), at Cell In[{count}], line 8 `t = t + 1`" in text
+    assert "5 of 8 blocks ran completely and the arrays hold their writes" in text
+    assert "partial" in text
+
+    # the kernel survives; the completed blocks' writes are there, later blocks never ran
+    _, error, out = _run(kc, "print(x[:40].min(), x[:40].max(), x[48:].max())")
+    assert error is None and out.split() == ["1.0", "1.0", "0.0"]
+
+    # the same through the Python API, from a later cell
+    _, error, _ = _run(kc, "x[:] = 0")
+    assert error is None
+    count, error, seconds = _interrupt_once(km, kc, SPIN_API, "running")
+    text = ANSI.sub("", "\n".join(error["traceback"]))
+    assert seconds < 2.0, f"the error came {seconds:.2f} s after the interrupt"
+    assert "interrupted in block (5, 0, 0), at Cell In[" in text and "line 8" in text
+    _, error, out = _run(kc, "print(x[:40].min(), x[48:].max())")
+    assert error is None and out.split() == ["1.0", "0.0"]

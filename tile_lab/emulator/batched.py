@@ -1,0 +1,394 @@
+"""Many blocks in one NumPy operation, for kernels whose control flow does not depend on the
+block.
+
+A plain ``emulate`` of many blocks first tries to run the kernel ONCE for all blocks: the
+kernel is rebuilt against a *batched* namespace in which ``ct.bid`` returns a
+:class:`BatchTile` (the block ids of every block, a leading batch axis), ``ct.load`` gathers
+every block's tile at once, arithmetic and ``ct.mma`` work on the batch axis, and ``ct.store``
+is held back until the kernel finished. Anything outside that small, checked set gives up
+before a single element is written (:class:`NotBatchable`), and the launch runs block by block
+as always:
+
+* an operation without a batched implementation receiving a batched value (or any operation
+  with effects: atomics, prints, gathers); a batched value used by Python (``if``, ``range``,
+  ``int()``): control flow that depends on the block;
+* a tile not entirely inside its array (ragged edges, padding), ``order=`` other than "C", a
+  stored tile whose dtype differs from its array's;
+* an array both loaded and stored (blocks could see each other's writes), or two stores
+  writing one element (the block order would decide).
+
+So the batched run computes exactly what the block-by-block run computes: every block reads
+memory no block writes, and every element written is written once. Traces, the sanitizer,
+``blocks=`` subsets and a step budget always run block by block.
+"""
+
+from __future__ import annotations
+
+import types
+import weakref
+from typing import Any
+
+import cuda.tile as ct
+import numpy as np
+
+from . import state
+from .ops_memory import Array, const_shape
+from .registry import IMPLEMENTATIONS, is_operation
+from .tile import Tile, binary, compare
+
+MIN_BLOCKS = 16  # fewer blocks gain nothing
+_NEVER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # pyfunc -> why not
+
+
+class NotBatchable(Exception):
+    """The kernel cannot run batched (``structural``: never, for any arguments)."""
+
+    def __init__(self, why: str, structural: bool = True) -> None:
+        super().__init__(why)
+        self.structural = structural
+
+
+class BatchTile(Tile):
+    """One tile value in every block of the batch: ``_a`` has the batch axis first."""
+
+    __slots__ = ()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._a.shape[1:]
+
+    @property
+    def ndim(self) -> int:
+        return self._a.ndim - 1
+
+    def _aligned(self, rank: int) -> Tile:
+        a = self._a
+        pad = rank - (a.ndim - 1)
+        return Tile(a.reshape(a.shape[:1] + (1,) * pad + a.shape[1:]) if pad else a,
+                    self._dtype)
+
+
+def _align(x: Any, y: Any) -> tuple[Any, Any]:
+    """Both operands with the batch axis in front and their tile axes right-aligned."""
+    rank = max(_tile_rank(x), _tile_rank(y))
+    return _aligned(x, rank), _aligned(y, rank)
+
+
+def _tile_rank(v: Any) -> int:
+    if isinstance(v, BatchTile):
+        return v.ndim
+    return v.ndim if isinstance(v, Tile) else 0
+
+
+def _aligned(v: Any, rank: int) -> Any:
+    if isinstance(v, BatchTile):
+        return v._aligned(rank)
+    if type(v) is Tile:
+        a = v._a
+        return Tile(np.asarray(a).reshape((1,) * (rank + 1 - np.ndim(a)) + np.shape(a)), v._dtype)
+    if isinstance(v, (bool, int, float)):
+        return v
+    raise NotBatchable(f"an operand of type {type(v).__name__}")
+
+
+def _batched(result: Any) -> BatchTile:
+    if type(result) is not Tile:
+        raise NotBatchable("an operation gave a non-tile value")
+    return BatchTile(result._a, result._dtype)
+
+
+def _binary(fn: str):
+    def op(self, o):
+        x, y = _align(self, o)
+        return _batched(binary(fn, x, y))
+
+    def rop(self, o):
+        x, y = _align(o, self)
+        return _batched(binary(fn, x, y))
+    return op, rop
+
+
+def _compare(fn: str):
+    def op(self, o):
+        x, y = _align(self, o)
+        return _batched(compare(fn, x, y))
+    return op
+
+
+for _fn in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+    _op, _rop = _binary(_fn)
+    setattr(BatchTile, f"__{_fn}__", _op)
+    setattr(BatchTile, f"__r{_fn}__", _rop)
+for _fn in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(BatchTile, f"__{_fn}__", _compare(_fn))
+
+
+def _refuse(name: str):
+    def refused(self, *args, **kwargs):
+        raise NotBatchable(f"{name} on a block-dependent value")
+    return refused
+
+
+for _name in ("__index__", "__int__", "__float__", "__bool__", "__getitem__", "__iter__",
+              "__array__", "__invert__", "__matmul__", "__rmatmul__",
+              "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__",
+              "__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__divmod__",
+              "__rdivmod__", "__format__", "__str__", "numpy", "item", "extract", "insert",
+              "reshape", "permute", "transpose"):
+    setattr(BatchTile, _name, _refuse(_name))
+BatchTile.__pos__ = lambda self: self  # type: ignore[method-assign]
+BatchTile.__neg__ = lambda self: _batched(-Tile(self._a, self._dtype))  # type: ignore
+BatchTile.__abs__ = lambda self: _batched(abs(Tile(self._a, self._dtype)))  # type: ignore
+BatchTile.astype = lambda self, dtype, *, rounding_mode=None: _batched(  # type: ignore
+    Tile(self._a, self._dtype).astype(dtype, rounding_mode=rounding_mode))
+
+
+# ---- the batched operations ------------------------------------------------------------------
+
+class _Run:
+    """One batched launch: the blocks, what was loaded, the stores held back."""
+
+    def __init__(self, blocks: np.ndarray) -> None:
+        self.blocks = blocks  # (B, 3) int64 block ids, x fastest
+        self.loaded: set[int] = set()
+        self.stores: list[tuple[Array, list[Any], tuple[int, ...], np.ndarray]] = []
+
+    def bid(self, axis: Any) -> BatchTile:
+        if type(axis) is not int or not 0 <= axis <= 2:
+            raise NotBatchable("ct.bid with a non-constant axis")
+        return BatchTile(self.blocks[:, axis].astype(np.int32), ct.int32)
+
+    def starts(self, arr: Array, index: Any, box: tuple[int, ...]) -> list[Any]:
+        """Per axis: the first element of every block's tile (an int or a (B,) array);
+        NotBatchable unless every tile lies entirely inside the array."""
+        if type(index) is not tuple or len(index) != len(box) or len(box) != arr._data.ndim:
+            raise NotBatchable("an index that is not one int per axis")
+        out = []
+        for i, s, n in zip(index, box, arr._data.shape):
+            if isinstance(i, BatchTile):
+                if i.ndim or i._dtype not in (ct.int32, ct.int64):
+                    raise NotBatchable("a tile index that is not an int")
+                st = i._a.astype(np.int64) * s
+                low, high = int(st.min()), int(st.max())
+            elif type(i) is int or (type(i) is Tile and not i.ndim):
+                low = high = st = int(i) * s
+            else:
+                raise NotBatchable("an index of another kind")
+            if low < 0 or high + s > n:
+                raise NotBatchable("a tile not entirely inside its array", structural=False)
+            out.append(st)
+        return out
+
+    def load(self, array, /, index, shape, *, order="C", padding_mode=None, check_bounds=True,
+             latency=None, allow_tma=None, memory_order=None, memory_scope=None):
+        if memory_order is not None or memory_scope is not None or order != "C" \
+                or type(array) is not Array:
+            raise NotBatchable("ct.load with a memory order, scope or order")
+        if id(array) in {id(a) for a, *_ in self.stores}:
+            raise NotBatchable("an array loaded after a store to it", structural=False)
+        if not any(isinstance(i, BatchTile) for i in (index if type(index) is tuple else ())):
+            from .ops_memory import load  # the same tile for every block
+
+            self.loaded.add(id(array))
+            return load(array, index, shape, padding_mode=padding_mode)
+        box = const_shape(shape, "shape")
+        starts = self.starts(array, index, box)
+        self.loaded.add(id(array))
+        return BatchTile(_gather(array._data, starts, box, len(self.blocks)), array._dtype)
+
+    def store(self, array, /, index, tile, *, order="C", check_bounds=True, latency=None,
+              allow_tma=None, memory_order=None, memory_scope=None):
+        if memory_order is not None or memory_scope is not None or order != "C" \
+                or type(array) is not Array or not isinstance(tile, Tile):
+            raise NotBatchable("ct.store with a memory order, scope, order or a non-tile")
+        if id(array) in self.loaded:
+            raise NotBatchable("an array both loaded and stored", structural=False)
+        if tile._dtype is not array._dtype or tile.ndim != array._data.ndim:
+            raise NotBatchable("a store that converts or broadcasts")
+        box = tuple(tile.shape)
+        starts = self.starts(array, index, box)
+        values = tile._a if isinstance(tile, BatchTile) else np.asarray(tile._a)[None]
+        self.stores.append((array, starts, box, values))
+
+    def mma(self, x, y, /, acc, *, use_fast_acc=False):
+        from .ops_math import mma
+
+        n = len(self.blocks)
+        parts = []
+        for v in (x, y, acc):
+            if not isinstance(v, Tile) or v.ndim != 2:
+                raise NotBatchable("ct.mma of tiles that are not 2-d")
+            a = v._a if isinstance(v, BatchTile) else np.broadcast_to(v._a, (n, *v.shape))
+            parts.append(Tile(a, v._dtype))
+        return _batched(mma(*parts, use_fast_acc=use_fast_acc))
+
+    def commit(self) -> None:
+        """Write the held-back stores, once no element is written twice."""
+        by_array: dict[int, list] = {}
+        for st in self.stores:
+            by_array.setdefault(id(st[0]), []).append(st)
+        n = len(self.blocks)
+        for stores in by_array.values():
+            boxes = {s[2] for s in stores}
+            if len(boxes) != 1:
+                raise NotBatchable("stores of different tile shapes to one array",
+                                   structural=False)
+            box = boxes.pop()
+            tiles = np.concatenate([np.stack([np.broadcast_to(np.asarray(st, np.int64), (n,))
+                                              // s for st, s in zip(starts, box)], axis=1)
+                                    for _, starts, _, _ in stores])
+            if len(np.unique(tiles, axis=0)) != len(tiles):
+                raise NotBatchable("an element written twice", structural=False)
+        for array, starts, box, values in self.stores:
+            _scatter(array._data, starts, box, values, n)
+
+
+def _gather(data: np.ndarray, starts: list[Any], box: tuple[int, ...], n: int) -> np.ndarray:
+    if len(box) == 1 and isinstance(starts[0], np.ndarray):
+        st = starts[0]
+        s = box[0]
+        if st[0] == 0 and np.array_equal(np.diff(st), np.full(n - 1, s)):  # consecutive tiles
+            return data[:n * s].reshape(n, s)  # a view: no block writes this array
+    return _tiles(data, box)[_tile_index(starts, box, n)]
+
+
+def _scatter(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: np.ndarray,
+             n: int) -> None:
+    if len(box) == 1 and isinstance(starts[0], np.ndarray):
+        st, s = starts[0], box[0]
+        if st[0] == 0 and np.array_equal(np.diff(st), np.full(n - 1, s)):
+            data[:n * s].reshape(n, s)[...] = values
+            return
+    _tiles(data, box)[_tile_index(starts, box, n)] = np.broadcast_to(values, (n, *box))
+
+
+def _tiles(data: np.ndarray, box: tuple[int, ...]) -> np.ndarray:
+    """``data`` seen as a grid of whole tiles of shape ``box`` (a view; partial tiles at the
+    far edges are left out, and no batched access touches them)."""
+    counts = tuple(n // s for n, s in zip(data.shape, box))
+    strides = tuple(st * s for st, s in zip(data.strides, box)) + data.strides
+    return np.lib.stride_tricks.as_strided(data, counts + box, strides, writeable=True)
+
+
+def _tile_index(starts: list[Any], box: tuple[int, ...], n: int) -> tuple[Any, ...]:
+    """Per axis, the tile index of every block's tile (starts are multiples of the box)."""
+    return tuple(np.broadcast_to(np.asarray(st, np.int64) // s, (n,))
+                 for st, s in zip(starts, box))
+
+
+# ---- the namespace and the run -------------------------------------------------------------
+
+_PURE = frozenset({"full", "zeros", "ones", "num_tiles", "num_blocks", "static_eval",
+                   "static_assert", "static_iter", "arange"})
+# operations that act on each element alone: the batch axis is just one more axis to them
+_ELEMENTWISE = frozenset({
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "cdiv", "minimum", "maximum",
+    "greater", "greater_equal", "less", "less_equal", "equal", "not_equal", "where",
+    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+    "floor", "ceil", "abs", "negative", "isnan"})
+_REDUCTIONS = frozenset({"sum", "prod", "max", "min"})
+
+
+def _namespace(run: _Run) -> types.ModuleType:
+    from .namespace import namespace
+
+    normal = namespace()
+    ns = types.ModuleType("cuda.tile", "cuda.tile as seen by the batched emulator")
+    for name in dir(normal):
+        if name.startswith("_"):
+            continue
+        value = getattr(normal, name)
+        if name in ("bid", "load", "store", "mma"):
+            value = getattr(run, name)
+        elif name in _PURE:
+            value = _unbatched_only(name, value)
+        elif name in _ELEMENTWISE:
+            value = _elementwise(value)
+        elif name in _REDUCTIONS:
+            value = _reduction(name, value)
+        elif name in IMPLEMENTATIONS or (name in ct.__all__ and is_operation(name)):
+            value = _refused_op(name)
+        setattr(ns, name, value)
+    return ns
+
+
+def _elementwise(fn):
+    def call(*args, **kwargs):
+        if not any(isinstance(a, BatchTile) for a in args):
+            return _unbatched_only(fn.__name__, fn)(*args, **kwargs)
+        if any(isinstance(v, BatchTile) for v in kwargs.values()):
+            raise NotBatchable("a block-dependent keyword argument")
+        rank = max(_tile_rank(a) for a in args)
+        return _batched(fn(*(_aligned(a, rank) for a in args), **kwargs))
+    return call
+
+
+def _reduction(name: str, fn):
+    def call(x, *args, **kwargs):
+        if not isinstance(x, BatchTile):
+            return _unbatched_only(name, fn)(x, *args, **kwargs)
+        axis = args[0] if args else kwargs.pop("axis", None)
+        if len(args) > 1 or any(isinstance(v, BatchTile) for v in kwargs.values()):
+            raise NotBatchable(f"ct.{name} with more arguments")
+        nd = x.ndim
+        axes = tuple(range(nd)) if axis is None else axis
+        axes = axes if isinstance(axes, tuple) else (axes,)
+        if not all(type(a) is int and -nd <= a < nd for a in axes):
+            raise NotBatchable(f"ct.{name} with an axis of another kind")
+        shifted = tuple(a % nd + 1 for a in axes)
+        return _batched(fn(Tile(x._a, x._dtype), shifted if isinstance(axis, tuple) or
+                           axis is None else shifted[0], **kwargs))
+    return call
+
+
+def _refused_op(name: str):
+    def refused(*args, **kwargs):
+        raise NotBatchable(f"ct.{name} has no batched implementation")
+    return refused
+
+
+def _unbatched_only(name: str, fn):
+    def call(*args, **kwargs):
+        if any(isinstance(a, BatchTile) for a in (*args, *kwargs.values())):
+            raise NotBatchable(f"ct.{name} of a block-dependent value")
+        return fn(*args, **kwargs)
+    return call
+
+
+def try_run(pyfunc: Any, args: list[Any], run: state.RunState,
+            grid: tuple[int, int, int]) -> bool:
+    """Run every block of ``grid`` in one batched call; False (nothing written) when the
+    kernel cannot run batched."""
+    gx, gy, gz = grid
+    if gx * gy * gz < MIN_BLOCKS or pyfunc in _NEVER:
+        return False
+    from .namespace import Rebuilder, builtin_overrides
+
+    z, y, x = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
+    blocks = np.stack([x.ravel(), y.ravel(), z.ravel()], axis=1)  # x fastest
+    batch = _Run(blocks)
+    overrides = {name: _unbatched_only(name, fn) for name, fn in builtin_overrides().items()}
+    rebuilder = Rebuilder(_namespace(batch), overrides)
+    fn = rebuilder.function(pyfunc)
+    state.push(run)
+    try:
+        with np.errstate(all="ignore"):
+            fn(*args)
+            batch.commit()
+    except KeyboardInterrupt as exc:
+        from .blocks import EmulationInterrupted
+
+        where = state.location_in_traceback(exc, rebuilder.user_codes)
+        at = f" at {where.filename}:{where.line}" if where is not None else ""
+        raise EmulationInterrupted(
+            f"interrupted while running all {len(blocks)} blocks together (batched){at}; no "
+            "block's writes reached the arrays", (0, 0, 0), 0, len(blocks), where) from None
+    except NotBatchable as exc:
+        if exc.structural:
+            _NEVER[pyfunc] = str(exc)
+        return False
+    except Exception:  # the block-by-block run reports it, at its block and line
+        return False
+    finally:
+        state.pop()
+    return True
