@@ -41,8 +41,48 @@ def _texts(fig, renderer):
         bb = t.get_window_extent(renderer)
         if not (bb.width > 0 and bb.height > 0):
             continue
-        out.append((_label(t), bb, axes_of.get(id(t))))
+        out.append((_label(t), _quad(t, bb, renderer), bb, axes_of.get(id(t))))
     return out
+
+
+def _quad(t, bb, renderer):
+    """The text's ink as four corners: its box (less the line gap), turned by its rotation
+    about the centre of ``bb`` (a rotated box's bounding box shares its centre)."""
+    angle = t.get_rotation() % 180.0
+    if angle in (0.0, 90.0):
+        pad = (bb.height if angle == 0.0 else bb.width) * 0.08
+        x0, x1 = bb.x0 + (pad if angle else 0), bb.x1 - (pad if angle else 0)
+        y0, y1 = bb.y0 + (0 if angle else pad), bb.y1 - (0 if angle else pad)
+        return [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
+    rot = t.get_rotation()
+    t.set_rotation(0)
+    try:
+        flat = t.get_window_extent(renderer)
+    finally:
+        t.set_rotation(rot)
+    w, h = flat.width / 2, flat.height * 0.84 / 2
+    cx, cy = (bb.x0 + bb.x1) / 2, (bb.y0 + bb.y1) / 2
+    c, s = math.cos(math.radians(rot)), math.sin(math.radians(rot))
+    return [(cx + dx * c - dy * s, cy + dx * s + dy * c)
+            for dx, dy in ((-w, -h), (w, -h), (w, h), (-w, h))]
+
+
+def _quads_overlap(p, q) -> float:
+    """Depth (px) of the overlap of two convex quads (separating axes), 0 when apart."""
+    depth = math.inf
+    for poly in (p, q):
+        for i in range(4):
+            (x0, y0), (x1, y1) = poly[i], poly[(i + 1) % 4]
+            nx, ny = y0 - y1, x1 - x0
+            norm = math.hypot(nx, ny) or 1.0
+            nx, ny = nx / norm, ny / norm
+            a = [x * nx + y * ny for x, y in p]
+            b = [x * nx + y * ny for x, y in q]
+            d = min(max(a), max(b)) - max(min(a), min(b))
+            if d <= 0:
+                return 0.0
+            depth = min(depth, d)
+    return depth
 
 
 def _label(t) -> str:
@@ -72,12 +112,12 @@ def figure_problems(fig, name: str = "figure") -> list[str]:
     fig.draw_without_rendering()  # lays out text; extents below use the figure's renderer
     renderer = None
     texts = _texts(fig, renderer)
-    for i, (la, ba, axa) in enumerate(texts):
+    for i, (la, qa, ba, axa) in enumerate(texts):
         ia = _ink(ba)
-        for lb, bb, _ in texts[i + 1:]:
-            dx, dy = _overlap(ia, _ink(bb))
-            if dx > 1.5 and dy > 1.5:
-                problems.append(f"{name}: text {la} overlaps text {lb} ({dx:.0f}x{dy:.0f} px)")
+        for lb, qb, _, _ in texts[i + 1:]:
+            depth = _quads_overlap(qa, qb)
+            if depth > 1.0:
+                problems.append(f"{name}: text {la} overlaps text {lb} ({depth:.0f} px deep)")
         for ax in fig.axes:
             if ax is axa or axa is None or not ax.get_visible() or not ax.axison:
                 continue

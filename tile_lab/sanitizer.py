@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .access_trace import ArrayInfo, Block, MemoryAccess, Trace
+from .access_trace import ArrayInfo, Block, MemoryAccess, Trace, format_block, format_grid
 
 Box = tuple[tuple[int, ...], tuple[int, ...]]  # (start, stop) per axis, stop exclusive
 
@@ -151,7 +151,8 @@ class SanitizerReport:
 
     def summary(self) -> str:
         """One line: kernel, grid, and how many findings of each kind."""
-        head = f"sanitizer: {self.kernel} grid={self.grid}: {self.accesses} memory ops checked"
+        head = (f"sanitizer: {self.kernel} grid={format_grid(self.grid)}: {self.accesses} "
+                "memory ops checked")
         if not self.findings:
             return head + ", no problems found"
         counts: dict[str, int] = {}
@@ -174,15 +175,19 @@ class SanitizerReport:
         out = [f'<div class="tile-lab-sanitizer tile-lab-sanitizer-{status}">',
                f"<p><b>{esc(self.summary())}</b></p>"]
         if self.findings:
-            out.append("<table><thead><tr><th>kind</th><th>line</th><th>argument</th>"
-                       "<th>block</th><th>elements</th><th>message</th></tr></thead><tbody>")
+            # text columns left-aligned (JupyterLab right-aligns table cells), short columns
+            # on one line: a block tuple never wraps
+            th = "<th style='text-align:left'>"
+            out.append(f"<table><thead><tr>{th}kind</th>{th}line</th>{th}argument</th>"
+                       f"{th}block</th>{th}elements</th>{th}message</th></tr></thead><tbody>")
+            td = "<td style='text-align:left;white-space:nowrap'>"
             for f in self.findings:
-                block = "" if f.block is None else esc(str(f.block))
+                block = "" if f.block is None else esc(format_block(f.block, self.grid))
                 line = "" if f.line is None else str(f.line)
                 kind = f.kind if f.severity == "error" else f"{f.kind} ({f.severity})"
-                out.append(f"<tr><td>{esc(kind)}</td><td>{line}</td><td>{esc(f.arg)}</td>"
-                           f"<td>{block}</td><td>{esc(f.ranges())}</td>"
-                           f"<td>{esc(f.message)}</td></tr>")
+                out.append(f"<tr>{td}{esc(kind)}</td>{td}{line}</td>{td}{esc(f.arg)}</td>"
+                           f"{td}{block}</td>{td}{esc(f.ranges())}</td>"
+                           f"<td style='text-align:left'>{esc(f.message)}</td></tr>")
             out.append("</tbody></table>")
         out.append("</div>")
         return "\n".join(out)
