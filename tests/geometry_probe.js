@@ -125,6 +125,53 @@
           parseFloat(cs.strokeOpacity) < 0.3 || !shown(el)) continue;
       outlines.push({ el, r: el.getBoundingClientRect(), sw: parseFloat(cs.strokeWidth) });
     }
+    // a drawn line (a tile boundary, an arrow) of >= 1 px running through a label
+    const segs = [];
+    for (const el of svg.querySelectorAll('path, line, polyline')) {
+      if (el.closest('defs, pattern, marker')) continue;
+      const cs = getComputedStyle(el);
+      if (cs.stroke === 'none' || parseFloat(cs.strokeWidth) < 1 ||
+          parseFloat(cs.strokeOpacity) < 0.3 || !shown(el)) continue;
+      const m = el.getScreenCTM();
+      if (!m) continue;
+      const pt = (x, y) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f];
+      let pts = [];
+      if (el.tagName === 'line') {
+        pts = [['M', ...pt(+el.getAttribute('x1'), +el.getAttribute('y1'))],
+          ['L', ...pt(+el.getAttribute('x2'), +el.getAttribute('y2'))]];
+      } else if (el.tagName === 'path') {
+        const d = el.getAttribute('d') || '';
+        if (/[^MLml0-9.,\s-]/.test(d)) continue; // curves: not checked
+        for (const [, cmd, x, y] of d.matchAll(/([ML])\s*(-?[\d.]+)[ ,]+(-?[\d.]+)/g)) {
+          pts.push([cmd, ...pt(+x, +y)]);
+        }
+      }
+      for (let i = 1; i < pts.length; i++) {
+        if (pts[i][0] === 'L') segs.push({ el, a: pts[i - 1].slice(1), b: pts[i].slice(1) });
+      }
+    }
+    // Liang-Barsky: does the segment enter the box?
+    const hits = (s, k) => {
+      let t0 = 0, t1 = 1;
+      const dx = s.b[0] - s.a[0], dy = s.b[1] - s.a[1];
+      for (const [p, q] of [[-dx, s.a[0] - k.left], [dx, k.right - s.a[0]],
+        [-dy, s.a[1] - k.top], [dy, k.bottom - s.a[1]]]) {
+        if (p === 0) { if (q < 0) return false; continue; }
+        const t = q / p;
+        if (p < 0) { if (t > t1) return false; if (t > t0) t0 = t; }
+        else { if (t < t0) return false; if (t < t1) t1 = t; }
+      }
+      return true;
+    };
+    if (segs.length * texts.length <= 4e6) {
+      for (const t of texts) {
+        // the glyphs' box: less the line gap above and the side bearings
+        const r = t.r, k = { left: r.left + 1, right: r.right - 1, top: r.top + r.height * 0.2,
+          bottom: r.bottom - r.height * 0.2 };
+        const s = segs.find(sg => hits(sg, k));
+        if (s) problems.push(`${describe(t.el)} is crossed by the line ${describe(s.el)}`);
+      }
+    }
     if (outlines.length * texts.length <= 4e6) {
       for (const t of texts) {
         const k = t.r; // the whole box: a line along the baseline touches the glyphs

@@ -8,15 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import browser_env
+import cuda.tile as ct
 import geometry_mpl
 import geometry_probe
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+import matplotlib.pyplot as plt  # headless: tests/conftest.py sets MPLBACKEND=Agg
 import numpy as np
 
+import tile_lab
+from tile_lab.artifacts import Inspection
 from tile_lab.render import schedule, views
+from tile_lab.render.pipeline import pipeline_picture
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -46,6 +47,9 @@ def test_each_rule_fails_on_a_picture_that_breaks_it():
         "crossed": svg.format(h=60, body="<text x='20' y='30' font-size='12'>4</text>"
                                          "<rect x='24' y='10' width='40' height='40' "
                                          "fill='none' stroke='black' stroke-width='2'/>"),
+        "on a line": svg.format(h=60, body="<text x='20' y='30' font-size='12' "
+                                            "text-anchor='middle'>4</text><path d='M20 0 "
+                                            "L20 60' style='stroke:black;stroke-width:1.4'/>"),
         "nan": svg.format(h=60, body="<rect x='0' y='0' width='NaN' height='4'/>"),
         "wrap": "<div style='width:60px'>block (1, 0, 0) wrote it</div>",
         "cut": "<div style='width:80px;overflow:hidden;white-space:nowrap'>"
@@ -57,14 +61,36 @@ def test_each_rule_fails_on_a_picture_that_breaks_it():
     assert any("overlaps" in p and "model: equal" in p for p in got["overlap"]), got
     assert any("outside its picture" in p for p in got["outside"]), got
     assert any("crossed by the outline" in p for p in got["crossed"]), got
+    assert any("crossed by the line" in p for p in got["on a line"]), got
     assert any("NaN" in p for p in got["nan"]), got
     assert any('"(1, 0, 0)" wraps' in p for p in got["wrap"]), got
     assert any("cut by its pane" in p for p in got["cut"]), got
     assert got["fine"] == []
 
 
+@ct.kernel
+def _racy_double(x, y, T: ct.Constant[int]):
+    i = ct.bid(0)
+    t = ct.load(x, index=(i,), shape=(T,))
+    ct.store(y, index=(0,), tile=2 * t)  # every block writes tile 0: a race, tiles 1.. unwritten
+
+
 def test_public_concept_pictures_pass():
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    fixture = "pipeline_gemm_latency4_sm_90.json"
+    insp = Inspection.from_json((FIXTURES / fixture).read_text(encoding="utf-8"))
     pics = {
+        "partition": tile_lab.partition((10, 16), (2, 4), highlight=(1, 2)),
+        "partition 1-D": tile_lab.partition((40,), (8,), highlight=[(0,), (4,)]),
+        "diagram": tile_lab.diagram(tile_lab.trace(_racy_double, (4,), (x, y, 16))),
+        "coverage": tile_lab.diagram(tile_lab.trace(_racy_double, (4,), (x, y, 16)),
+                                     view="coverage"),
+        "check": tile_lab.check(_racy_double, spec=lambda a: 2 * a, grid=(4,),
+                                shapes=[(64,), (64,)], constants=(16,), device="emulator"),
+        "sanitizer": tile_lab.sanitize(_racy_double, (4,), (x, y, 16)),
+        "doctor": tile_lab.doctor(),
+        "pipeline": pipeline_picture(insp),
         "windows 1-D": views.view_windows((64,), (8,), (4,), highlight=[(0,), (1,), (2,)]),
         "windows slice": views.view_windows((40,), (8,), slice=(0, 2, 34)),
         "windows 2-D": views.view_windows((8, 8), (3, 3), steps=(1, 1)),
