@@ -325,7 +325,7 @@ def test_coverage_count_labels_sit_inside_tiles_never_on_a_boundary():
     assert len(fours) == 4
     xs = sorted(round(float(t.get("x")), 1) for t in fours)
     assert not set(xs) & grid_x  # no label on a tile boundary
-    assert all(b - a > 1 for a, b in zip(xs, xs[1:]))
+    assert all(b - a > 1 for a, b in itertools.pairwise(xs))
 
 
 def test_coverage_counts_distinct_blocks_not_repeated_writes():

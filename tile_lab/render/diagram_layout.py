@@ -459,7 +459,7 @@ def _per_tile(box: Box, grid: TileGrid | None, cap: int = 256) -> list[Box]:
     cuts = []
     for a, b, t in zip(box.start, box.stop, grid.tile):
         edges = sorted({a, b, *range((a // t + 1) * t, b, t)})
-        cuts.append(list(zip(edges, edges[1:])))
+        cuts.append(list(itertools.pairwise(edges)))
     if math.prod(len(c) for c in cuts) > cap:
         return [box]
     return [Box(tuple(p[0] for p in parts), tuple(p[1] for p in parts))
