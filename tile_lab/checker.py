@@ -255,7 +255,8 @@ def check_map(trace: Any, arg: str, shape: tuple[int, ...], wrong: np.ndarray,
             writer=blocks[last] if last >= 0 else None,
             wrong=int(wrong[sl].sum()), unwritten=int(unwritten[sl].sum()),
             owner=owner if owner is not None and len(owner) == rank else None,
-            owner_in_grid=owner is None or all(o < g for o, g in zip(owner, grid))))
+            owner_in_grid=owner is None or all(o < g for o, g in zip(owner, grid)),
+            owner_assumed=not writes))
     return CheckMap(arg, tuple(shape), tile, grid, tuple(verdicts))
 
 

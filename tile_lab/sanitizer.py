@@ -368,6 +368,10 @@ class _ArrayChecker:
         self.acc = trace.accesses
         self.plain_writer: np.ndarray | None = None  # set by write_findings
 
+    def _b(self, block: Block) -> str:
+        """A block as the launch grid has axes: ``(1,)`` in grid ``(4,)``."""
+        return format_block(block, self.trace.grid)
+
     # region of an access, as something that indexes an array of self.shape
     def _region(self, a: MemoryAccess):
         if a.is_box:
@@ -401,8 +405,8 @@ class _ArrayChecker:
         for (kind, _, op), hits in groups.items():
             a = hits[0]
             trip = f", iteration {a.iteration} of line {a.line}" if a.iteration else ""
-            more = f" ({len(hits)} accesses, first by block {a.block}{trip})" \
-                if len(hits) > 1 else f" (block {a.block}{trip})"
+            more = f" ({len(hits)} accesses, first by block {self._b(a.block)}{trip})" \
+                if len(hits) > 1 else f" (block {self._b(a.block)}{trip})"
             if kind == "tile_out_of_bounds" and not a.is_box:
                 lanes = sum(h.out_of_bounds for h in hits)
                 msg = (f"ct.{op}: every lane of the tile is outside {self.info.name} of "
@@ -495,7 +499,8 @@ class _ArrayChecker:
             count = int(mask.sum())
             boxes = tuple(boxes_from_mask(mask, _MAX_BOXES))
             how = "one of them " if "atomic" in (a.kind, prior.kind) else ""
-            msg = (f"block {a.block} (ct.{a.op}, line {a.line}) and block {prior.block} "
+            msg = (f"block {self._b(a.block)} (ct.{a.op}, line {a.line}) and block "
+                   f"{self._b(prior.block)} "
                    f"(ct.{prior.op}, line {prior.line}) both write {self.info.name}, "
                    f"{how}without atomics; "
                    f"{self._extent(count, len(racing), 'write', boxes)}: a race on a GPU, "
@@ -507,7 +512,7 @@ class _ArrayChecker:
             a = hits[0]
             dup = sum(h.flat_indices.size - np.unique(h.flat_indices).size for h in hits)
             msg = (f"ct.scatter lanes write the same element of {self.info.name} more than "
-                   f"once ({dup} extra lane{'s' * (dup != 1)}; first in block {a.block}): "
+                   f"once ({dup} extra lane{'s' * (dup != 1)}; first in block {self._b(a.block)}): "
                    f"which lane wins is unspecified on a GPU")
             out.append(self._finding("scatter_collision", msg, a, count=dup,
                                      occurrences=len(hits)))
@@ -565,8 +570,8 @@ class _ArrayChecker:
                 continue  # cannot happen: plain_writer says another block wrote it
             when = "after" if writer.seq < a.seq else "before"
             boxes = tuple(boxes_from_mask(mask, _MAX_BOXES))
-            msg = (f"block {a.block} reads {self.info.name} (ct.{a.op}, line {a.line}) where "
-                   f"block {writer.block} writes in the same launch (ct.{writer.op}, line "
+            msg = (f"block {self._b(a.block)} reads {self.info.name} (ct.{a.op}, line {a.line}) where "
+                   f"block {self._b(writer.block)} writes in the same launch (ct.{writer.op}, line "
                    f"{writer.line}); {self._extent(count, 1 + len(rest), 'read', boxes)}; "
                    f"in the emulator the read came {when} the write, on a GPU the value read "
                    f"depends on block scheduling")

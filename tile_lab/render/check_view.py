@@ -29,6 +29,7 @@ class TileVerdict:
     unwritten: int  # elements no block wrote
     owner: tuple[int, ...] | None = None  # the block that should write it, when known
     owner_in_grid: bool = True
+    owner_assumed: bool = False  # True: no store to learn from, block b → tile b assumed
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ def describe(v: TileVerdict, grid: tuple[int, ...]) -> str:
             what += (f"; block {_tup(v.owner)} would write it" if v.owner_in_grid else
                      f"; block {_tup(v.owner)} would write it, but grid {_tup(grid)} has "
                      "no such block")
+            if v.owner_assumed:
+                what += " (if block b writes tile b)"
         return what
     bits = []
     if v.wrong:
