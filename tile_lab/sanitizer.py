@@ -570,9 +570,9 @@ class _ArrayChecker:
                 continue  # cannot happen: plain_writer says another block wrote it
             when = "after" if writer.seq < a.seq else "before"
             boxes = tuple(boxes_from_mask(mask, _MAX_BOXES))
-            msg = (f"block {self._b(a.block)} reads {self.info.name} (ct.{a.op}, line {a.line}) where "
-                   f"block {self._b(writer.block)} writes in the same launch (ct.{writer.op}, line "
-                   f"{writer.line}); {self._extent(count, 1 + len(rest), 'read', boxes)}; "
+            msg = (f"block {self._b(a.block)} reads {self.info.name} (ct.{a.op}, line "
+                   f"{a.line}) where block {self._b(writer.block)} writes in the same launch "
+                   f"(ct.{writer.op}, line {writer.line}); {self._extent(count, 1 + len(rest), 'read', boxes)}; "
                    f"in the emulator the read came {when} the write, on a GPU the value read "
                    f"depends on block scheduling")
             out.append(self._finding("order_dependent_read", msg, a, other_block=writer.block,
