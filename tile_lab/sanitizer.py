@@ -572,7 +572,8 @@ class _ArrayChecker:
             boxes = tuple(boxes_from_mask(mask, _MAX_BOXES))
             msg = (f"block {self._b(a.block)} reads {self.info.name} (ct.{a.op}, line "
                    f"{a.line}) where block {self._b(writer.block)} writes in the same launch "
-                   f"(ct.{writer.op}, line {writer.line}); {self._extent(count, 1 + len(rest), 'read', boxes)}; "
+                   f"(ct.{writer.op}, line {writer.line}); "
+                   f"{self._extent(count, 1 + len(rest), 'read', boxes)}; "
                    f"in the emulator the read came {when} the write, on a GPU the value read "
                    f"depends on block scheduling")
             out.append(self._finding("order_dependent_read", msg, a, other_block=writer.block,
