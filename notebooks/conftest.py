@@ -5,10 +5,10 @@ and every matplotlib figure the kernel turns into an image is checked there from
 extents (``tests/geometry_mpl.py``, sent into the kernel when the notebook starts).
 ``TILE_LAB_GEOMETRY_PAGES=<dir>`` also writes each notebook's pictures to
 ``<dir>/<notebook>-light.html`` and ``-dark.html`` to look at. After the
-notebook's last cell one more test item, ``<notebook>::geometry``, measures all of its
-pictures on one headless-Chromium page (``tests/geometry_probe.py``) and fails naming the
-cell, the output and the element of every problem. The notebooks run once: nothing is
-executed twice.
+last notebook cell one test item per notebook, ``<notebook>::geometry``, reports the
+problems of that notebook's pictures, measured on one headless-Chromium page for all the
+notebooks (``tests/geometry_probe.py``; one browser start per run), naming the cell, the
+output and the element of each. The notebooks run once: nothing is executed twice.
 """
 
 from __future__ import annotations
@@ -96,26 +96,19 @@ def pytest_runtest_call(item):
 
 
 class GeometryItem(pytest.Item):
-    """Every picture of one notebook, measured after its last cell ran."""
+    """Every picture of one notebook. These items run after the last notebook cell; the
+    first of them measures every notebook's pictures on one Chromium page (one browser
+    start for the whole run), then each reports the problems of its own notebook."""
+
+    notebook: str  # the IPyNbFile's nodeid
+    notebook_name: str
 
     def runtest(self) -> None:
-        cells = _SEEN.pop(self.parent.nodeid, [])
-        problems = [f"{cell}: {p}" for cell, _, figs in cells for p in figs]
-        pics = [(f"{cell}, {name}", markup) for cell, outs, _ in cells for name, markup in outs]
-        pages = os.environ.get("TILE_LAB_GEOMETRY_PAGES")
-        if pages:  # every picture on one page, to look at (light and dark)
-            geometry_probe.write_pages(Path(pages) / Path(self.parent.name).stem, pics)
-        if pics:
-            try:
-                chromium = browser_env.chromium()
-            except pytest.skip.Exception:
-                if problems:
-                    raise GeometryError(self.parent.name, problems) from None
-                raise
-            for label, found in geometry_probe.measure(pics, chromium).items():
-                problems.extend(f"{label}: {p}" for p in dict.fromkeys(found))
+        problems = _results().get(self.notebook, [])
         if problems:
-            raise GeometryError(self.parent.name, problems)
+            raise GeometryError(self.notebook_name, problems)
+        if _SKIPPED and self.notebook in _PICTURED:
+            pytest.skip(_SKIPPED[0])
 
     def repr_failure(self, excinfo):
         if isinstance(excinfo.value, GeometryError):
@@ -123,7 +116,40 @@ class GeometryItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self):
-        return self.path, None, f"{self.parent.name}::geometry"
+        return self.path, None, f"{self.notebook_name}::geometry"
+
+
+_RESULTS: dict[str, list[str]] = {}
+_PICTURED: set[str] = set()
+_SKIPPED: list[str] = []
+
+
+def _results() -> dict[str, list[str]]:
+    """Measure what the notebooks showed since the last call: ``{notebook: problems}``."""
+    pending = dict(_SEEN)
+    _SEEN.clear()
+    pics = []
+    for nb, cells in pending.items():
+        problems = _RESULTS.setdefault(nb, [])
+        problems.extend(f"{cell}: {p}" for cell, _, figs in cells for p in figs)
+        mine = [(f"{cell}, {name}", markup) for cell, outs, _ in cells for name, markup in outs]
+        pages = os.environ.get("TILE_LAB_GEOMETRY_PAGES")
+        if pages:  # every picture on one page, to look at (light and dark)
+            geometry_probe.write_pages(Path(pages) / Path(nb).stem, mine)
+        pics.extend((nb, label, markup) for label, markup in mine)
+        if mine:
+            _PICTURED.add(nb)
+    if pics:
+        try:
+            chromium = browser_env.chromium()
+        except pytest.skip.Exception as why:
+            _SKIPPED.append(str(why))
+            return _RESULTS
+        found = geometry_probe.measure([(f"{i}", m) for i, (_, _, m) in enumerate(pics)],
+                                       chromium)
+        for i, (nb, label, _) in enumerate(pics):
+            _RESULTS[nb].extend(f"{label}: {p}" for p in dict.fromkeys(found[str(i)]))
+    return _RESULTS
 
 
 class GeometryError(AssertionError):
@@ -135,10 +161,15 @@ class GeometryError(AssertionError):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    out = []
-    for i, item in enumerate(items):
-        out.append(item)
-        nxt = items[i + 1] if i + 1 < len(items) else None
-        if _is_cell(item) and (nxt is None or nxt.parent is not item.parent):
-            out.append(GeometryItem.from_parent(item.parent, name="geometry"))
-    items[:] = out
+    """One geometry item per notebook, all after the last notebook cell (kept off the
+    notebook's own node, so moving them does not restart its kernel)."""
+    cells = [i for i, item in enumerate(items) if _is_cell(item)]
+    if not cells:
+        return
+    extra = []
+    for nb in dict.fromkeys(items[i].parent for i in cells):
+        geo = GeometryItem.from_parent(nb.parent, name=f"{nb.name}::geometry",
+                                       nodeid=f"{nb.nodeid}::geometry")
+        geo.notebook, geo.notebook_name = nb.nodeid, nb.name
+        extra.append(geo)
+    items[cells[-1] + 1:cells[-1] + 1] = extra
