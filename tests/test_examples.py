@@ -94,6 +94,8 @@ def test_an_unsolved_stub_reports_every_element_unwritten() -> None:
     # the picture blames nobody: every tile never written, each with the block that should
     assert "block (0)" not in result.diagram_svg
     assert "tile (0,) (elements (0,)–" in result.diagram_svg and "∅" in result.diagram_svg
+    assert ("no block stored anything to y; blocks (0,) … (7,) would each write their "
+            "tile (if block b writes tile b)") in result.diagram_svg
 
 
 def test_a_wrong_answer_names_the_block_that_wrote_it() -> None:

@@ -107,6 +107,14 @@ def check_picture(m: CheckMap) -> Picture:
                            f"tile {_tup(v.index)} (elements {v.elements}): right; written by "
                            f"block {_tup(v.writer) if v.writer is not None else '?'}"))
     y = y0 + rows * ch + 16
+    if len(bad) > 1 and all(v.writer is None and v.owner_assumed for v in m.tiles):
+        # nothing was stored at all: one line, not one per tile
+        first, last = m.tiles[0], m.tiles[-1]
+        items.append(Text(PAD, y, f"no block stored anything to {m.output}; blocks "
+                          f"{_tup(first.owner or first.index)} … {_tup(last.owner or last.index)}"
+                          " would each write their tile (if block b writes tile b)", size=10))
+        bad = []
+        y += 15
     for v in bad[:6]:
         items.append(Text(PAD, y, describe(v, m.grid), size=10))
         y += 15
