@@ -209,6 +209,13 @@ def test_magic_switches_launch_on_and_off(capsys):
     finally:
         shell.run_line_magic("tile_emulate", "off")
     assert ct.launch is real and not program.is_enabled()
+    out = capsys.readouterr().out
+    from tile_lab.gpu.device import gpu_available
+
+    if gpu_available():
+        assert "ct.launch runs on the GPU" in out
+    else:  # never claims a GPU the machine lacks
+        assert "runs on the GPU" not in out and "this machine has none" in out
 
 
 def test_a_bad_env_var_value_is_a_one_line_error(tmp_path):

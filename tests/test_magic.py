@@ -352,6 +352,25 @@ def test_emulate_for_real(shell):
     np.testing.assert_array_equal(ns["rc"], ns["ra"] + ns["rb"])
 
 
+def test_emulate_says_where_it_ran(shell, capsys):
+    ns = shell.user_ns
+    ns["ra"], ns["rb"] = np.arange(256, dtype=np.float32), np.ones(256, np.float32)
+    ns["rc"] = np.zeros(256, np.float32)
+    capsys.readouterr()
+    shell.run_cell_magic("tile", '--emulate --grid "(2,)" --args "ra, rb, rc, 128"', VADD)
+    assert "ran on the tile_lab CPU emulator: grid (2,), 2 blocks" in capsys.readouterr().out
+
+
+def test_show_partition_without_grid_shows_the_view_and_does_not_fail(shell, shown, api_calls,
+                                                                     capsys):
+    # nothing was asked to run: the cell succeeds and says what the diagram needs
+    shell.run_cell_magic("tile", '--show source,partition --sig "f32[512], f32[512], f32[512], '
+                         '128"', VADD)
+    assert api_calls == []  # nothing traced or run
+    assert shown[0][MIME_TYPE]["show"] == ["source"]  # the inspect view was shown
+    assert "add --grid and --args" in capsys.readouterr().out
+
+
 def test_trace_and_sanitize_for_real(shell, shown):
     ns = shell.user_ns
     ns["ta_"], ns["tb_"], ns["tc_"] = (np.ones(1024, np.float32) for _ in range(3))

@@ -191,6 +191,26 @@ def test_footprints_colour_by_line_and_tooltips_name_line_op_block_iteration():
     assert legend[6] in styles[1][0] and any("url(#" in s for s in styles[1])
 
 
+def test_an_iteration_also_shows_the_tile_held_since_before_the_loop():
+    # flash attention's shape: Q loaded once (line 3), K and V tile j at iteration j (lines
+    # 5, 6), O stored after the loop (line 8)
+    def body(b):
+        yield ("load", "Q", 3, 0, (b[0], 0), (2, 4))
+        for j in range(3):
+            yield ("load", "K", 5, j, (j, 0), (2, 4))
+            yield ("load", "V", 6, j, (j, 0), (2, 4))
+        yield ("store", "O", 8, 0, (b[0], 0), (2, 4))
+
+    t = make_trace("attn", (2,), [("Q", (4, 4)), ("K", (6, 4)), ("V", (6, 4)),
+                                  ("O", (4, 4))], body)
+    d = diagram(t, block=(1,), iteration=2)
+    assert [f.tile_index for f in d.geometry.panel("Q").footprints] == [(1, 0)]
+    assert [f.tile_index for f in d.geometry.panel("K").footprints] == [(2, 0)]
+    assert d.geometry.panel("O").footprints == ()  # stored after the loop: not yet
+    assert any("Q (line 3), loaded before the loop and held through iteration 2" in n
+               for n in d.geometry.notes)
+
+
 def test_block_filters_iteration_and_line():
     t = gemm_trace()
     d = diagram(t, block=(1, 2), iteration=1, view="gemm")
@@ -285,6 +305,29 @@ def test_coverage_calls_out_double_writes_and_uncovered_elements():
     assert "elements (4, 0)–(7, 3): written by 1 block" in titles
 
 
+def test_coverage_count_labels_sit_inside_tiles_never_on_a_boundary():
+    # four blocks each write the whole 32-element array in 8-element tiles: one merged cell
+    # of count 4 across four tiles, labelled once per tile at the tile's centre
+    def body(b):
+        for j in range(4):
+            yield ("store", "out", 5, j, (j,), (8,))
+
+    d = diagram(make_trace("sums", (4,), [("out", (32,))], body), view="coverage")
+    root = svg_root(d)
+    grid_x = set()
+    for g in root.iter(f"{SVG_NS}g"):
+        title = g.find(f"{SVG_NS}title")
+        if title is not None and title.text.startswith("tile boundaries"):
+            d_attr = g.find(f"{SVG_NS}path").get("d")
+            grid_x |= {round(float(x), 1) for x in re.findall(r"M([\d.]+) ", d_attr)}
+    assert len(grid_x) >= 5  # the tile boundaries at 0, 8, 16, 24, 32
+    fours = [t for t in root.iter(f"{SVG_NS}text") if t.text == "4"]
+    assert len(fours) == 4
+    xs = sorted(round(float(t.get("x")), 1) for t in fours)
+    assert not set(xs) & grid_x  # no label on a tile boundary
+    assert all(b - a > 1 for a, b in itertools.pairwise(xs))
+
+
 def test_coverage_counts_distinct_blocks_not_repeated_writes():
     def body(b):  # one block writing the same tile in two iterations is one writer
         yield ("store", "c", 6, 0, (b[0],), (4,))
@@ -309,7 +352,7 @@ def test_order_view_shows_persistent_visit_order():
     assert [ti for _, ti in first_wave] == [(0, 0), (0, 1), (0, 2)]
     # the selected block's path: tiles 1, 4, 7, 10, 13 in order
     paths = [g for g in svg_root(d).iter(f"{SVG_NS}g")
-             if (g.findtext(f"{SVG_NS}title") or "").startswith("block (1): 5 tiles")]
+             if (g.findtext(f"{SVG_NS}title") or "").startswith("block (1,): 5 tiles")]
     assert len(paths) == 1
     labels = {x.text for x in svg_root(d).iter(f"{SVG_NS}text")}
     assert {"b0·0", "b1·1", "b2·1"} <= labels

@@ -59,7 +59,7 @@ def test_view_and_array_selectors():
 def test_order_view_follows_the_selected_block():
     b = DiagramBrowser(persistent_trace(), view="order")
     b.block_sliders["x"].value = 2
-    assert "block (2): 5 tiles in this order" in b.output.value
+    assert "block (2,): 5 tiles in this order" in b.output.value
 
 
 def test_gemm_view_offered_for_a_gemm_trace():

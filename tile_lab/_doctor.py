@@ -81,17 +81,21 @@ class DoctorReport:
 
     def _repr_html_(self) -> str:
         e = html.escape
-        rows = "".join(f"<tr><td>{e(c.name)}</td><td>{e(c.version)}</td>"
-                       f"<td><code>{e(c.where)}</code></td></tr>" for c in self.components)
+        # left-aligned text (JupyterLab right-aligns table cells); names and versions on one
+        # line, paths free to wrap
+        td, th = "<td style='text-align:left;white-space:nowrap'>", "<th style='text-align:left'>"
+        rows = "".join(f"<tr>{td}{e(c.name)}</td>{td}{e(c.version)}</td>"
+                       f"<td style='text-align:left'><code>{e(c.where)}</code></td></tr>"
+                       for c in self.components)
         gpu = (f"{e(self.gpu.name)} ({e(self.gpu.arch)}), driver {e(self.gpu.driver)}"
                if self.gpu else "none")
-        rows += f"<tr><td>GPU</td><td colspan='2'>{gpu}</td></tr>"
+        rows += f"<tr>{td}GPU</td><td colspan='2' style='text-align:left'>{gpu}</td></tr>"
         items = "".join(
             f"<li><b>{e(f.level)}</b>: {e(f.message)}"
             + (f"<br><i>fix:</i> {e(f.fix)}" if f.fix else "") + "</li>"
             for f in self.findings) or "<li>No problems found.</li>"
-        return (f"<div class='tile-lab-doctor'><table><thead><tr><th>component</th>"
-                f"<th>version</th><th>where</th></tr></thead><tbody>{rows}</tbody></table>"
+        return (f"<div class='tile-lab-doctor'><table><thead><tr>{th}component</th>"
+                f"{th}version</th>{th}where</th></tr></thead><tbody>{rows}</tbody></table>"
                 f"<ul>{items}</ul></div>")
 
 

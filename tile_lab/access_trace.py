@@ -414,7 +414,7 @@ class Trace:
                                       for u in d.get("undetermined", ())))
 
     def __repr__(self) -> str:
-        return (f"Trace(kernel={self.kernel!r}, grid={self.grid}, "
+        return (f"Trace(kernel={self.kernel!r}, grid={format_grid(self.grid)}, "
                 f"arrays={[a.name for a in self.arrays]}, accesses={len(self.accesses)})")
 
 
@@ -505,6 +505,26 @@ def _to_columns(t: Trace) -> tuple[dict, dict[str, np.ndarray]]:
     }
     header["strings"] = list(strings)  # after every sid() call above
     return header, arrays
+
+
+def format_grid(grid: Sequence[int]) -> str:
+    """A grid as the user writes it: trailing axes of size 1 dropped, ``(16,)`` not
+    ``(16, 1, 1)`` (the one block notation of the checker's and sanitizer's words)."""
+    return _tuple_text([int(x) for x in grid][:grid_rank(grid)])
+
+
+def format_block(block: Sequence[int], grid: Sequence[int]) -> str:
+    """A block with as many axes as :func:`format_grid` shows: ``(5,)`` in grid ``(16,)``."""
+    return _tuple_text([int(x) for x in block][:grid_rank(grid)])
+
+
+def grid_rank(grid: Sequence[int]) -> int:
+    """Axes up to the last one larger than 1 (at least one)."""
+    return max([i + 1 for i, g in enumerate(grid) if int(g) > 1] or [1])
+
+
+def _tuple_text(t: Sequence[int]) -> str:
+    return "(" + ", ".join(map(str, t)) + ("," if len(t) == 1 else "") + ")"
 
 
 def _as_block(block: Sequence[int]) -> Block:

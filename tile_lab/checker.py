@@ -9,6 +9,7 @@ the partition diagram — because "not close" teaches nothing.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 
 from .errors import TileLabError
 
-Block = tuple[int, int, int]
+Block = tuple[int, ...]  # a block index with as many axes as the launch grid: (5,) for grid (16,)
 
 
 class CheckSetupError(TileLabError):
@@ -131,7 +132,8 @@ def check(kernel: Any, spec: Callable[..., Any], *, grid: Sequence[int],
             trace = tile_lab.trace(kernel, grid_t, (*[x.copy() for x in inputs], *replay,
                                                     *constants))
         bad = _blame(trace, name, wrong_mask & ~unwritten_mask)
-        svg = _diagram(trace, name, bad)
+        bad = tuple(BadBlock(b.block[:len(grid_t)], b.wrong, b.first, b.lines) for b in bad)
+        svg = _diagram(trace, name, got, wrong_mask, unwritten_mask, grid_t)
     return CheckResult(kernel=_kernel_name(kernel), output=name, ok=ok, device=used,
                        total=int(want.size), wrong=int(wrong_mask.sum()),
                        unwritten=int(unwritten_mask.sum()),
@@ -199,15 +201,67 @@ def _blame(trace: Any, arg: str, wrong_written: np.ndarray) -> tuple[BadBlock, .
     return tuple(out)
 
 
-def _diagram(trace: Any, arg: str, bad: Sequence[BadBlock]) -> str:
+def _diagram(trace: Any, arg: str, got: np.ndarray, wrong: np.ndarray, unwritten: np.ndarray,
+             grid: tuple[int, ...]) -> str:
+    """The output's tiles marked right / wrong / never written (``render.check_view``)."""
     try:
-        import tile_lab
+        from .render.check_view import check_picture
 
-        block = bad[0].block if bad else None
-        d = tile_lab.diagram(trace, arg=arg, block=block)
-        return d.svg
+        m = check_map(trace, arg, got.shape, wrong & ~unwritten, unwritten, grid)
+        return "" if m is None else check_picture(m).svg
     except Exception as e:  # the verdict stands without the picture
         return f"<pre>diagram unavailable: {html.escape(str(e))}</pre>"
+
+
+def check_map(trace: Any, arg: str, shape: tuple[int, ...], wrong: np.ndarray,
+              unwritten: np.ndarray, grid: tuple[int, ...]) -> Any:
+    """Per output tile: who wrote it, how many elements are wrong or unwritten, and which
+    block should have written it (when every store shows block b writing tile b). The tile
+    is the shape the kernel stored, or the array split evenly over the grid."""
+    from .render.check_view import CheckMap, TileVerdict
+
+    nd = len(shape)
+    writes = [a for a in trace.select(arg=arg, kind="write") if a.box_start is not None]
+    if writes:
+        tile = tuple(int(b - a) for a, b in zip(writes[0].box_start, writes[0].box_stop))
+    else:
+        tile = tuple(math.ceil(s / (grid[i] if i < len(grid) else 1))
+                     for i, s in enumerate(shape))
+    counts = tuple(math.ceil(s / t) for s, t in zip(shape, tile))
+    if math.prod(counts) > 4096 or nd > 3:
+        return None
+    rank = len(grid)
+    # the block that wrote each element last, and whether blocks map to tiles one to one
+    writer = np.full(shape, -1, dtype=np.int64)
+    blocks: list[tuple[int, ...]] = []
+    identity = bool(writes) and rank >= nd
+    for a in trace.select(arg=arg, kind="write"):
+        blocks.append(tuple(a.block[:rank]))
+        writer[a.mask(shape)] = len(blocks) - 1
+        if a.tile_index is None or tuple(a.tile_index) != tuple(a.block[:nd]):
+            identity = False
+    verdicts = []
+    for idx in np.ndindex(*counts):
+        sl = tuple(slice(i * t, min((i + 1) * t, s)) for i, t, s in zip(idx, tile, shape))
+        w = writer[sl]
+        last = int(w.max()) if (w >= 0).any() else -1
+        owner = None
+        if identity or not writes:  # block b writes tile b (or nothing was written)
+            owner = tuple(int(i) for i in idx) + (0,) * (rank - nd)
+        lo = tuple(s.start for s in sl)
+        hi = tuple(s.stop - 1 for s in sl)
+        verdicts.append(TileVerdict(
+            index=tuple(int(i) for i in idx), elements=f"{_tup(lo)}–{_tup(hi)}",
+            writer=blocks[last] if last >= 0 else None,
+            wrong=int(wrong[sl].sum()), unwritten=int(unwritten[sl].sum()),
+            owner=owner if owner is not None and len(owner) == rank else None,
+            owner_in_grid=owner is None or all(o < g for o, g in zip(owner, grid)),
+            owner_assumed=not writes))
+    return CheckMap(arg, tuple(shape), tile, grid, tuple(verdicts))
+
+
+def _tup(t: Sequence[int]) -> str:
+    return "(" + ", ".join(map(str, t)) + ("," if len(t) == 1 else "") + ")"
 
 
 def _pick_device(device: str) -> str:
@@ -256,9 +310,5 @@ def _kernel_name(kernel: Any) -> str:
 
 
 def _fmt_block(b: Block) -> str:
-    # Show only the grid axes that are used: (3,) rather than (3, 0, 0).
-    if b[1] == 0 and b[2] == 0:
-        return f"({b[0]},)"
-    if b[2] == 0:
-        return f"({b[0]}, {b[1]})"
-    return str(b)
+    # blocks carry the launch grid's axes already: (3,) for grid (16,), as bad_blocks holds
+    return _tup(b)

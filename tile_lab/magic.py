@@ -73,8 +73,15 @@ def tile_emulate(line: str) -> None:
         if mode in ("on", "sanitize"):
             program.enable(sanitize=mode == "sanitize")
     sanitizing = program.mode() == "sanitize"
-    print(f"ct.launch runs on {'the CPU emulator' if program.is_enabled() else 'the GPU'}"
-          f"{' (sanitizing every launch)' if sanitizing else ''}")
+    if program.is_enabled():
+        print("ct.launch runs on the CPU emulator"
+              f"{' (sanitizing every launch)' if sanitizing else ''}")
+        return
+    from .gpu.device import gpu_available
+
+    print("ct.launch runs on the GPU" if gpu_available() else
+          "ct.launch goes to the GPU, and this machine has none: launches will fail "
+          "(%tile_emulate on runs them on the CPU emulator)")
 
 
 @dataclass(frozen=True)
@@ -244,6 +251,12 @@ class TileMagics(Magics):
             if len(chosen) != 1:
                 raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
                                  f"pick the one to run with --kernel NAME")
+            if (args is None or opts.grid is None) and not flags:
+                # only --show ...,partition: nothing was asked to run, so say what the
+                # diagram needs instead of failing the cell after the inspect view
+                print("partition: add --grid and --args to draw which block touches which "
+                      "tile (the diagram runs the kernel on the CPU emulator)")
+                return
             if args is None or opts.grid is None:
                 raise UsageError("%%tile: running a kernel needs --grid and --args")
             grid = _eval_grid(opts.grid, body, ns)
@@ -334,6 +347,9 @@ class TileMagics(Magics):
             self._show(tile_lab.diagram(tile_lab.trace(kernel, grid, args)))
         if "emulate" in flags:
             tile_lab.emulate(kernel, grid, args)
+            # as --launch's fallback says where it ran, so does --emulate
+            print(f"ran on the tile_lab CPU emulator: grid {grid}, "
+                  f"{math.prod(grid):,} block{'s' if math.prod(grid) != 1 else ''}")
         if "launch" in flags:
             hint_values = None
             if hints:

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .access_trace import ArrayInfo, Block, MemoryAccess, Trace
+from .access_trace import ArrayInfo, Block, MemoryAccess, Trace, format_block, format_grid
 
 Box = tuple[tuple[int, ...], tuple[int, ...]]  # (start, stop) per axis, stop exclusive
 
@@ -151,7 +151,8 @@ class SanitizerReport:
 
     def summary(self) -> str:
         """One line: kernel, grid, and how many findings of each kind."""
-        head = f"sanitizer: {self.kernel} grid={self.grid}: {self.accesses} memory ops checked"
+        head = (f"sanitizer: {self.kernel} grid={format_grid(self.grid)}: {self.accesses} "
+                "memory ops checked")
         if not self.findings:
             return head + ", no problems found"
         counts: dict[str, int] = {}
@@ -174,15 +175,19 @@ class SanitizerReport:
         out = [f'<div class="tile-lab-sanitizer tile-lab-sanitizer-{status}">',
                f"<p><b>{esc(self.summary())}</b></p>"]
         if self.findings:
-            out.append("<table><thead><tr><th>kind</th><th>line</th><th>argument</th>"
-                       "<th>block</th><th>elements</th><th>message</th></tr></thead><tbody>")
+            # text columns left-aligned (JupyterLab right-aligns table cells), short columns
+            # on one line: a block tuple never wraps
+            th = "<th style='text-align:left'>"
+            out.append(f"<table><thead><tr>{th}kind</th>{th}line</th>{th}argument</th>"
+                       f"{th}block</th>{th}elements</th>{th}message</th></tr></thead><tbody>")
+            td = "<td style='text-align:left;white-space:nowrap'>"
             for f in self.findings:
-                block = "" if f.block is None else esc(str(f.block))
+                block = "" if f.block is None else esc(format_block(f.block, self.grid))
                 line = "" if f.line is None else str(f.line)
                 kind = f.kind if f.severity == "error" else f"{f.kind} ({f.severity})"
-                out.append(f"<tr><td>{esc(kind)}</td><td>{line}</td><td>{esc(f.arg)}</td>"
-                           f"<td>{block}</td><td>{esc(f.ranges())}</td>"
-                           f"<td>{esc(f.message)}</td></tr>")
+                out.append(f"<tr>{td}{esc(kind)}</td>{td}{line}</td>{td}{esc(f.arg)}</td>"
+                           f"{td}{block}</td>{td}{esc(f.ranges())}</td>"
+                           f"<td style='text-align:left'>{esc(f.message)}</td></tr>")
             out.append("</tbody></table>")
         out.append("</div>")
         return "\n".join(out)
@@ -363,6 +368,10 @@ class _ArrayChecker:
         self.acc = trace.accesses
         self.plain_writer: np.ndarray | None = None  # set by write_findings
 
+    def _b(self, block: Block) -> str:
+        """A block as the launch grid has axes: ``(1,)`` in grid ``(4,)``."""
+        return format_block(block, self.trace.grid)
+
     # region of an access, as something that indexes an array of self.shape
     def _region(self, a: MemoryAccess):
         if a.is_box:
@@ -396,8 +405,8 @@ class _ArrayChecker:
         for (kind, _, op), hits in groups.items():
             a = hits[0]
             trip = f", iteration {a.iteration} of line {a.line}" if a.iteration else ""
-            more = f" ({len(hits)} accesses, first by block {a.block}{trip})" \
-                if len(hits) > 1 else f" (block {a.block}{trip})"
+            more = f" ({len(hits)} accesses, first by block {self._b(a.block)}{trip})" \
+                if len(hits) > 1 else f" (block {self._b(a.block)}{trip})"
             if kind == "tile_out_of_bounds" and not a.is_box:
                 lanes = sum(h.out_of_bounds for h in hits)
                 msg = (f"ct.{op}: every lane of the tile is outside {self.info.name} of "
@@ -490,7 +499,8 @@ class _ArrayChecker:
             count = int(mask.sum())
             boxes = tuple(boxes_from_mask(mask, _MAX_BOXES))
             how = "one of them " if "atomic" in (a.kind, prior.kind) else ""
-            msg = (f"block {a.block} (ct.{a.op}, line {a.line}) and block {prior.block} "
+            msg = (f"block {self._b(a.block)} (ct.{a.op}, line {a.line}) and block "
+                   f"{self._b(prior.block)} "
                    f"(ct.{prior.op}, line {prior.line}) both write {self.info.name}, "
                    f"{how}without atomics; "
                    f"{self._extent(count, len(racing), 'write', boxes)}: a race on a GPU, "
@@ -502,7 +512,7 @@ class _ArrayChecker:
             a = hits[0]
             dup = sum(h.flat_indices.size - np.unique(h.flat_indices).size for h in hits)
             msg = (f"ct.scatter lanes write the same element of {self.info.name} more than "
-                   f"once ({dup} extra lane{'s' * (dup != 1)}; first in block {a.block}): "
+                   f"once ({dup} extra lane{'s' * (dup != 1)}; first in block {self._b(a.block)}): "
                    f"which lane wins is unspecified on a GPU")
             out.append(self._finding("scatter_collision", msg, a, count=dup,
                                      occurrences=len(hits)))
@@ -560,9 +570,10 @@ class _ArrayChecker:
                 continue  # cannot happen: plain_writer says another block wrote it
             when = "after" if writer.seq < a.seq else "before"
             boxes = tuple(boxes_from_mask(mask, _MAX_BOXES))
-            msg = (f"block {a.block} reads {self.info.name} (ct.{a.op}, line {a.line}) where "
-                   f"block {writer.block} writes in the same launch (ct.{writer.op}, line "
-                   f"{writer.line}); {self._extent(count, 1 + len(rest), 'read', boxes)}; "
+            msg = (f"block {self._b(a.block)} reads {self.info.name} (ct.{a.op}, line "
+                   f"{a.line}) where block {self._b(writer.block)} writes in the same launch "
+                   f"(ct.{writer.op}, line {writer.line}); "
+                   f"{self._extent(count, 1 + len(rest), 'read', boxes)}; "
                    f"in the emulator the read came {when} the write, on a GPU the value read "
                    f"depends on block scheduling")
             out.append(self._finding("order_dependent_read", msg, a, other_block=writer.block,

@@ -48,8 +48,9 @@ print(re.findall(r"\b(?:load|store)_view_tko\b", insp.tileir))
 # %% [markdown]
 # ## Run it
 #
-# `tile_lab.launch` uses the GPU when there is one, and otherwise the CPU emulator — one line
-# says which. A grid of `N // TILE` blocks covers the array exactly.
+# `tile_lab.launch` runs on the GPU. With `fallback="emulate"`, as here, a machine without one
+# runs the CPU emulator instead and prints one line saying so; without `fallback` it raises
+# `NoGPUError`. A grid of `N // TILE` blocks covers the array exactly.
 
 # %%
 N, TILE = 4096, 256

@@ -38,13 +38,24 @@ def schedule(steps, load, compute, depth):
         mmas.append((m0, m0 + compute))
     return loads, mmas
 
-fig, axes = plt.subplots(3, 1, figsize=(9, 4.2), sharex=True)
-for ax, depth in zip(axes, (1, 2, 4)):
+depths = (1, 2, 4)
+fig, axes = plt.subplots(3, 1, figsize=(9, 5.4), sharex=True,
+                         gridspec_kw={"height_ratios": [d + 1 for d in depths]})
+for ax, depth in zip(axes, depths):
     loads, mmas = schedule(8, 3, 1, depth)
-    ax.broken_barh([(a, b - a) for a, b in loads], (10, 8), color="#56B4E9", edgecolor="k", lw=0.3)
-    ax.broken_barh([(a, b - a) for a, b in mmas], (0, 8), color="#E69F00", edgecolor="k", lw=0.3)
-    ax.set_yticks([4, 14], ["mma", "loads"])
-    ax.set_title(f"prefetch depth {depth}: loop ends at t = {mmas[-1][1]}", fontsize=9, loc="left")
+    # loads in flight at once overlap in time: each buffer stage gets its own lane
+    for k, ((l0, l1), (m0, m1)) in enumerate(zip(loads, mmas)):
+        lane = 1 + k % depth
+        ax.broken_barh([(l0, l1 - l0)], (lane + 0.1, 0.8), color="#56B4E9", edgecolor="k",
+                       lw=0.3)
+        ax.broken_barh([(m0, m1 - m0)], (0.1, 0.8), color="#E69F00", edgecolor="k", lw=0.3)
+        ax.text((l0 + l1) / 2, lane + 0.5, str(k), ha="center", va="center", fontsize=7)
+        ax.text((m0 + m1) / 2, 0.5, str(k), ha="center", va="center", fontsize=7)
+    ax.set_ylim(0, depth + 1)
+    ax.set_yticks([0.5] + [1.5 + s for s in range(depth)],
+                  ["mma"] + [f"load, buffer {s}" for s in range(depth)], fontsize=8)
+    ax.set_title(f"prefetch depth {depth}: loop ends at t = {mmas[-1][1]} (numbers: step k)",
+                 fontsize=9, loc="left")
 axes[-1].set_xlabel("time (load = 3 units, mma = 1 unit)")
 plt.tight_layout()
 

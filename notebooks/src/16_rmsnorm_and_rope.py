@@ -67,10 +67,13 @@ plt.tight_layout()
 
 # %%
 cos, sin = rope_angles(64, 32)
-fig, axes = plt.subplots(1, 2, figsize=(9, 2.6))
+fig, axes = plt.subplots(1, 2, figsize=(9, 2.6), sharey=True, layout="constrained")
 for ax, table, name in zip(axes, (cos, sin), ("cos θ", "sin θ")):
     im = ax.imshow(table.T, aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
-    ax.set(xlabel="position p", ylabel="pair f", title=name)
+    ax.set(xlabel="position p", title=name)
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # positions and pairs are
+    ax.yaxis.set_major_locator(plt.MaxNLocator(integer=True))  # whole numbers
+axes[0].set_ylabel("pair f")  # shared by both panels
 _ = fig.colorbar(im, ax=axes, shrink=0.8)
 
 # %%

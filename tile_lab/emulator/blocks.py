@@ -40,6 +40,7 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
+from ..access_trace import format_block
 from ..errors import EmulationError, TileLabWarning
 from . import state
 from .ops_memory import int32
@@ -191,7 +192,7 @@ def run_blocks(fn: Callable[..., Any], args: list[Any], run: state.RunState, gri
         try:
             for current in ids:
                 if guard.pending:
-                    raise _interrupted(desc, current, done, total, None)
+                    raise _interrupted(desc, current, grid, done, total, None)
                 x, y, z = current
                 if y != y_last:
                     ty, y_last = int32(y), y
@@ -217,13 +218,14 @@ def run_blocks(fn: Callable[..., Any], args: list[Any], run: state.RunState, gri
             if isinstance(exc, EmulationInterrupted):
                 raise
             where = state.location_in_traceback(exc, run.user_codes)
-            raise _interrupted(desc, current, done, total, where) from None
+            raise _interrupted(desc, current, grid, done, total, where) from None
         except _StepsExceeded as exc:
             where = state.location_in_traceback(exc, run.user_codes)
+            shown = format_block(current, grid)
             raise EmulationError(
-                f"block {current} executed more than {max_steps:,} kernel lines without "
+                f"block {shown} executed more than {max_steps:,} kernel lines without "
                 f"finishing (the step budget), stopped at this line; {done} of {total} blocks "
-                f"ran completely and the arrays hold their writes (block {current}'s own "
+                f"ran completely and the arrays hold their writes (block {shown}'s own "
                 "writes are partial)", where,
                 hint="a loop that never ends? Otherwise raise the budget with "
                      "tile_lab.emulator.set_limits(max_steps=N) or %config "
@@ -238,12 +240,14 @@ def _open_bar(stack: contextlib.ExitStack, total: int, desc: str, done: int):
     return bar
 
 
-def _interrupted(desc: str, block: Block3, done: int, total: int, where: Any
+def _interrupted(desc: str, block: Block3, grid: Block3, done: int, total: int, where: Any
                  ) -> EmulationInterrupted:
-    """``where``: the kernel line a block was stopped on (None: stopped between blocks)."""
+    """``where``: the kernel line a block was stopped on (None: stopped between blocks). The
+    block is named as the user's grid is written (``(5,)`` in grid ``(8,)``)."""
+    shown = format_block(block, grid)
     if where is None:
         return EmulationInterrupted(
-            f"{desc}: interrupted before block {block}; {done} of {total} blocks ran "
+            f"{desc}: interrupted before block {shown}; {done} of {total} blocks ran "
             "completely, the arrays hold their results", block, done, total)
     from ..errors import location_label
 
@@ -252,8 +256,8 @@ def _interrupted(desc: str, block: Block3, done: int, total: int, where: Any
         f"{label}:{where.line}"
     code = f" `{where.text.strip()}`" if where.text else ""
     return EmulationInterrupted(
-        f"{desc}: interrupted in block {block}, at {at}{code}; {done} of {total} blocks ran "
-        f"completely and the arrays hold their writes (block {block}'s own writes are "
+        f"{desc}: interrupted in block {shown}, at {at}{code}; {done} of {total} blocks ran "
+        f"completely and the arrays hold their writes (block {shown}'s own writes are "
         "partial)", block, done, total, where)
 
 

@@ -23,7 +23,7 @@ import cuda.tile as ct
 import numpy as np
 
 from .._cutile_compat import is_kernel, kernel_parameters
-from ..access_trace import ArrayInfo, Trace
+from ..access_trace import ArrayInfo, Trace, format_block
 from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
 from ..array_like import to_host as _to_host
@@ -122,7 +122,8 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
             hint = ("a cuTile operation was called through an object the emulator does not "
                     "rebuild (e.g. a class or functools.partial); call a plain function or "
                     "@ct.function helper instead")
-        raise EmulationError(f"{type(exc).__name__}: {exc} (block {run.bid})",
+        raise EmulationError(f"{type(exc).__name__}: {exc} "
+                             f"(block {format_block(run.bid, run.grid)})",
                              state.location_in_traceback(exc, rebuilder.user_codes), hint) from exc
     finally:
         state.pop()

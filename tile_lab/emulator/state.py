@@ -11,6 +11,7 @@ import sys
 import threading
 from types import CodeType, FrameType
 
+from ..access_trace import format_block
 from ..errors import EmulationError, SourceLocation
 
 
@@ -107,7 +108,8 @@ def note_outside_tile(op: str, arg: str, tile: tuple[int, ...]) -> None:
         return
     key = (frame.f_code.co_filename, frame.f_lineno)
     seen = run.outside_tiles.get(key)
-    run.outside_tiles[key] = (op, arg, tile, run.bid, 1) if seen is None else \
+    block = format_block(run.bid, run.grid)
+    run.outside_tiles[key] = (op, arg, tile, block, 1) if seen is None else \
         (*seen[:4], seen[4] + 1)
 
 
@@ -137,5 +139,5 @@ def location_in_traceback(exc: BaseException, user_codes) -> SourceLocation | No
 def kernel_error(message: str, hint: str | None = None) -> EmulationError:
     """An EmulationError pointing at the user's kernel line currently executing."""
     state = _LOCAL.runs[-1] if _LOCAL.runs else None
-    where = f" (block {state.bid})" if state is not None else ""
+    where = (f" (block {format_block(state.bid, state.grid)})" if state is not None else "")
     return EmulationError(message + where, location_of(user_frame(2)), hint)

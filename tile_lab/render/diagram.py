@@ -775,6 +775,7 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
         # A and B, each tile read by many blocks) only when asked for or nothing is written
         written = [a for a in args if index.has_kind(a, "write")]
         args = written or args
+    held = _held_before_loop(index, blk, iteration, notes) if view != "order" else set()
     panels: list[Panel] = []
     for name in args:
         info = t.array(name)
@@ -805,7 +806,7 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
             visits = index.visits(name) if windows is None else ()
         else:
             accs = [a for a in index.by_block.get(blk, ()) if a.arg == name  # type: ignore[arg-type]
-                    and (iteration is None or a.iteration == iteration)
+                    and (iteration is None or a.iteration == iteration or id(a) in held)
                     and (lines is None or a.line in lines)]
             fps = tuple(_footprint(a, info.shape) for a in accs)
         panels.append(_panel(name, info.shape, info.dtype, grids, zoom, footprints=fps,
@@ -827,6 +828,27 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
                         lines=None if lines is None else tuple(sorted(lines)), layout=layout,
                         panels=tuple(panels), legend=legend, notes=tuple(notes))
     return _draw(geometry, index)
+
+
+def _held_before_loop(index: IndexedTrace, blk: Block | None, iteration: int | None,
+                      notes: list[str]) -> set[int]:
+    """With ``iteration=N``: the loads this block made once, before its loop reached
+    iteration N (a Q tile held for the whole loop), so the picture shows what the block holds
+    at that step, not only what it loads then. Ids of those accesses."""
+    if iteration is None or blk is None:
+        return set()
+    accs = index.by_block.get(blk, ())
+    loop_lines = {a.line for a in accs if a.iteration > 0}
+    first = next((i for i, a in enumerate(accs)
+                  if a.iteration == iteration and a.line in loop_lines), None)
+    if first is None:
+        return set()
+    held = [a for a in accs[:first] if a.line not in loop_lines and not a.is_write]
+    if held:
+        what = ", ".join(sorted({f"{a.arg} (line {a.line})" for a in held}))
+        notes.append(f"also drawn: {what}, loaded before the loop and held through "
+                     f"iteration {iteration}")
+    return {id(a) for a in held}
 
 
 def _with_tma(entry: LegendEntry, tma: TmaReport | None) -> LegendEntry:
@@ -1095,7 +1117,7 @@ def _lift_index(index: Sequence[int]) -> tuple[int, int, int]:
 
 
 def _tup(t: Sequence[int]) -> str:
-    return "(" + ", ".join(str(int(v)) for v in t) + ")"
+    return "(" + ", ".join(str(int(v)) for v in t) + ("," if len(t) == 1 else "") + ")"
 
 
 def _dims(t: Sequence[int]) -> str:

@@ -9,6 +9,7 @@ visit groupings, and a cache of drawn items that no selection changes).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from .diagram import (
     IndexedTrace,
     Panel,
     PanelLayout,
+    TileGrid,
     TileVisit,
     _tup,
     _visit_summary,
@@ -268,7 +270,8 @@ def _draw_panel(panel: Panel, win: _Win, x: float, y: float, geometry: Geometry,
                                    title=f"padded tile extent beyond the array: elements "
                                          f"{b.describe()}"))
         if panel.heatmap is not None:
-            items.extend(_heatmap_cells(panel.heatmap, place))
+            items.extend(_heatmap_cells(panel.heatmap, place,
+                                        panel.tile_grids[0] if panel.tile_grids else None))
         items.extend(_grid_lines(panel, win, gx, top))
         for t, b in zip(panel.highlight, panel.highlight_boxes()):
             if (r := place(b)) is not None:
@@ -403,7 +406,9 @@ def _tile_labels(panel: Panel, win: _Win, gx: float, top: float, z: int, first: 
     return out
 
 
-def _heatmap_cells(hm: Heatmap, place) -> list:
+def _heatmap_cells(hm: Heatmap, place, grid: TileGrid | None = None) -> list:
+    """Cells coloured by count; the count is written once per tile a merged cell covers,
+    at the centre of that part, so it never sits on a tile boundary."""
     out = []
     top = max(hm.counts_max, default=0) or 1
     for box, lo, hi in _merged_cells(hm):
@@ -432,14 +437,33 @@ def _heatmap_cells(hm: Heatmap, place) -> list:
             verb = "read"
         count = str(hi) if lo == hi else f"{lo}–{hi}"
         parts: list = [Rect(*r, style)]
-        fs = min(10.0, r[3] * 0.6, (r[2] - 2) / (0.62 * len(count)))
-        if fs >= 6:
-            parts.append(Text(r[0] + r[2] / 2, r[1] + r[3] / 2 + fs * 0.35, count, size=fs,
-                              anchor="middle", opacity=0.85))
+        for sub in _per_tile(box, grid):
+            q = place(sub)
+            if q is None:
+                continue
+            fs = min(10.0, q[3] * 0.6, (q[2] - 2) / (0.62 * len(count)))
+            if fs >= 6:
+                parts.append(Text(q[0] + q[2] / 2, q[1] + q[3] / 2 + fs * 0.35, count,
+                                  size=fs, anchor="middle", opacity=0.85))
         out.append(Group(tuple(parts),
                          title=f"elements {box.describe()}: {verb} by {count} "
                                f"block{'' if count == '1' else 's'}"))
     return out
+
+
+def _per_tile(box: Box, grid: TileGrid | None, cap: int = 256) -> list[Box]:
+    """``box`` cut along the tile boundaries of ``grid`` (``box`` itself without a grid or
+    when that would make more than ``cap`` pieces)."""
+    if grid is None or len(grid.tile) != len(box.start):
+        return [box]
+    cuts = []
+    for a, b, t in zip(box.start, box.stop, grid.tile):
+        edges = sorted({a, b, *range((a // t + 1) * t, b, t)})
+        cuts.append(list(itertools.pairwise(edges)))
+    if math.prod(len(c) for c in cuts) > cap:
+        return [box]
+    return [Box(tuple(p[0] for p in parts), tuple(p[1] for p in parts))
+            for parts in itertools.product(*cuts)]
 
 
 def _merged_cells(hm: Heatmap) -> list[tuple[Box, int, int]]:

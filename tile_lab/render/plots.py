@@ -60,7 +60,9 @@ class Chart:
 
         buf = io.StringIO()
         with matplotlib.rc_context(STYLE):
-            self.figure.savefig(buf, format="svg", metadata={"Date": None})
+            # tight: a title wider than the axes or a legend beside them stays in the picture
+            self.figure.savefig(buf, format="svg", metadata={"Date": None},
+                                bbox_inches="tight")
         return buf.getvalue()
 
     def _repr_svg_(self) -> str:
@@ -69,7 +71,8 @@ class Chart:
     def to_png(self, path: str | Path, dpi: int = 150) -> Path:
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        self.figure.savefig(out, format="png", dpi=dpi, metadata={"Software": None})
+        self.figure.savefig(out, format="png", dpi=dpi, metadata={"Software": None},
+                            bbox_inches="tight")
         return out
 
 
@@ -186,10 +189,11 @@ def bar_chart(measurements: Sequence[Any] | Any, *, metric: str = "gbps",
             low, high = m.rate_interval(metric)
             ax.bar(i, value, yerr=[[value - low], [high - value]], capsize=3,
                    color=COLORS[i % len(COLORS)])
-        ax.set_xticks(range(len(ms)), [f"{m.name}\n[{m.mode}]" for m in ms], rotation=20,
-                      ha="right")
-        if _roof_line(ax, ms, metric):
-            ax.legend(loc="lower right")
+        # steep enough that neighbouring two-line labels clear each other (bars 0.9 in apart)
+        ax.set_xticks(range(len(ms)), [f"{m.name}\n[{m.mode}]" for m in ms], rotation=35,
+                      ha="right", rotation_mode="anchor")
+        if _roof_line(ax, ms, metric):  # beside the bars, never over them
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
         ax.set_ylabel(unit)
         ax.set_title(title or f"{unit} (mean, 95% CI)")
     return Chart(fig, "bar")

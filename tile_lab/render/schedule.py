@@ -115,7 +115,7 @@ def sm_timeline(blocks: int | Sequence[int], gpu: str | int = "H100 SXM",
     cell_w = max(22.0, min(64.0, 560 / (tl.waves * tl.blocks_per_sm)))
     cell_h = 18.0 if rows <= 24 else max(3.0, min(14.0, 600 / rows))
     label_every = 1 if cell_h >= 10 else 10
-    x0, y0 = PAD + 54, PAD + 40
+    x0, y0 = PAD + 54, PAD + 50  # the wave labels sit clear below the subtitle
     items: list = [Text(PAD, PAD + 13, tl.summary(), size=12, bold=True),
                    Text(PAD, PAD + 30, "model: equal-length blocks, handed out in linear id order;"
                         " hover a block for its wave", size=10, opacity=0.75)]

@@ -29,7 +29,9 @@ from .svg import INK, Group, Path, Rect, Scene, Style, Text, text_width
 __all__ = ["ViewWindows", "Window", "transposed_load", "view_windows", "windows_from_trace"]
 
 PAD = 10
-GRID_PX = 420  # the longer array axis takes at most this many pixels
+GRID_PX = 420  # the longer axis of a 2-D array takes at most this many pixels
+ROW_PX = 840  # a 1-D array's row: fits a notebook's output area at 1000 px
+LANE = 16  # px per outlined window's lane under a 1-D array
 MAX_OUTLINED = 8
 
 
@@ -116,7 +118,8 @@ def view_windows(shape: Sequence[int], tile: Sequence[int], steps: Sequence[int]
     head = f"tiled_view({_tup(til)}, traversal_steps={_tup(stp)})"
     if slice is not None:
         head = f"slice(axis={slice[0]}, start={slice[1]}, stop={slice[2]}).{head}"
-    title = (f"{_dims(shp)} array · {head}: {_dims(counts)} {kind} tiles")
+    noun = "-element array" if len(shp) == 1 else " array"
+    title = f"{_dims(shp)}{noun} · {head}: {_dims(counts)} {kind} tiles"
     data = ViewWindows(shp, til, stp, counts, region, tuple(windows),
                        tuple(tuple(h) for h in outlined), _coverage(shp, windows), title)
     return _draw(data)
@@ -173,17 +176,29 @@ def _rc(box: Box) -> tuple[tuple[int, int], tuple[int, int]]:
 
 
 def _draw(data: ViewWindows, by_position: bool = False) -> Picture:
-    rows, cols = (1, data.shape[0]) if len(data.shape) == 1 else data.shape
+    """2-D: outlined windows nested inside the array. 1-D: the array is one row of cells
+    labelled with their coverage, and each outlined window is a bar in its own lane below
+    (overlapping windows side by side, never drawn over each other); the list follows."""
+    one_d = len(data.shape) == 1
+    rows, cols = (1, data.shape[0]) if one_d else data.shape
     # room for windows reaching past the array (padded lanes)
     far_r = max([rows] + [_rc(w.box)[0][1] for w in data.windows])
     far_c = max([cols] + [_rc(w.box)[1][1] for w in data.windows])
-    cell = max(6.0, min(28.0, GRID_PX / max(far_r, far_c)))
-    x0, y0 = PAD + 28, PAD + 40
+    sliced = data.region != Box((0,) * len(data.shape), data.shape)
+    if one_d:  # a row as wide as the page allows, tall enough for its count labels
+        cell = max(8.0, min(28.0, (ROW_PX - (70 if sliced else 0)) / far_c))
+        cell_h = max(cell, 20.0)
+    else:
+        cell = cell_h = max(6.0, min(28.0, GRID_PX / max(far_r, far_c)))
+    x0, y0 = PAD + 28, PAD + 50
     X = lambda c: x0 + c * cell  # noqa: E731
-    Y = lambda r: y0 + r * cell  # noqa: E731
+    Y = lambda r: y0 + r * cell_h  # noqa: E731
+    label_counts = cell >= 9 and cell_h >= 12
+    note = ("number in each element = windows covering it" if label_counts else
+            "shade of each element = windows covering it (hover for the count)")
     items: list = [Text(PAD, PAD + 13, data.title, size=12, bold=True),
-                   Text(PAD, PAD + 28, "number in each element = windows covering it; "
-                        "hover a window or its list entry", size=10, opacity=0.75)]
+                   Text(PAD, PAD + 28, f"{note}; hover a window or its list entry", size=10,
+                        opacity=0.75)]
     top = data.max_overlap or 1
     for r in range(rows):  # elements: tinted by coverage, labelled with the count
         for c in range(cols):
@@ -191,42 +206,52 @@ def _draw(data: ViewWindows, by_position: bool = False) -> Picture:
             inside = _in(data.region, r, c, len(data.shape))
             style = Style(fill=INK, fill_opacity=0.04 + 0.3 * n / top if inside else 0.02,
                           stroke=INK, stroke_width=0.5, stroke_opacity=0.25)
-            parts: list = [Rect(X(c), Y(r), cell, cell, style)]
-            if cell >= 12:
-                parts.append(Text(X(c) + cell / 2, Y(r) + cell / 2 + 3.5, str(n),
-                                  size=min(10.0, cell * 0.45), anchor="middle",
-                                  opacity=0.9 if n else 0.35))
+            parts: list = [Rect(X(c), Y(r), cell, cell_h, style)]
+            if label_counts:
+                size = min(10.0, cell * 0.7, cell_h * 0.45)
+                parts.append(Text(X(c) + cell / 2, Y(r) + cell_h / 2 + size * 0.35, str(n),
+                                  size=size, anchor="middle", opacity=0.9 if n else 0.35))
             items.append(Group(tuple(parts), title=f"element {_elem(r, c, data.shape)}: "
                                f"covered by {n} window{'s' if n != 1 else ''}"))
-    items.append(Rect(X(0), Y(0), cols * cell, rows * cell, Style(stroke=INK, stroke_width=1.5)))
-    if data.region != Box((0,) * len(data.shape), data.shape):
+    items.append(Rect(X(0), Y(0), cols * cell, rows * cell_h,
+                      Style(stroke=INK, stroke_width=1.5)))
+    if sliced:
         (r0, r1), (c0, c1) = _rc(data.region)
-        items.append(Group((Rect(X(c0) - 2, Y(r0) - 2, (c1 - c0) * cell + 4, (r1 - r0) * cell + 4,
+        items.append(Group((Rect(X(c0) - 2, Y(r0) - 2, (c1 - c0) * cell + 4,
+                                 (r1 - r0) * cell_h + 4,
                                  Style(stroke=INK, stroke_width=2, dash="6 3")),),
                            title=f"the slice: elements {data.region.describe()}"))
         items.append(Text(X(far_c) + 6, Y(r1) - 4, "← slice", size=10, bold=True))
-    for c in range(0, cols, max(1, math.ceil(20 / cell))):
-        items.append(Text(X(c) + cell / 2, y0 - 3, str(c), size=8, anchor="middle", opacity=0.6))
-    if len(data.shape) == 2:
-        for r in range(0, rows, max(1, math.ceil(12 / cell))):
-            items.append(Text(x0 - 3, Y(r) + cell / 2 + 3, str(r), size=8, anchor="end",
+    # column numbers well above the row, clear of the slice's dashed outline
+    step = max(1, math.ceil(22 / cell))
+    for c in range(0, cols, step):
+        items.append(Text(X(c) + cell / 2, y0 - 8, str(c), size=8, anchor="middle",
+                          opacity=0.6))
+    if not one_d:
+        for r in range(0, rows, max(1, math.ceil(12 / cell_h))):
+            items.append(Text(x0 - 4, Y(r) + cell_h / 2 + 3, str(r), size=8, anchor="end",
                               opacity=0.6))
     colors = [palette.css_var(i) for i in range(len(palette.PALETTE_LIGHT))]
-    shown = [w for w in data.windows if w.index in data.outlined] if not by_position else \
-        [w for w in data.windows if w.index in data.outlined][:MAX_OUTLINED]
-    list_x = X(far_c) + (70 if data.region != Box((0,) * len(data.shape), data.shape) else 24)
-    list_y = y0 + 10
-    for k, w in enumerate(shown[:MAX_OUTLINED]):
+    shown = [w for w in data.windows if w.index in data.outlined][:MAX_OUTLINED]
+    lane_y = Y(far_r) + 8
+    if one_d:
+        list_x, list_y = x0, lane_y + LANE * len(shown) + 18
+    else:
+        list_x, list_y = X(far_c) + (70 if sliced else 24), y0 + 10
+    for k, w in enumerate(shown):
         color = colors[k % len(colors)]
         (r0, r1), (c0, c1) = _rc(w.box)
-        inset = 1.5 + 2 * (k % 3)  # nested outlines stay distinguishable where windows overlap
         name = f"tile {_tup(w.index)}" if w.index else f"box {k}"
         desc = f"{name} → elements {w.box.describe()}" + (f" ({w.label})" if w.label else "")
         cls = f"tl-hk {key_class(f'v{k}')}"
-        items.append(Group((Rect(X(c0) + inset, Y(r0) + inset, (c1 - c0) * cell - 2 * inset,
-                                 (r1 - r0) * cell - 2 * inset,
-                                 Style(fill=color, fill_opacity=0.18, stroke=color,
-                                       stroke_width=2.2)),), title=desc, css_class=cls))
+        win_style = Style(fill=color, fill_opacity=0.18, stroke=color, stroke_width=2.2)
+        if one_d:  # its own lane under the elements it covers
+            shape = Rect(X(c0), lane_y + LANE * k, (c1 - c0) * cell, LANE - 4, win_style)
+        else:  # nested outlines stay distinguishable where windows overlap
+            inset = min(1.5 + 2 * (k % 3), cell / 4)
+            shape = Rect(X(c0) + inset, Y(r0) + inset, (c1 - c0) * cell - 2 * inset,
+                         (r1 - r0) * cell_h - 2 * inset, win_style)
+        items.append(Group((shape,), title=desc, css_class=cls))
         # the entry's first rect is its hover target: the whole line, invisible until hovered
         items.append(Group((Rect(list_x - 3, list_y + 18 * k - 13, text_width(desc, 10) + 26,
                                  17, Style(fill=INK, fill_opacity=0, stroke="none")),
@@ -234,21 +259,29 @@ def _draw(data: ViewWindows, by_position: bool = False) -> Picture:
                                  Style(fill=color, fill_opacity=0.5, stroke=color)),
                             Text(list_x + 20, list_y + 18 * k, desc, size=10)),
                            title=desc, css_class=cls))
-    bottom = max(Y(far_r), list_y + 18 * len(shown)) + 12
+    bottom = max(lane_y + LANE * len(shown), list_y + 18 * len(shown)) + 4
     if any(_rc(w.box)[0][1] > rows or _rc(w.box)[1][1] > cols for w in data.windows):
         items.append(Path((((X(cols), Y(0)), (X(cols), Y(far_r))),
                            ((X(0), Y(rows)), (X(far_c), Y(rows)))),
                           Style(stroke=INK, stroke_opacity=0.3, dash="2 2")))
-        items.append(Text(PAD, bottom + 4, "windows reaching past the array edge read padding "
+        items.append(Text(PAD, bottom + 10, "windows reaching past the array edge read padding "
                           "there (dashed: the array's end)", size=10, opacity=0.75))
         bottom += 14
-    width = max(list_x + max([text_width(t.text, t.size) + 20 for g in items
-                              if isinstance(g, Group) for t in g.items
-                              if isinstance(t, Text) and t.x == list_x + 20] or [0]),
-                *(t.x + text_width(t.text, t.size) for t in items if isinstance(t, Text)))
+    width = max(X(far_c) + (60 if sliced else 0),
+                *(t.x + text_width(t.text, t.size) for t in _texts(items)))
     scene = Scene(math.ceil(width + PAD), math.ceil(bottom + PAD), tuple(items),
                   label=data.title)
     return make_picture(data, scene, (f"v{k}" for k in range(len(shown))))
+
+
+def _texts(items: Sequence) -> list[Text]:
+    out: list[Text] = []
+    for it in items:
+        if isinstance(it, Text):
+            out.append(it)
+        elif isinstance(it, Group):
+            out.extend(_texts(it.items))
+    return out
 
 
 def transposed_load(shape: Sequence[int], tile: Sequence[int], index: Sequence[int],
