@@ -69,7 +69,7 @@ def test_ctrl_c_stops_between_blocks_and_names_the_block():
         timer.cancel()
     stop = info.value.block[0]
     assert 0 < info.value.done == stop < n
-    assert f"before block ({stop}, 0, 0)" in str(info.value)
+    assert f"before block ({stop},)" in str(info.value)
     assert (x[:stop] == 1).all() and (x[stop:] == 0).all()  # no block ran halfway
     assert isinstance(info.value, KeyboardInterrupt)
 
@@ -131,9 +131,9 @@ def test_one_ctrl_c_stops_a_block_that_never_ends_naming_the_block_and_line():
     err = info.value
     assert err.block == (5, 0, 0) and err.done == 5 and err.location.line == SPIN_LINE
     text = str(err)
-    assert f"interrupted in block (5, 0, 0), at {__file__}:{SPIN_LINE} `t = t + 1`" in text
+    assert f"interrupted in block (5,), at {__file__}:{SPIN_LINE} `t = t + 1`" in text
     assert "5 of 8 blocks ran completely and the arrays hold their writes" in text
-    assert "(block (5, 0, 0)'s own writes are partial)" in text
+    assert "(block (5,)'s own writes are partial)" in text
     assert (x[:40] == 1).all() and (x[48:] == 0).all()
     assert err._render_traceback_()[1].endswith("t = t + 1")
 
@@ -144,7 +144,7 @@ def test_a_step_budget_stops_a_block_that_never_ends():
         tile_lab.emulate(spin_in_block_5, (8,), (x, 8))
     err = info.value
     assert err.location.line == SPIN_LINE and err.location.text.strip() == "t = t + 1"
-    assert "block (5, 0, 0) executed more than 10,000 kernel lines" in err.message
+    assert "block (5,) executed more than 10,000 kernel lines" in err.message
     assert "5 of 8 blocks ran completely" in err.message and "max_steps" in err.hint
     assert (x[:40] == 1).all() and (x[48:] == 0).all()
     assert sys.gettrace() is None or "coverage" in type(sys.gettrace()).__module__
