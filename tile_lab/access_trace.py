@@ -139,7 +139,8 @@ class MemoryAccess:
 class MmaCall:
     """One tile matrix product executed by one block: ``batch`` products of (m×k)·(k×n).
 
-    ``op``: "mma" | "matmul" | "mma_scaled"; ``dtype``: the input operands' dtype name.
+    ``op``: "mma" | "matmul" | "mma_scaled"; ``dtype``: the input operands' dtype name;
+    ``acc_dtype``: the accumulator's ("" where unknown).
     Shapes are the *tile* shapes: a tile padded at a ragged array edge still costs its full
     product on the tensor cores (the hardware multiplies the padding too), so it counts in
     full; the FLOPs are the work executed, not the useful 2·M·N·K of the problem.
@@ -155,6 +156,7 @@ class MmaCall:
     line: int
     iteration: int
     filename: str = ""
+    acc_dtype: str = ""
 
     @property
     def flops(self) -> int:
@@ -163,7 +165,8 @@ class MmaCall:
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in (
-            "block", "op", "m", "n", "k", "batch", "dtype", "line", "iteration", "filename")}
+            "block", "op", "m", "n", "k", "batch", "dtype", "line", "iteration", "filename",
+            "acc_dtype")}
 
     @classmethod
     def from_json(cls, d: dict) -> MmaCall:
@@ -450,7 +453,8 @@ def load_trace(path: str | os.PathLike, *, max_bytes: int | None = None) -> Trac
     mma_calls = None if "mma" not in arrays else tuple(
         MmaCall(block=(r[0], r[1], r[2]), op=strings[r[3]], m=r[4], n=r[5], k=r[6],
                 batch=r[7], dtype=strings[r[8]], line=r[9], iteration=r[10],
-                filename=strings[r[11]] or "") for r in arrays["mma"].tolist())
+                filename=strings[r[11]] or "", acc_dtype=strings[r[12]] or "")
+        for r in arrays["mma"].tolist())
     return Trace(
         kernel=header["kernel"], grid=tuple(header["grid"]),
         arrays=tuple(ArrayInfo(a["name"], tuple(a["shape"]), a["dtype"])
@@ -465,6 +469,8 @@ def load_trace(path: str | os.PathLike, *, max_bytes: int | None = None) -> Trac
 def _to_columns(t: Trace) -> tuple[dict, dict[str, np.ndarray]]:
     """The header fields and int64 columns ``trace_file`` stores (strings as indices into
     one table; -1 for None)."""
+    from .trace_file import MMA_COLUMNS
+
     strings: dict[str, int] = {}
 
     def sid(value: str | None) -> int:
@@ -493,7 +499,8 @@ def _to_columns(t: Trace) -> tuple[dict, dict[str, np.ndarray]]:
     if t.mma_calls is not None:
         arrays["mma"] = np.array(
             [(*c.block, sid(c.op), c.m, c.n, c.k, c.batch, sid(c.dtype), c.line, c.iteration,
-              sid(c.filename)) for c in t.mma_calls], dtype=np.int64).reshape(-1, 12)
+              sid(c.filename), sid(c.acc_dtype or None)) for c in t.mma_calls],
+            dtype=np.int64).reshape(-1, len(MMA_COLUMNS))
     header = {
         "kernel": t.kernel, "grid": [int(g) for g in t.grid],
         "arrays": [{"name": a.name, "shape": [int(n) for n in a.shape], "dtype": a.dtype}

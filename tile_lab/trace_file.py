@@ -15,7 +15,7 @@ in a fixed order with fixed timestamps (the same trace always gives the same byt
                 in ``tuples.npy`` (``int64 [tuples]``)
 ``flat_len.npy`` ``int64 [accesses]``: length of ``flat_indices`` (``-1``: None); the values
                 are in ``flat.npy`` (``int64 [flat]``)
-``mma.npy``     ``int64 [mma_calls, 12]``: per matrix product, ``MMA_COLUMNS`` (absent when
+``mma.npy``     ``int64 [mma_calls, 13]``: per matrix product, ``MMA_COLUMNS`` (absent when
                 the trace recorded none: ``counts.mma_calls`` is null)
 
 Loading trusts nothing in the file: only these members and header fields are accepted, every
@@ -49,7 +49,7 @@ ACCESS_COLUMNS = ("seq", "block_x", "block_y", "block_z", "kind", "op", "arg", "
                   "iteration", "filename", "out_of_bounds", "masked_off", "padding",
                   "unchecked")
 MMA_COLUMNS = ("block_x", "block_y", "block_z", "op", "m", "n", "k", "batch", "dtype", "line",
-               "iteration", "filename")
+               "iteration", "filename", "acc_dtype")
 TUPLE_FIELDS = ("tile_index", "tile_shape", "box_start", "box_stop")
 _HEADER_KEYS = {"format", "version", "kernel", "grid", "arrays", "source", "first_line",
                 "filename", "scalars", "blocks_run", "undetermined", "strings", "counts"}
@@ -168,7 +168,7 @@ def _read(name: str, zf: zipfile.ZipFile, max_bytes: int
     n_strings = len(header["strings"])
     for member, columns, required, optional in (
             ("access", ACCESS_COLUMNS, ("kind", "op", "arg"), ("filename", "padding")),
-            ("mma", MMA_COLUMNS, ("op", "dtype"), ("filename",))):
+            ("mma", MMA_COLUMNS, ("op", "dtype"), ("filename", "acc_dtype"))):
         if member not in arrays:
             continue
         for col in (*required, *optional):

@@ -286,7 +286,7 @@ def _product(x: Tile, y: Tile, acc_dtype: object) -> np.ndarray:
         raise kernel_error(f"matrix multiply of shapes {x.shape} and {y.shape}") from None
 
 
-def _record_mma(op: str, x: Tile, y: Tile, product: np.ndarray) -> None:
+def _record_mma(op: str, x: Tile, y: Tile, product: np.ndarray, acc_dtype: object) -> None:
     """Count one matrix product into the trace: its shapes only (O(1) per call)."""
     run = current()
     rec = run.mma_recorder
@@ -298,7 +298,7 @@ def _record_mma(op: str, x: Tile, y: Tile, product: np.ndarray) -> None:
     k = x.shape[-1]
     batch = math.prod(product.shape[:-2]) if x.ndim >= 2 and y.ndim >= 2 else 1
     rec.append(MmaCall(run.bid, op, int(m), int(n), int(k), batch, str(x.dtype), line, it,
-                       filename))
+                       filename, str(acc_dtype)))
 
 
 @emulates(ct.mma)
@@ -330,7 +330,7 @@ def mma(x, y, /, acc, *, use_fast_acc=False) -> Tile:
     if total.shape != acc.shape:
         raise kernel_error(f"ct.mma: accumulator shape {acc.shape} does not match the "
                            f"product shape {product.shape}")
-    _record_mma("mma", x, y, product)
+    _record_mma("mma", x, y, product, acc.dtype)
     return finish(total, acc.dtype)
 
 
@@ -342,7 +342,7 @@ def matmul(x, y, /) -> Tile:
         raise kernel_error(f"ct.matmul does not support dtype {common}")
     acc = _MMA_ACC[common][-1]
     product = _product(x.astype(common), y.astype(common), acc)
-    _record_mma("matmul", x, y, product)
+    _record_mma("matmul", x, y, product, common)
     return finish(product, common)
 
 
@@ -357,5 +357,5 @@ def mma_scaled(x, x_scale, y, y_scale, /, acc) -> Tile:
     a = np.asarray(x._a, dtype=np.float32) * np.repeat(np.asarray(xs._a, np.float32), block, -1)
     b = np.asarray(y._a, dtype=np.float32) * np.repeat(np.asarray(ys._a, np.float32), block, -2)
     product = np.matmul(a, b)
-    _record_mma("mma_scaled", x, y, product)
+    _record_mma("mma_scaled", x, y, product, acc.dtype)
     return finish(product + np.asarray(acc._a, dtype=np.float32), acc.dtype)

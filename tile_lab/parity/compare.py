@@ -4,13 +4,18 @@ The tiles are the ones the emulator's :class:`~tile_lab.access_trace.Trace` says
 wrote: one per distinct (argument, writing line, op, element box); a scatter or atomic's tile
 is the set of elements it wrote. Each differing element is classified (see
 :mod:`tile_lab.parity.result`): inside a box of undetermined lanes the trace recorded →
-``undetermined``; else within the error budget of the kernel's by-design sites →
-``design``; else ``mismatch``.
+``undetermined``; inside a tile that several blocks wrote with plain (non-atomic) stores →
+``undetermined`` too (a race: which block's value lands last is not determined; the sanitizer
+reports it); else within the error budget of the kernel's by-design sites → ``design``; else
+``mismatch``.
 
-The by-design budget, per element, in units of the output dtype's machine epsilon ``eps``:
+The by-design budget, per element, in units of a machine epsilon ``eps``:
 ``|gpu - emu| <= ulps·eps·max(|gpu|, |emu|) + scale_ulps·eps·S`` where ``S`` is the largest
-finite magnitude in the tile (sums that cancel lose relative accuracy against the terms, not
-the result). Integer outputs have no budget: integer arithmetic is exact in any order.
+finite magnitude in the whole output (a sum that cancels loses relative accuracy against its
+terms, not its result: a mean of -0.00048 over terms near 1 is off by many of its own ULPs).
+``eps`` is the output dtype's, or the accumulator's of the kernel's matrix products where
+that is narrower (an fp16 accumulator rounds every partial sum to fp16 whatever the output
+holds). Integer outputs have no budget: integer arithmetic is exact in any order.
 """
 
 from __future__ import annotations
@@ -121,8 +126,11 @@ def compare_output(arg: str, gpu: np.ndarray, emu: np.ndarray, trace: Trace,
     """Tile-by-tile comparison of one output array."""
     shape = tuple(emu.shape)
     hazard_list = [h for h in hazards_of(trace) if h.arg == arg]
+    finite_emu = emu[np.isfinite(emu)] if is_float_dtype(emu.dtype) else emu
+    scale = float(np.abs(finite_emu.astype(np.float64)).max()) if finite_emu.size else 0.0
+    eps = budget_eps(emu.dtype.name, trace)
     undet = undetermined_mask(trace, arg, shape)
-    is_float = emu.dtype.kind == "f" or emu.dtype.name in _EPS
+    is_float = is_float_dtype(emu.dtype)
     same = _bitwise_equal(gpu, emu, is_float)
     written = np.zeros(shape, bool)
     tiles = []
@@ -134,10 +142,35 @@ def compare_output(arg: str, gpu: np.ndarray, emu: np.ndarray, trace: Trace,
         else:
             sel = np.unravel_index(t.flat, shape)
             written[sel] = True
-        tiles.append(_compare_tile(t, sel, gpu, emu, same, undet, is_float, sites, budget,
-                                   hazard_list))
+        tiles.append(_compare_tile(t, sel, gpu, emu, same, undet, is_float, sites,
+                                   _Allowance(budget, eps, scale), hazard_list))
     stray = int(np.count_nonzero(~same & ~written))
     return OutputComparison(arg, shape, emu.dtype.name, tuple(tiles), stray)
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype.name in _EPS
+
+
+def budget_eps(dtype: str, trace: Trace) -> float:
+    """The output dtype's machine epsilon, or the coarsest accumulator's of the trace's matrix
+    products where that is coarser."""
+    eps = _EPS.get(dtype, 2.0 ** -23)
+    for call in trace.mma_calls or ():
+        eps = max(eps, _EPS.get(call.acc_dtype, 0.0))
+    return eps
+
+
+@dataclass(frozen=True)
+class _Allowance:
+    budget: Budget
+    eps: float
+    scale: float  # the largest finite magnitude in the whole output
+
+
+def _is_race(t: _Tile) -> bool:
+    """Several blocks wrote this tile with a plain store or scatter (no atomic)."""
+    return len(t.blocks) > 1 and not t.op.startswith("atomic")
 
 
 def _bitwise_equal(gpu: np.ndarray, emu: np.ndarray, is_float: bool) -> np.ndarray:
@@ -149,9 +182,12 @@ def _bitwise_equal(gpu: np.ndarray, emu: np.ndarray, is_float: bool) -> np.ndarr
     return (gpu.view(bits) == emu.view(bits)) | (np.isnan(g) & np.isnan(e))
 
 
-def _compare_tile(t: _Tile, sel, gpu, emu, same, undet, is_float, sites, budget,
+def _compare_tile(t: _Tile, sel, gpu, emu, same, undet, is_float, sites, allowance,
                   hazards) -> TileComparison:
     g, e, eq, un = gpu[sel], emu[sel], same[sel], undet[sel]
+    race = _is_race(t)
+    if race:
+        un = np.ones(np.shape(e), bool)
     blocks = tuple(t.blocks[:8])
     base = dict(arg=t.arg, box_start=t.start, box_stop=t.stop, line=t.line, op=t.op,
                 blocks=blocks, n_blocks=len(t.blocks), elements=int(np.size(e)))
@@ -171,7 +207,7 @@ def _compare_tile(t: _Tile, sel, gpu, emu, same, undet, is_float, sites, budget,
         max_ulp = int(ulp[finite].max()) if finite.any() else None
         nan_mis = int((nan_g != nan_e).sum())
         inf_mis = int(((inf_g != inf_e) & ~nan_g & ~nan_e).sum())
-        design = _within_budget(gf, ef, finite, e.dtype.name, budget) if sites else \
+        design = _within_budget(gf, ef, finite, e.dtype.name, allowance) if sites else \
             np.zeros_like(finite)
     else:
         gi, ei = g.astype(np.int64), e.astype(np.int64)
@@ -188,18 +224,17 @@ def _compare_tile(t: _Tile, sel, gpu, emu, same, undet, is_float, sites, budget,
     where = c_mis if verdict == "mismatch" else (c_design if verdict == "design" else c_undet)
     example = _example(t, sel, where, g, e)
     non_finite = is_float and bool((c_mis & ~finite).any())
-    reason = _reason(verdict, t, is_float, sites, hazards, non_finite)
+    reason = _reason(verdict, t, is_float, sites, hazards, non_finite, race)
     return TileComparison(**base, differing=int(diff.sum()), max_abs=max_abs,
                           max_ulp=max_ulp, nan_mismatch=nan_mis, inf_mismatch=inf_mis,
                           classes=classes, verdict=verdict, reason=reason, example=example)
 
 
 def _within_budget(g: np.ndarray, e: np.ndarray, finite: np.ndarray, dtype: str,
-                   budget: Budget) -> np.ndarray:
-    eps = _EPS.get(dtype, 2.0 ** -23)
-    scale = float(np.abs(e[np.isfinite(e)]).max()) if np.isfinite(e).any() else 0.0
+                   allowance: _Allowance) -> np.ndarray:
+    budget, eps = allowance.budget, allowance.eps
     allowed = budget.ulps * eps * np.maximum(np.abs(g), np.abs(e)) + \
-        budget.scale_ulps * eps * scale
+        budget.scale_ulps * eps * allowance.scale
     ok = finite & (np.abs(g - e) <= allowed)
     tiny = _TINY.get(dtype)
     if tiny is not None:  # a flushed subnormal: 0 on one side, a subnormal on the other
@@ -221,7 +256,11 @@ def _example(t: _Tile, sel, where: np.ndarray, g: np.ndarray, e: np.ndarray
 
 
 def _reason(verdict: str, t: _Tile, is_float: bool, sites: Sequence[DesignSite],
-            hazards: list[Hazard], non_finite: bool) -> str:
+            hazards: list[Hazard], non_finite: bool, race: bool) -> str:
+    if verdict == "undetermined" and race:
+        return (f"written by {len(t.blocks)} blocks with a plain {t.op} at line {t.line} (a "
+                "race: which block's value lands last is not determined; the sanitizer "
+                "reports it); expected to differ")
     if verdict == "undetermined":
         mine = [h for h in hazards if h.store_line == t.line] or hazards
         found = "; ".join(dict.fromkeys(h.describe() for h in mine))
