@@ -42,7 +42,7 @@ from pygments.token import (
 
 from ..artifacts import MIME_TYPE, STAGES, Inspection
 from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer
-from .mime import MIME_VERSION, TOKEN_STAGES, token_runs
+from .mime import MIME_VERSION, TOKEN_STAGES, cut_to_limits, token_runs
 from .palette import DARK_THEME_SELECTORS, line_color_index, palette_css
 
 __all__ = [
@@ -182,6 +182,8 @@ def inspection_json(insp: Inspection) -> dict[str, Any]:
         stage.pop("name", None)  # the key already says it
         if name in TOKEN_STAGES:
             stage["tokens"] = token_runs(stage["text"], _stage_lexer(name), _token_class)
+    # The schema's size limits: what is over them is cut and the size before recorded.
+    cut_to_limits(data)
     # Round-trip through JSON: tuples become lists, odd hint values become strings,
     # so the bundle is exactly what a front end receives.
     return json.loads(json.dumps(data, sort_keys=True, default=str))
