@@ -52,7 +52,7 @@ export const LIMITS = {
   /** Characters of a pane's text (source, a stage's text). */
   textChars: 16_000_000,
   /** Entries of a line map or token list: the most lines a pane shows. */
-  rows: 1_000_000,
+  rows: 250_000,
   /** Token runs on one line. */
   runsPerLine: 4096,
   remarks: 10_000,
@@ -66,7 +66,7 @@ export const LIMITS = {
   key: 100,
   stages: 16,
   show: 16,
-  lineColors: 1_000_000,
+  lineColors: 250_000,
   truncated: 64,
   /** Counts: what a browser holds exactly (2**53 - 1). */
   count: Number.MAX_SAFE_INTEGER

@@ -39,7 +39,7 @@ export const PROFILE_LIMITS = {
   /** Source lines with samples in one per-line map. */
   lines: 10_000,
   /** SASS rows with heat. */
-  rows: 1_000_000,
+  rows: 250_000,
   /** Stall reasons, metrics, collection entries. */
   names: 64
 };

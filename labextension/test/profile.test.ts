@@ -13,7 +13,7 @@ import { ProfileView, STALL_COLOURS } from '../src/profileView';
 import { mimeSchema, newDocument, profileFixtureJson, profileSchema } from './helpers';
 
 export function profileValidator() {
-  const ajv = new Ajv2020({ allErrors: true, strict: true });
+  const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true });
   ajv.addSchema(mimeSchema(), 'mime_schema.json');
   return ajv.compile(profileSchema());
 }

@@ -76,7 +76,7 @@ def profile_view_html(insp: Inspection, prof: Profile, *, top: int = 8) -> str:
     lines = prof.by_line()
     hottest = max((lp.samples for lp in lines), default=0)
     parts = [
-        '<div class="tl-prof">',
+        '<div class="tl-prof" style="contain:paint">',
         f"<style>{_view_css(vclass, insp, prof, lines, hottest)}</style>",
         _summary(prof),
         _hot_table(prof, top),
@@ -90,7 +90,7 @@ def profile_view_html(insp: Inspection, prof: Profile, *, top: int = 8) -> str:
 def profile_summary_html(prof: Profile, *, top: int = 8) -> str:
     """A profile without its kernel's panes: summary and hottest lines (``Profile``'s own
     rich display)."""
-    return "\n".join(['<div class="tl-prof">', _summary(prof), _hot_table(prof, top), "</div>"])
+    return "\n".join(['<div class="tl-prof" style="contain:paint">', _summary(prof), _hot_table(prof, top), "</div>"])
 
 
 @dataclass(frozen=True)
@@ -371,7 +371,7 @@ def profile_comparison_html(profiles: Sequence[tuple[str, Profile]]) -> str:
                 f"(LDL/STL, any line)</td>{spill}</tr>")
     table = (f'<table class="tl-compare" style="{_TABLE}"><tr><th style="{_CELL}">line</th>'
              f'<th style="{_CELL}">source</th>{head}</tr>{"".join(rows)}</table>')
-    return (f'<div class="tl-prof-compare"><div style="display:flex;gap:16px;'
+    return (f'<div class="tl-prof-compare" style="contain:paint"><div style="display:flex;gap:16px;'
             f'flex-wrap:wrap">{cols}</div>{table}</div>')
 
 
