@@ -399,3 +399,47 @@ def test_the_script_binds_to_its_own_view_and_looks_lines_up_without_selectors()
     assert "document.currentScript" in _SCRIPT
     assert "querySelectorAll('.tl-l'" not in _SCRIPT and "querySelector('.tl-l'" not in _SCRIPT
     assert "^[1-9][0-9]{0,8}$" in _SCRIPT
+
+
+def test_the_script_leaves_other_views_alone_and_survives_hostile_line_numbers(tmp_path):
+    """In a page holding a tile_lab HTML view and another .tl-view (as the extension draws
+    one) whose rows say data-line="1e+308": the script binds to its own view only, clicking
+    anywhere throws nothing, and clicking a row of its own view pins that line (jsdom)."""
+    import json
+    import subprocess
+
+    import browser_env
+
+    node = browser_env.node()
+    browser_env.node_module("jsdom")
+    insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
+    other = ('<div class="tl-view" id="ext"><div class="tl-code">'
+             '<div class="tl-row" data-line="1e+308">a</div>'
+             '<div class="tl-row" data-line="1e21">b</div></div></div>')
+    page = f"<!doctype html><body>{other}{inspection_html(insp)}</body>"
+    (tmp_path / "page.html").write_text(page)
+    script = """
+const { JSDOM } = require('jsdom');
+const fs = require('fs');
+const errors = [];
+const dom = new JSDOM(fs.readFileSync(process.argv[1], 'utf8'), { runScripts: 'dangerously' });
+const w = dom.window;
+w.addEventListener('error', e => errors.push(String(e.message)));
+const d = w.document;
+const click = e => e.dispatchEvent(new w.MouseEvent('click', { bubbles: true }));
+for (const r of d.querySelectorAll('#ext [data-line]')) click(r);
+const row = d.querySelector('.tl-pane-source .tl-ln[data-line="12"]');
+click(row);
+const view = d.querySelector('.tl-view[class*="tl-v-"]');
+process.stdout.write(JSON.stringify({
+  errors, extBound: d.getElementById('ext').getAttribute('data-tl-bound'),
+  ownBound: view.getAttribute('data-tl-bound'), pin: view.getAttribute('data-pin'),
+  pinned: view.querySelectorAll('.tl-pin').length }));
+"""
+    proc = subprocess.run([node, "-e", script, str(tmp_path / "page.html")],
+                          cwd=browser_env.EXT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["errors"] == []
+    assert out["extBound"] is None and out["ownBound"] == "1"
+    assert out["pin"] == "12" and out["pinned"] >= 3  # the source row and its IR/SASS rows

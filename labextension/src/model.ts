@@ -322,16 +322,12 @@ export function entries(
   unit: string,
   cuts: Cuts
 ): [string, unknown][] {
-  const out: [string, unknown][] = [];
-  let n = 0;
-  for (const k in v) {
-    if (!Object.prototype.hasOwnProperty.call(v, k)) {
-      continue;
-    }
-    if (n < max) {
-      out.push([k, v[k]]);
-    }
-    n++;
+  // Object.keys: own enumerable keys, the order JSON gave them (integer keys ascending)
+  const keys = Object.keys(v);
+  const n = keys.length;
+  const out: [string, unknown][] = new Array(Math.min(n, max));
+  for (let i = 0; i < out.length; i++) {
+    out[i] = [keys[i], v[keys[i]]];
   }
   if (n > max) {
     cuts.add(field, max, n, unit);

@@ -37,7 +37,7 @@ export const PROFILE_LIMITS = {
   hotLines: 1000,
   compared: 8,
   /** Source lines with samples in one per-line map. */
-  lines: 10_000,
+  lines: 2000,
   /** SASS rows with heat. */
   rows: 250_000,
   /** Stall reasons, metrics, collection entries. */

@@ -23,7 +23,7 @@ export const STALL_COLOURS: ReadonlySet<string> = new Set([
 const PANEL_REASONS = 6;
 const TABLE_REASONS = 2;
 /** Lines the comparison table lists: the hottest ones, when there are more. */
-export const COMPARE_ROWS = 500;
+export const COMPARE_ROWS = 200;
 
 export const PROFILE_CLASSES = {
   view: 'tl-prof-view',
