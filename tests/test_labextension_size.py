@@ -114,7 +114,7 @@ def _html_page(root: Path) -> str:
     return "html_fallback.html"
 
 
-def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:
+def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # noqa: F811
     url, root = lab_server
     node = browser_env.node()
     node_module("playwright-core")

@@ -124,10 +124,11 @@ _STYLE_PANE_SOURCE = "flex:1 1 auto;min-width:min(30em,100%);max-width:100%"
 _STYLE_PANE_MISSING = "flex:0 1 14em;min-width:10em;max-width:18em"
 _STYLE_CODE = "max-height:36em;overflow:auto;margin:0"
 
-# What a static HTML pane draws (10,000 rows open in about 0.6 s in Chromium; a GEMM's
-# PTX, the longest real pane seen, has 7,844) (it has no script in untrusted output, so it cannot draw
+# What a static HTML pane draws (it has no script in untrusted output, so it cannot draw
 # rows as they scroll into view as the extension does): more rows are cut with a notice
 # saying how to get them; one very long row is cut with a sign saying how much is left.
+# 10,000 rows open in about 0.9 s in Chromium; a GEMM's PTX, the longest real pane seen
+# here, has 7,844.
 HTML_MAX_ROWS = 10_000
 HTML_ROW_CHARS = 2_000
 HTML_MAX_REMARKS = 2_000

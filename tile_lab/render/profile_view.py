@@ -91,7 +91,8 @@ def profile_view_html(insp: Inspection, prof: Profile, *, top: int = 8) -> str:
 def profile_summary_html(prof: Profile, *, top: int = 8) -> str:
     """A profile without its kernel's panes: summary and hottest lines (``Profile``'s own
     rich display)."""
-    return "\n".join(['<div class="tl-prof" style="contain:paint">', _summary(prof), _hot_table(prof, top), "</div>"])
+    return "\n".join(['<div class="tl-prof" style="contain:paint">', _summary(prof),
+                      _hot_table(prof, top), "</div>"])
 
 
 @dataclass(frozen=True)
