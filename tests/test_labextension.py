@@ -358,12 +358,12 @@ def hostile_payloads() -> list[dict]:
     h = " ".join(HOSTILE)
     lines = "\n".join(HOSTILE) + "\n"
     every = fixture_payload()
-    every.update(kernel_name=h, filename=h, arch=h, signature=h, source=lines,
-                 hints={h: h, "num_ctas": {"style": h}}, versions={h: h}, style=h,
-                 diagram={"svg": HOSTILE[4], "footprints": []})
+    every.update(kernel_name=h[:1000], filename=h[:1000], arch=h[:1000], signature=h,
+                 source=lines, hints={h[:100]: h[:1000], "num_ctas": json.dumps({"style": h})},
+                 versions={h[:100]: h[:1000]})
     every["stages"]["tileir"].update(text=lines, line_map=[5] * len(HOSTILE))
     every["stages"]["tileir"].pop("tokens")
-    every["stages"]["constructor"] = {"name": h, "text": lines, "line_map": [4]}
+    every["stages"]["constructor"] = {"text": lines, "line_map": [4]}
     every["show"] = [*every["show"], "constructor"]
     every["remarks"][0].update(kind=h, category=h, message=h, pass_name=h)
     refused = []
@@ -371,7 +371,10 @@ def hostile_payloads() -> list[dict]:
                   lambda d: d["line_colors"].update({HOSTILE[3]: 1}),
                   lambda d: d["stages"].update({HOSTILE[6]: d["stages"]["sass"]}),
                   lambda d: d["show"].append(HOSTILE[5]),
-                  lambda d: d.update(version=HOSTILE[1])):
+                  lambda d: d.update(version=HOSTILE[1]),
+                  # fields the schema does not have are refused, not ignored (issue 28)
+                  lambda d: d.update(style=h, diagram={"svg": HOSTILE[4], "footprints": []}),
+                  lambda d: d["stages"]["sass"].update(name=h)):
         d = fixture_payload()
         spoil(d)
         refused.append(d)

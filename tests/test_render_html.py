@@ -140,7 +140,7 @@ def test_view_class_follows_content():
     assert re.fullmatch(r"tl-v-[0-9a-f]{12}", view_class(base))
     assert view_class(gemm_inspection(arch="sm_100")) != view_class(base)
     h = inspection_html(base)
-    assert h.startswith(f'<div class="tl-view {view_class(base)}">')
+    assert h.startswith(f'<div class="tl-view {view_class(base)}" style="contain:paint;')
     assert " id=" not in h  # no ids at all: two displays of one view cannot clash
 
 
@@ -356,6 +356,90 @@ def test_tileir_argument_prologue_is_its_own_group():
 def test_source_pane_takes_its_natural_width():
     insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
     view = inspection_html(insp)
-    assert 'tl-pane-source" style="flex:0 1 auto;min-width:16em;max-width:50%"' in view
-    assert 'tl-pane-tileir" style="flex:1 1 24em;min-width:16em"' in view
+    # panes wrap onto rows instead of shrinking; the source takes its natural width
+    assert 'class="tl-panes" style="display:flex;flex-wrap:wrap;' in view
+    assert 'tl-pane-source" style="flex:1 1 auto;min-width:min(30em,100%);max-width:100%"' in view
+    assert 'tl-pane-tileir" style="flex:1 1 30em;min-width:min(30em,100%);max-width:100%"' in view
     assert "64em" not in view  # no cap leaving empty space beside cut lines
+
+
+def test_big_panes_are_cut_with_a_notice_and_long_rows_with_a_sign():
+    """A static pane (no script in untrusted output) draws at most HTML_MAX_ROWS rows and
+    HTML_ROW_CHARS characters a row, and says so; below those the view is unchanged."""
+    from dataclasses import replace
+
+    from tile_lab.artifacts import Remark, StageText
+    from tile_lab.render.html import HTML_MAX_REMARKS, HTML_MAX_ROWS, HTML_ROW_CHARS
+
+    insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
+    n = HTML_MAX_ROWS + 5000
+    sass = StageText("sass", "  /*0000*/ NOP ;\n" * (n - 1) + "x" * (HTML_ROW_CHARS + 7),
+                     (12,) * n)
+    remarks = tuple(Remark("missed", "c", "m", line=12) for _ in range(HTML_MAX_REMARKS + 3))
+    big = replace(insp, stages={**insp.stages, "sass": sass}, remarks=remarks,
+                  show=("source", "tileir", "sass", "remarks"))
+    view = inspection_html(big)
+    pane = view[view.index("tl-pane-sass"):view.index("tl-pane-remarks")]
+    assert f"showing {HTML_MAX_ROWS:,} of {n:,} lines" in pane
+    assert 'insp.stages[&quot;sass&quot;].text' in pane
+    assert pane.count('<span class="tl-ln') == HTML_MAX_ROWS
+    assert f"showing {HTML_MAX_REMARKS:,} of {HTML_MAX_REMARKS + 3:,} remarks" in view
+    wide = replace(big, stages={**insp.stages, "sass": StageText(
+        "sass", "y" * (HTML_ROW_CHARS + 7), (12,))})
+    assert "… 7 more characters" in inspection_html(wide)
+    plain = inspection_html(insp)
+    assert 'class="tl-notice"' not in plain and 'class="tl-more"' not in plain
+
+
+def test_the_script_binds_to_its_own_view_and_looks_lines_up_without_selectors():
+    """Issue 28: the inline script bound every .tl-view on the page (the extension's too)
+    and built `.tl-l` + line selectors, which threw on line numbers like 1e308."""
+    from tile_lab.render.html import _SCRIPT
+
+    assert "document.currentScript" in _SCRIPT
+    assert "querySelectorAll('.tl-l'" not in _SCRIPT and "querySelector('.tl-l'" not in _SCRIPT
+    assert "^[1-9][0-9]{0,8}$" in _SCRIPT
+
+
+def test_the_script_leaves_other_views_alone_and_survives_hostile_line_numbers(tmp_path):
+    """In a page holding a tile_lab HTML view and another .tl-view (as the extension draws
+    one) whose rows say data-line="1e+308": the script binds to its own view only, clicking
+    anywhere throws nothing, and clicking a row of its own view pins that line (jsdom)."""
+    import json
+    import subprocess
+
+    import browser_env
+
+    node = browser_env.node()
+    browser_env.node_module("jsdom")
+    insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
+    other = ('<div class="tl-view" id="ext"><div class="tl-code">'
+             '<div class="tl-row" data-line="1e+308">a</div>'
+             '<div class="tl-row" data-line="1e21">b</div></div></div>')
+    page = f"<!doctype html><body>{other}{inspection_html(insp)}</body>"
+    (tmp_path / "page.html").write_text(page)
+    script = """
+const { JSDOM } = require('jsdom');
+const fs = require('fs');
+const errors = [];
+const dom = new JSDOM(fs.readFileSync(process.argv[1], 'utf8'), { runScripts: 'dangerously' });
+const w = dom.window;
+w.addEventListener('error', e => errors.push(String(e.message)));
+const d = w.document;
+const click = e => e.dispatchEvent(new w.MouseEvent('click', { bubbles: true }));
+for (const r of d.querySelectorAll('#ext [data-line]')) click(r);
+const row = d.querySelector('.tl-pane-source .tl-ln[data-line="12"]');
+click(row);
+const view = d.querySelector('.tl-view[class*="tl-v-"]');
+process.stdout.write(JSON.stringify({
+  errors, extBound: d.getElementById('ext').getAttribute('data-tl-bound'),
+  ownBound: view.getAttribute('data-tl-bound'), pin: view.getAttribute('data-pin'),
+  pinned: view.querySelectorAll('.tl-pin').length }));
+"""
+    proc = subprocess.run([node, "-e", script, str(tmp_path / "page.html")],
+                          cwd=browser_env.EXT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["errors"] == []
+    assert out["extBound"] is None and out["ownBound"] == "1"
+    assert out["pin"] == "12" and out["pinned"] >= 3  # the source row and its IR/SASS rows

@@ -20,7 +20,13 @@ _BADGES = """(() => {
   const box = e => { const r = e.getBoundingClientRect();
                      return [r.left, r.top, r.right, r.bottom]; };
   const src = document.querySelector('.tl-pane-source');
+  const pane = src.querySelector('pre').getBoundingClientRect();
   return {
+    // every badge inside its pane's visible box (issue 25: past the right edge at 1000 px)
+    outside: [...src.querySelectorAll('.tl-tma')].filter(b => {
+      const r = b.getBoundingClientRect();
+      return r.left < pane.left || r.right > pane.right || r.top < pane.top
+        || r.bottom > pane.bottom; }).length,
     source: [...src.querySelectorAll('.tl-tma')].map(b =>
       [b.closest('[data-line]').getAttribute('data-line'), b.textContent]),
     rows: [...document.querySelectorAll('details[open] .tl-tma-row')].map(r =>
@@ -58,6 +64,7 @@ def test_tma_badges_name_the_load_that_lost_tma(tmp_path):
     for res in run(jobs, tmp_path):
         v = res["value"]
         assert v["source"] == [["34", "no TMA"], ["35", "TMA UTMALDG"], ["37", "TMA UTMASTG"]]
+        assert v["outside"] == 0, res["name"]
         assert [r[0] for r in v["rows"]] == ["34", "35", "37"]
         # the summary's badges are on the page, and the "no TMA" one is drawn in vermillion
         for _, (left, _top, right, bottom) in v["rows"]:

@@ -5,6 +5,7 @@ Python palette and token colours."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,120 @@ def test_a_real_compile_with_every_pane_validates():
     data = inspection_json(insp)
     assert _errors(data) == []
     assert data["stages"]["tileir"]["tokens"] and data["line_colors"]
+
+
+# -- the one list of cases, shared with the extension's parser ------------------------------
+
+CASES = Path(__file__).resolve().parents[1] / "labextension" / "test" / "fixtures"
+SIZE_KEYWORDS = {"maxLength", "maxItems", "maxProperties"}
+
+
+def _generate(g: dict):
+    if "lines" in g:
+        return f"{g['lines']}\n" * g["n"]
+    if "chars" in g:
+        return "x" * g["chars"]
+    if "repeat" in g:
+        return [copy.deepcopy(g["repeat"]) for _ in range(g["n"])]
+    return {(f"{g['prefix']}{i}" if "prefix" in g else str(g["from"] + i)): g["value"]
+            for i in range(g["keys"])}
+
+
+def apply_case(case: dict) -> dict:
+    """The case's payload, made as labextension/test/cases.ts makes it."""
+    d = json.loads((CASES / f"{case['base']}.json").read_text())
+    for op, where, *args in case["ops"]:
+        parent = d
+        for k in where[:-1]:
+            parent = parent[k]
+        last = where[-1]
+        if op == "set":
+            parent[last] = args[0]
+        elif op == "delete":
+            del parent[last]
+        elif op == "append":
+            parent[last].append(args[0])
+        elif op == "raw":
+            parent[last] = json.loads(args[0])
+        elif op == "repeat_item":
+            parent[last] = [parent[last][args[0]]] * args[1]
+        elif op == "generate":
+            parent[last] = _generate(args[0])
+        else:
+            raise AssertionError(f"unknown op {op}")
+    return d
+
+
+def _profile_validator():
+    referencing = pytest.importorskip("referencing")
+    from tile_lab.render.profile_view import PROFILE_SCHEMA_FILE
+
+    schema = json.loads(PROFILE_SCHEMA_FILE.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    registry = referencing.Registry().with_resource(
+        "mime_schema.json", referencing.Resource.from_contents(mime_schema()))
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
+def _leaf_errors(errors) -> list:
+    """The errors under anyOf/allOf branches, flattened (a size error inside a branch)."""
+    out = []
+    for e in errors:
+        out.extend(_leaf_errors(e.context) if e.context else [e])
+    return out
+
+
+def test_schema_agrees_with_the_shared_cases():
+    """labextension/test/fixtures/schema_cases.json: the same cases the extension's parser
+    is tested on (test/schema.test.ts). valid: no error; cut: only size errors (the parser
+    shows the data cut, with a notice); refused: another error (the parser refuses it)."""
+    cases = json.loads((CASES / "schema_cases.json").read_text())["cases"]
+    validators = {"inspection": _validator(), "profile": _profile_validator()}
+    seen = {"valid": 0, "cut": 0, "refused": 0}
+    for case in cases:
+        errors = list(validators[case["base"]].iter_errors(apply_case(case)))
+        leaves = {e.validator for e in _leaf_errors(errors)}
+        seen[case["expect"]] += 1
+        if case["expect"] == "valid":
+            assert errors == [], (case["name"], [e.message[:200] for e in errors])
+        elif case["expect"] == "cut":
+            assert errors and leaves <= SIZE_KEYWORDS, (case["name"], leaves)
+        else:
+            assert errors and not leaves <= SIZE_KEYWORDS, (case["name"], leaves)
+    assert seen["valid"] >= 5 and seen["cut"] >= 10 and seen["refused"] >= 50, seen
+
+
+def test_the_writer_cuts_to_the_limits_and_says_so(monkeypatch):
+    """An Inspection over the limits (here the schema's limits scaled down, so the test is
+    quick: a SASS longer than `rows`, more remarks than `remarks`, a long kernel name) is
+    written cut to them, valid against the schema, with the sizes before in `truncated`."""
+    from dataclasses import replace
+
+    from tile_lab.artifacts import Remark, StageText
+    from tile_lab.render import mime as mime_mod
+
+    real = mime_mod.mime_limits()
+    lim = replace(real, rows=1000, remarks=50, text_chars=30_000)
+    monkeypatch.setattr(mime_mod, "mime_limits", lambda: lim)
+    insp = gemm_inspection(show=("source", "tileir", "sass", "remarks"))
+    n = 1500
+    sass = StageText("sass", "  /*0000*/ NOP ;\n" * n, (None,) * n)
+    remarks = tuple(Remark("missed", "c", "m", line=None) for _ in range(80))
+    big = replace(insp, kernel_name="k" * 5000, remarks=remarks,
+                  stages={**insp.stages, "sass": sass})
+    data = inspection_json(big)
+    assert _errors(data) == []
+    assert data["truncated"] == {"stages.sass.text": n, "remarks": 80}
+    assert len(data["stages"]["sass"]["line_map"]) == 1000
+    assert data["stages"]["sass"]["text"].count("\n") == 1000
+    assert len(data["remarks"]) == 50
+    assert len(data["kernel_name"]) == real.name_chars and data["kernel_name"].endswith("…")
+    # the character limit cuts at a line break too
+    wide = replace(big, stages={**insp.stages, "sass": StageText("sass", "x" * 99 + "\n" * 0
+                                                                 + ("y" * 99 + "\n") * 900,
+                                                                 (None,) * 901)})
+    text = inspection_json(wide)["stages"]["sass"]["text"]
+    assert len(text) <= 30_000 and text.endswith("\n")
+    # below the limits nothing changes: no `truncated` field
+    monkeypatch.setattr(mime_mod, "mime_limits", lambda: real)
+    assert "truncated" not in inspection_json(insp)

@@ -224,3 +224,18 @@ def test_extension_profile_colours_are_the_html_views():
     assert f".tl-s-other {{\n  background: {pv._OTHER_COLOR};\n}}" in css
     ts = (ROOT / "labextension" / "src" / "profileView.ts").read_text()
     assert all(f"'{reason}'" in ts for reason in pv._STALL_COLORS)
+
+
+def test_overlay_keeps_the_hottest_lines_within_the_schemas_limit(gemm, monkeypatch):
+    """Per-line maps hold at most the schema's maxProperties (2,000) source lines; over it
+    the writer keeps the hottest (here the limit is set to 2 to see it)."""
+    from tile_lab.render import profile_view as pv
+
+    insp, prof = gemm
+    assert pv._profile_line_limit() == 2000  # read from profile_schema.json
+    monkeypatch.setattr(pv, "_profile_line_limit", lambda: 2)
+    data = pv.profile_overlay_json(insp, prof, compare=[("best", prof)])
+    hottest = sorted(prof.by_line(), key=lambda lp: -lp.samples)[:2]
+    assert sorted(data["line_samples"]) == sorted(str(lp.line) for lp in hottest)
+    assert set(data["line_heat"]) == set(data["line_stalls"]) == set(data["line_samples"])
+    assert len(data["comparison"][0]["line_samples"]) == 2

@@ -33,20 +33,29 @@ export class TileLabRenderer extends Widget implements IRenderMime.IRenderer {
 
   readonly mimeType: string;
 
-  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this.view?.dispose();
     this.view = null;
     const doc = this.node.ownerDocument;
+    const data = model.data[this.mimeType];
+    // Draw in a task of its own, not inside the one that opens the notebook (which, for a
+    // big notebook, already runs for a while): each stays as short as it can be.
+    const ticket = ++this.renders;
+    await new Promise<void>(resolve => (doc.defaultView ?? globalThis).setTimeout(resolve, 0));
+    if (ticket !== this.renders || this.isDisposed) {
+      return; // a newer model came, or the output went away
+    }
     let child: HTMLElement;
     try {
-      this.view = makeView(this.mimeType, model.data[this.mimeType], doc);
+      this.view = makeView(this.mimeType, data, doc);
       child = this.view.node;
     } catch (err) {
       child = renderError(doc, err instanceof Error ? err.message : String(err));
     }
     this.node.replaceChildren(child);
-    return Promise.resolve();
   }
+
+  private renders = 0;
 
   dispose(): void {
     this.view?.dispose();

@@ -8,7 +8,17 @@
  * Maps, never as plain-object keys.
  */
 
-import { IInspectionData, InvalidViewData, parseInspection } from './model';
+import {
+  Cuts,
+  ICut,
+  IInspectionData,
+  InvalidViewData,
+  LIMITS,
+  checkFields,
+  count,
+  entries,
+  parseInspection
+} from './model';
 
 export const PROFILE_MIME_TYPE = 'application/vnd.tile-lab.profile.v1+json';
 
@@ -22,9 +32,19 @@ export const REASON_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 export const LINE_KEY = /^[1-9][0-9]{0,8}$/;
 export const ROW_KEY = /^(0|[1-9][0-9]{0,8})$/;
 
-/** The schema's caps on list lengths. */
-export const MAX_HOT_LINES = 1000;
-export const MAX_COMPARED = 8;
+/** The schema's size limits (test/profile.test.ts checks them against profile_schema.json). */
+export const PROFILE_LIMITS = {
+  hotLines: 1000,
+  compared: 8,
+  /** Source lines with samples in one per-line map. */
+  lines: 2000,
+  /** SASS rows with heat. */
+  rows: 250_000,
+  /** Stall reasons, metrics, collection entries. */
+  names: 64
+};
+export const MAX_HOT_LINES = PROFILE_LIMITS.hotLines;
+export const MAX_COMPARED = PROFILE_LIMITS.compared;
 
 /** Stall reason -> samples, largest first (ties by name). */
 export type Stalls = [string, number][];
@@ -71,6 +91,8 @@ export interface IProfileData {
   /** tool, ncu_version and plan of `collection`, those that are strings. */
   collection: [string, string][];
   comparison: IComparedProfile[];
+  /** What the parser cut to the schema's size limits (the inspection's own included). */
+  cuts: ICut[];
 }
 
 type Dict = Record<string, unknown>;
@@ -90,11 +112,11 @@ function dict(v: unknown, where: string): Dict {
   return v;
 }
 
-function count(v: unknown, where: string): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-    throw new InvalidViewData(where, 'must be a non-negative integer');
+function key(k: string, pattern: RegExp, where: string, what: string): string {
+  if (!pattern.test(k)) {
+    throw new InvalidViewData(`${where}[${JSON.stringify(k)}]`, `is not ${what}`);
   }
-  return v;
+  return k;
 }
 
 function heat(v: unknown, where: string): number {
@@ -104,122 +126,126 @@ function heat(v: unknown, where: string): number {
   return v;
 }
 
-function text(v: unknown, where: string): string {
-  if (typeof v !== 'string') {
-    throw new InvalidViewData(where, 'must be a string');
-  }
-  return v;
-}
+/** The parse of one payload: its cuts, and readers that record them. */
+class Reader {
+  readonly cuts = new Cuts();
 
-function textOrNull(v: unknown, where: string): string | null {
-  return v === null || v === undefined ? null : text(v, where);
-}
-
-function key(k: string, pattern: RegExp, where: string, what: string): string {
-  if (!pattern.test(k)) {
-    throw new InvalidViewData(`${where}[${JSON.stringify(k)}]`, `is not ${what}`);
-  }
-  return k;
-}
-
-/** An object keyed by source line (or SASS row) as a Map of numbers to parsed values. */
-function numberKeyed<T>(
-  v: unknown,
-  where: string,
-  pattern: RegExp,
-  value: (x: unknown, where: string) => T
-): Map<number, T> {
-  const out = new Map<number, T>();
-  for (const [k, x] of Object.entries(dict(v, where))) {
-    key(k, pattern, where, pattern === LINE_KEY ? 'a line number' : 'a row index');
-    out.set(Number(k), value(x, `${where}.${k}`));
-  }
-  return out;
-}
-
-function stalls(v: unknown, where: string): Stalls {
-  const out: Stalls = [];
-  for (const [k, x] of Object.entries(dict(v, where))) {
-    out.push([key(k, REASON_NAME, where, 'a stall reason name'), count(x, `${where}.${k}`)]);
-  }
-  return out.sort(([a, n], [b, m]) => m - n || (a < b ? -1 : a > b ? 1 : 0));
-}
-
-function group(v: unknown, where: string): IGroup {
-  const d = dict(v, where);
-  return {
-    samples: count(own(d, 'samples'), `${where}.samples`),
-    stalls: stalls(own(d, 'stalls'), `${where}.stalls`)
-  };
-}
-
-function list(v: unknown, where: string, max: number, min = 0): unknown[] {
-  if (!Array.isArray(v) || v.length > max || v.length < min) {
-    throw new InvalidViewData(where, `must be a list of ${min} to ${max} entries`);
-  }
-  return v;
-}
-
-function hotLine(v: unknown, i: number): IHotLine {
-  const where = `hot_lines[${i}]`;
-  const d = dict(v, where);
-  const line = own(d, 'line');
-  if (typeof line !== 'number' || !Number.isSafeInteger(line) || line < 1) {
-    throw new InvalidViewData(`${where}.line`, 'must be a positive integer');
-  }
-  const executed = own(d, 'executed');
-  return {
-    line,
-    text: text(own(d, 'text'), `${where}.text`),
-    samples: count(own(d, 'samples'), `${where}.samples`),
-    executed: executed === null || executed === undefined ? null : count(executed, `${where}.executed`),
-    stalls: stalls(own(d, 'stalls'), `${where}.stalls`)
-  };
-}
-
-function compared(v: unknown, i: number): IComparedProfile {
-  const where = `comparison[${i}]`;
-  const d = dict(v, where);
-  return {
-    label: text(own(d, 'label'), `${where}.label`),
-    summary: text(own(d, 'summary'), `${where}.summary`),
-    gpu: textOrNull(own(d, 'gpu'), `${where}.gpu`),
-    spills: text(own(d, 'spills') ?? '', `${where}.spills`),
-    total_samples: count(own(d, 'total_samples'), `${where}.total_samples`),
-    line_samples: numberKeyed(own(d, 'line_samples'), `${where}.line_samples`, LINE_KEY, count),
-    line_stalls: numberKeyed(own(d, 'line_stalls'), `${where}.line_stalls`, LINE_KEY, stalls),
-    unattributed: group(own(d, 'unattributed'), `${where}.unattributed`),
-    spill_instructions: group(own(d, 'spill_instructions'), `${where}.spill_instructions`)
-  };
-}
-
-function metrics(v: unknown): Map<string, number | null> {
-  const out = new Map<string, number | null>();
-  for (const [k, x] of Object.entries(dict(v ?? {}, 'metrics'))) {
-    key(k, REASON_NAME, 'metrics', 'a metric name');
-    if (x !== null && (typeof x !== 'number' || !Number.isFinite(x))) {
-      throw new InvalidViewData(`metrics.${k}`, 'must be a number or null');
+  text(v: unknown, where: string, max: number = LIMITS.name): string {
+    if (typeof v !== 'string') {
+      throw new InvalidViewData(where, 'must be a string');
     }
-    out.set(k, x);
+    return this.cuts.text(v, max, where);
   }
-  return out;
+
+  textOrNull(v: unknown, where: string, max: number = LIMITS.name): string | null {
+    return v === null ? null : this.text(v, where, max);
+  }
+
+  /** An object keyed by source line (or SASS row) as a Map of numbers to parsed values. */
+  numberKeyed<T>(
+    v: unknown,
+    where: string,
+    pattern: RegExp,
+    max: number,
+    value: (x: unknown, where: string) => T
+  ): Map<number, T> {
+    const out = new Map<number, T>();
+    const unit = pattern === LINE_KEY ? 'lines' : 'rows';
+    for (const [k, x] of entries(dict(v, where), max, where, unit, this.cuts)) {
+      key(k, pattern, where, pattern === LINE_KEY ? 'a line number' : 'a row index');
+      out.set(Number(k), value(x, `${where}.${k}`));
+    }
+    return out;
+  }
+
+  readonly stalls = (v: unknown, where: string): Stalls => {
+    const out: Stalls = [];
+    for (const [k, x] of entries(dict(v, where), PROFILE_LIMITS.names, where, 'reasons', this.cuts)) {
+      out.push([key(k, REASON_NAME, where, 'a stall reason name'), count(x, `${where}.${k}`)]);
+    }
+    return out.sort(([a, n], [b, m]) => m - n || (a < b ? -1 : a > b ? 1 : 0));
+  };
+
+  group(v: unknown, where: string): IGroup {
+    const d = dict(v, where);
+    checkFields(d, `${where}.`, ['samples', 'stalls']);
+    return {
+      samples: count(own(d, 'samples'), `${where}.samples`),
+      stalls: this.stalls(own(d, 'stalls'), `${where}.stalls`)
+    };
+  }
+
+  list(v: unknown, where: string, max: number, min = 0): unknown[] {
+    if (!Array.isArray(v) || v.length < min) {
+      throw new InvalidViewData(where, `must be a list of at least ${min} entries`);
+    }
+    if (v.length > max) {
+      this.cuts.add(where, max, v.length, 'entries');
+      return v.slice(0, max);
+    }
+    return v;
+  }
+
+  hotLine(v: unknown, i: number): IHotLine {
+    const where = `hot_lines[${i}]`;
+    const d = dict(v, where);
+    checkFields(d, `${where}.`, ['line', 'text', 'samples', 'executed', 'stalls']);
+    const line = own(d, 'line');
+    if (typeof line !== 'number' || !Number.isInteger(line) || line < 1 || line > LIMITS.lineMax) {
+      throw new InvalidViewData(`${where}.line`, `must be a line number 1..${LIMITS.lineMax}`);
+    }
+    const executed = own(d, 'executed');
+    return {
+      line,
+      text: this.text(own(d, 'text'), `${where}.text`),
+      samples: count(own(d, 'samples'), `${where}.samples`),
+      executed: executed === null ? null : count(executed, `${where}.executed`),
+      stalls: this.stalls(own(d, 'stalls'), `${where}.stalls`)
+    };
+  }
+
+  compared(v: unknown, i: number): IComparedProfile {
+    const where = `comparison[${i}]`;
+    const d = dict(v, where);
+    checkFields(d, `${where}.`, ['label', 'summary', 'gpu', 'spills', 'total_samples',
+      'line_samples', 'line_stalls', 'unattributed', 'spill_instructions']);
+    const lines = PROFILE_LIMITS.lines;
+    return {
+      label: this.text(own(d, 'label'), `${where}.label`),
+      summary: this.text(own(d, 'summary'), `${where}.summary`, LIMITS.message),
+      gpu: this.textOrNull(own(d, 'gpu'), `${where}.gpu`),
+      spills: this.text(own(d, 'spills'), `${where}.spills`, LIMITS.message),
+      total_samples: count(own(d, 'total_samples'), `${where}.total_samples`),
+      line_samples: this.numberKeyed(own(d, 'line_samples'), `${where}.line_samples`, LINE_KEY, lines, count),
+      line_stalls: this.numberKeyed(own(d, 'line_stalls'), `${where}.line_stalls`, LINE_KEY, lines, this.stalls),
+      unattributed: this.group(own(d, 'unattributed'), `${where}.unattributed`),
+      spill_instructions: this.group(own(d, 'spill_instructions'), `${where}.spill_instructions`)
+    };
+  }
+
+  metrics(v: unknown): Map<string, number | null> {
+    const out = new Map<string, number | null>();
+    for (const [k, x] of entries(dict(v, 'metrics'), PROFILE_LIMITS.names, 'metrics', 'metrics', this.cuts)) {
+      key(k, REASON_NAME, 'metrics', 'a metric name');
+      if (x !== null && (typeof x !== 'number' || !Number.isFinite(x))) {
+        throw new InvalidViewData(`metrics.${k}`, 'must be a number or null');
+      }
+      out.set(k, x);
+    }
+    return out;
+  }
 }
 
 /** The payload's fields (the schema has additionalProperties: false). */
-const FIELDS: ReadonlySet<string> = new Set([
+const REQUIRED = [
   'version', 'inspection', 'total_samples', 'unattributed_samples', 'line_heat',
   'line_samples', 'line_stalls', 'sass_row_heat', 'hot_lines', 'stall_reasons', 'metrics',
-  'summary', 'gpu', 'collection', 'comparison'
-]);
+  'summary', 'gpu', 'collection'
+];
 
 /** Check untrusted profile data and return it typed; throws InvalidViewData. */
 export function parseProfile(data: unknown): IProfileData {
   const d = dict(data, 'data');
-  for (const k of Object.keys(d)) {
-    if (!FIELDS.has(k)) {
-      throw new InvalidViewData(JSON.stringify(k), 'is not a field of profile version 1');
-    }
-  }
   const version = own(d, 'version');
   if (version !== 1) {
     throw new InvalidViewData(
@@ -227,6 +253,7 @@ export function parseProfile(data: unknown): IProfileData {
       `is ${JSON.stringify(version) ?? 'missing'}; this extension reads profile version 1`
     );
   }
+  checkFields(d, '', REQUIRED, ['comparison']);
   let inspection: IInspectionData;
   try {
     inspection = parseInspection(own(d, 'inspection'));
@@ -234,31 +261,40 @@ export function parseProfile(data: unknown): IProfileData {
     const msg = err instanceof Error ? err.message.replace(/^tile_lab view data: /, '') : '?';
     throw new InvalidViewData('inspection:', msg);
   }
+  const r = new Reader();
   const reasons = new Map<string, string>();
-  for (const [k, x] of Object.entries(dict(own(d, 'stall_reasons') ?? {}, 'stall_reasons'))) {
-    reasons.set(key(k, REASON_NAME, 'stall_reasons', 'a stall reason name'), text(x, `stall_reasons.${k}`));
+  const reasonsIn = dict(own(d, 'stall_reasons'), 'stall_reasons');
+  for (const [k, x] of entries(reasonsIn, PROFILE_LIMITS.names, 'stall_reasons', 'reasons', r.cuts)) {
+    reasons.set(key(k, REASON_NAME, 'stall_reasons', 'a stall reason name'), r.text(x, `stall_reasons.${k}`));
   }
-  const collection = dict(own(d, 'collection') ?? {}, 'collection');
+  const collection = dict(own(d, 'collection'), 'collection');
   const comparison = own(d, 'comparison');
-  return {
+  const lines = PROFILE_LIMITS.lines;
+  const out: IProfileData = {
     version: 1,
     inspection,
     total_samples: count(own(d, 'total_samples'), 'total_samples'),
-    unattributed_samples: count(own(d, 'unattributed_samples') ?? 0, 'unattributed_samples'),
-    line_heat: numberKeyed(own(d, 'line_heat'), 'line_heat', LINE_KEY, heat),
-    line_samples: numberKeyed(own(d, 'line_samples'), 'line_samples', LINE_KEY, count),
-    line_stalls: numberKeyed(own(d, 'line_stalls'), 'line_stalls', LINE_KEY, stalls),
-    sass_row_heat: numberKeyed(own(d, 'sass_row_heat') ?? {}, 'sass_row_heat', ROW_KEY, heat),
-    hot_lines: list(own(d, 'hot_lines'), 'hot_lines', MAX_HOT_LINES).map(hotLine),
+    unattributed_samples: count(own(d, 'unattributed_samples'), 'unattributed_samples'),
+    line_heat: r.numberKeyed(own(d, 'line_heat'), 'line_heat', LINE_KEY, lines, heat),
+    line_samples: r.numberKeyed(own(d, 'line_samples'), 'line_samples', LINE_KEY, lines, count),
+    line_stalls: r.numberKeyed(own(d, 'line_stalls'), 'line_stalls', LINE_KEY, lines, r.stalls),
+    sass_row_heat: r.numberKeyed(own(d, 'sass_row_heat'), 'sass_row_heat', ROW_KEY, PROFILE_LIMITS.rows, heat),
+    hot_lines: r.list(own(d, 'hot_lines'), 'hot_lines', PROFILE_LIMITS.hotLines).map((h, i) => r.hotLine(h, i)),
     stall_reasons: reasons,
-    metrics: metrics(own(d, 'metrics')),
-    summary: text(own(d, 'summary'), 'summary'),
-    gpu: textOrNull(own(d, 'gpu'), 'gpu'),
+    metrics: r.metrics(own(d, 'metrics')),
+    summary: r.text(own(d, 'summary'), 'summary', LIMITS.message),
+    gpu: r.textOrNull(own(d, 'gpu'), 'gpu'),
     collection: ['tool', 'ncu_version', 'plan'].flatMap((k): [string, string][] => {
       const x = own(collection, k);
-      return typeof x === 'string' ? [[k, x]] : [];
+      return typeof x === 'string' ? [[k, r.text(x, `collection.${k}`)]] : [];
     }),
     comparison:
-      comparison === undefined ? [] : list(comparison, 'comparison', MAX_COMPARED, 1).map(compared)
+      comparison === undefined
+        ? []
+        : r.list(comparison, 'comparison', PROFILE_LIMITS.compared, 1).map((c, i) => r.compared(c, i)),
+    cuts: []
   };
+  entries(collection, PROFILE_LIMITS.names, 'collection', 'entries', r.cuts);
+  out.cuts = [...inspection.cuts.map(c => ({ ...c, field: `inspection.${c.field}` })), ...r.cuts.list];
+  return out;
 }

@@ -9,9 +9,9 @@
  * looked up in Maps. The stylesheet gives the view `contain: paint`.
  */
 
-import { IInspectionData, splitLines } from './model';
+import { IInspectionData, LIMITS, TextRows } from './model';
 import { IComparedProfile, IProfileData, Stalls } from './profile';
-import { IViewOptions, InspectionView } from './view';
+import { CLASSES, IViewOptions, InspectionView, fmtCount } from './view';
 
 /** Stall reasons with a colour of their own in profile.css; the rest share tl-s-other. */
 export const STALL_COLOURS: ReadonlySet<string> = new Set([
@@ -22,6 +22,8 @@ export const STALL_COLOURS: ReadonlySet<string> = new Set([
 /** Reasons listed in the hover panel, and named after a hot line's bar. */
 const PANEL_REASONS = 6;
 const TABLE_REASONS = 2;
+/** Lines the comparison table lists: the hottest ones, when there are more. */
+export const COMPARE_ROWS = 200;
 
 export const PROFILE_CLASSES = {
   view: 'tl-prof-view',
@@ -78,14 +80,26 @@ export class ProfileView {
   constructor(data: IProfileData, doc: Document, options: IViewOptions = {}) {
     this.doc = doc;
     this.data = data;
-    this.inspection = new InspectionView(data.inspection, doc, options);
+    this.inspection = new InspectionView(data.inspection, doc, {
+      ...options,
+      decorate: (pane, row, line, e) => {
+        this.heatCell(pane, row, line, e);
+        options.decorate?.(pane, row, line, e);
+      }
+    });
     this.node = el(doc, 'div', PROFILE_CLASSES.view);
     this.panel = el(doc, 'div', PROFILE_CLASSES.panel);
     this.panel.setAttribute('aria-live', 'polite');
-    this.heatGutters();
     const hot = el(doc, 'div', 'tl-table-scroll');
     hot.appendChild(this.hotTable());
-    this.node.append(this.header(), hot, this.panel, this.inspection.node);
+    this.node.appendChild(this.header());
+    const own = data.cuts.filter(c => !c.field.startsWith('inspection.'));
+    if (own.length) {
+      const words = own.slice(0, 4).map(c => `${c.field}: ${fmtCount(c.shown)} of ${fmtCount(c.total)} ${c.unit}`);
+      const more = own.length > 4 ? `, and ${own.length - 4} more` : '';
+      this.node.appendChild(el(doc, 'div', CLASSES.notice, `Cut to the view's limits: ${words.join('; ')}${more}.`));
+    }
+    this.node.append(hot, this.panel, this.inspection.node);
     if (data.comparison.length) {
       this.node.appendChild(this.comparison(data.comparison));
     }
@@ -196,24 +210,18 @@ export class ProfileView {
     return box;
   }
 
-  /** A heat cell at the start of every row: per instruction in SASS (when the data has
-   * it), else per source line. */
-  private heatGutters(): void {
+  /** A heat cell at the start of a row as the view draws it: per instruction in SASS
+   * (when the data has it), else per source line. */
+  private heatCell(pane: string, index: number, line: number | null, row: HTMLElement): void {
     const d = this.data;
-    for (const section of this.inspection.node.querySelectorAll('section[data-pane]')) {
-      const bySassRow = section.getAttribute('data-pane') === 'sass' && d.sass_row_heat.size > 0;
-      for (const row of section.querySelectorAll('.tl-row')) {
-        const line = Number(row.getAttribute('data-line'));
-        const index = Number(row.getAttribute('data-row'));
-        const level = bySassRow ? d.sass_row_heat.get(index) ?? 0 : d.line_heat.get(line) ?? 0;
-        const cell = el(this.doc, 'span', `${PROFILE_CLASSES.heat} tl-h${level}`);
-        const samples = d.line_samples.get(line);
-        if (samples) {
-          cell.title = `line ${line}: ${fmt(samples)} stall samples`;
-        }
-        row.insertBefore(cell, row.firstChild);
-      }
+    const bySassRow = pane === 'sass' && d.sass_row_heat.size > 0;
+    const level = bySassRow ? d.sass_row_heat.get(index) ?? 0 : line === null ? 0 : d.line_heat.get(line) ?? 0;
+    const cell = el(this.doc, 'span', `${PROFILE_CLASSES.heat} tl-h${level}`);
+    const samples = line === null ? undefined : d.line_samples.get(line);
+    if (samples) {
+      cell.title = `line ${line}: ${fmt(samples)} stall samples`;
     }
+    row.insertBefore(cell, row.firstChild);
   }
 
   private stallBar(stalls: Stalls, samples: number, fill: number, legend: number): HTMLElement {
@@ -304,7 +312,14 @@ export class ProfileView {
     head.append(el(this.doc, 'th', '', 'line'), el(this.doc, 'th', '', 'source'),
       ...profiles.map(p => el(this.doc, 'th', '', p.label)));
     table.appendChild(head);
-    const lines = [...new Set(profiles.flatMap(p => [...p.line_samples.keys()]))].sort((a, b) => a - b);
+    const all = [...new Set(profiles.flatMap(p => [...p.line_samples.keys()]))];
+    // more lines than a table can hold: the hottest (largest share in any config)
+    const share = (line: number) => Math.max(...profiles.map(p =>
+      p.total_samples > 0 ? (p.line_samples.get(line) ?? 0) / p.total_samples : 0));
+    const lines = (all.length > COMPARE_ROWS
+      ? all.map(l => [l, share(l)] as const).sort((a, b) => b[1] - a[1] || a[0] - b[0])
+        .slice(0, COMPARE_ROWS).map(([l]) => l)
+      : all).sort((a, b) => a - b);
     for (const line of lines) {
       const tr = el(this.doc, 'tr', '');
       tr.append(el(this.doc, 'td', 'tl-num', String(line)),
@@ -328,7 +343,12 @@ export class ProfileView {
     }
     const scroll = el(this.doc, 'div', 'tl-table-scroll');
     scroll.appendChild(table);
-    box.append(cards, scroll);
+    box.append(cards);
+    if (all.length > lines.length) {
+      box.appendChild(el(this.doc, 'div', CLASSES.notice,
+        `showing the ${fmtCount(lines.length)} hottest of ${fmtCount(all.length)} source lines`));
+    }
+    box.append(scroll);
     return box;
   }
 
@@ -342,7 +362,15 @@ export class ProfileView {
   }
 }
 
+const SOURCE_ROWS = new WeakMap<IInspectionData, TextRows>();
+
 /** The text of source line `line` of the inspection ('' outside the kernel). */
 export function lineText(insp: IInspectionData, line: number): string {
-  return (splitLines(insp.source)[line - insp.first_line] ?? '').trim();
+  let rows = SOURCE_ROWS.get(insp);
+  if (!rows) {
+    rows = new TextRows(insp.source, LIMITS.rows);
+    SOURCE_ROWS.set(insp, rows);
+  }
+  const i = line - insp.first_line;
+  return i >= 0 && i < rows.count ? rows.row(i).slice(0, 200).trim() : '';
 }

@@ -4,20 +4,25 @@
  * No markup is taken from the data: text goes in through textContent (never innerHTML),
  * attributes only get validated pane names and line numbers, and class names come from
  * this file's fixed lists (token and palette classes are looked up in allowlists). No
- * `style` attribute is ever set. The stylesheet adds `contain: paint` on the view, so
- * nothing in it can be drawn outside its box. No Lumino or JupyterLab imports here, so it
- * runs under jsdom.
+ * `style` attribute is ever set: sizes are classes too (see `spacer`). The stylesheet adds
+ * `contain: paint` on the view, so nothing in it can be drawn outside its box. No Lumino
+ * or JupyterLab imports here, so it runs under jsdom.
+ *
+ * Size: a pane of more than VIRTUAL_ABOVE rows draws only the rows in (and near) its
+ * scrolled window, so a 200,000-line SASS pane costs what a 100-line one does; hovering
+ * looks rows up in an index built once (linking.ts) and touches only drawn rows.
  */
 
-import { HighlightState, LineIndex, paneRows } from './linking';
+import { HighlightState, IPaneRows, LineIndex, paneRows } from './linking';
 import {
+  ICut,
   IInspectionData,
   IRemark,
   PALETTE_SLOTS,
   TOKEN_CLASSES,
+  TextRows,
   TokenRun,
-  paneTitle,
-  splitLines
+  paneTitle
 } from './model';
 
 /** CSS classes the tests and the stylesheet rely on. */
@@ -30,12 +35,30 @@ export const CLASSES = {
   band: 'tl-band',
   toggle: 'tl-toggle',
   copy: 'tl-copy',
+  download: 'tl-download',
+  notice: 'tl-notice',
+  virtual: 'tl-virtual',
   error: 'tl-error'
 };
+
+/** Panes with more rows than this draw only what is visible. */
+export const VIRTUAL_ABOVE = 2000;
+/** Row height of a virtual pane, px (base.css: `.tl-virtual .tl-row`). */
+export const ROW_PX = 18;
+/** Rows drawn above and below the visible ones. */
+const OVERSCAN = 40;
+/** Rows drawn before the pane has a size (jsdom, or not yet laid out). */
+const FIRST_WINDOW = 40;
+/** Characters of one row drawn; the rest is replaced by a sign saying how many. */
+export const ROW_CHARS = 2000;
+/** Spacer blocks: tl-sp0..tl-sp20 are 2**k rows high (base.css). */
+const SPACER_BITS = 21;
 
 export interface IViewOptions {
   /** Writes text to the clipboard; defaults to navigator.clipboard. */
   copy?: (text: string) => Promise<void>;
+  /** Called for every row element the view draws (the profile view's heat gutter). */
+  decorate?: (pane: string, row: number, line: number | null, el: HTMLElement) => void;
 }
 
 function el<K extends keyof HTMLElementTagNameMap>(
@@ -71,6 +94,126 @@ function remarkText(r: IRemark): string {
   return `${where}${r.kind} ${r.category}: ${r.message}${pass}`;
 }
 
+/** Numbers as 1,234 independent of the browser's locale. */
+export function fmtCount(n: number): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: 0 });
+}
+
+/** Save `text` as a file, built in the page (a Blob URL; no request leaves the page). */
+export function downloadText(doc: Document, name: string, text: string): boolean {
+  const win = doc.defaultView as (Window & typeof globalThis) | null;
+  const url = win?.URL?.createObjectURL?.(new win.Blob([text], { type: 'text/plain' }));
+  if (!win || !url) {
+    return false;
+  }
+  const a = doc.createElement('a');
+  a.href = url;
+  a.download = name;
+  doc.body.appendChild(a);
+  a.click();
+  a.remove();
+  win.setTimeout(() => win.URL.revokeObjectURL(url), 60_000);
+  return true;
+}
+
+/**
+ * The rows of one pane: all of them, or (above VIRTUAL_ABOVE) the scrolled window between
+ * two spacers whose heights are sums of tl-spK classes. `drawn` maps row index -> element.
+ */
+class PaneRows {
+  readonly drawn = new Map<number, HTMLElement>();
+  readonly virtual: boolean;
+  private from = -1;
+  private to = -1;
+  private readonly before: HTMLElement;
+  private readonly after: HTMLElement;
+  private readonly rowsBox: HTMLElement;
+
+  constructor(
+    private readonly doc: Document,
+    readonly rows: IPaneRows,
+    readonly body: HTMLElement,
+    readonly box: HTMLElement,
+    private readonly make: (i: number) => HTMLElement,
+    ghost: HTMLElement | null
+  ) {
+    this.virtual = rows.count > VIRTUAL_ABOVE;
+    this.before = el(doc, 'div', 'tl-spacer');
+    this.after = el(doc, 'div', 'tl-spacer');
+    this.rowsBox = el(doc, 'div', 'tl-rows');
+    if (this.virtual) {
+      box.classList.add(CLASSES.virtual);
+      if (ghost) {
+        box.appendChild(ghost);
+      }
+      box.append(this.before, this.rowsBox, this.after);
+    } else {
+      for (let i = 0; i < rows.count; i++) {
+        const row = make(i);
+        this.drawn.set(i, row);
+        box.appendChild(row);
+      }
+    }
+  }
+
+  /** Draw the rows the pane's scroll position shows (virtual panes only). */
+  update(): void {
+    if (!this.virtual) {
+      return;
+    }
+    const n = this.rows.count;
+    const height = this.body.clientHeight;
+    const visible = height > 0 ? Math.ceil(height / ROW_PX) : FIRST_WINDOW;
+    const top = Math.floor(this.body.scrollTop / ROW_PX);
+    const from = Math.max(0, Math.min(n, top - OVERSCAN));
+    const to = Math.min(n, top + visible + OVERSCAN);
+    if (from === this.from && to === this.to) {
+      return;
+    }
+    // keep the rows still in the window, draw the new ones
+    const keep = new Map<number, HTMLElement>();
+    for (const [i, row] of this.drawn) {
+      if (i >= from && i < to) {
+        keep.set(i, row);
+      }
+    }
+    const rows: HTMLElement[] = [];
+    for (let i = from; i < to; i++) {
+      rows.push(keep.get(i) ?? this.make(i));
+    }
+    this.drawn.clear();
+    rows.forEach((row, k) => this.drawn.set(from + k, row));
+    this.rowsBox.replaceChildren(...rows);
+    this.spacer(this.before, from);
+    this.spacer(this.after, n - to);
+    this.from = from;
+    this.to = to;
+  }
+
+  /** A spacer `rows` rows high: one block per set bit (no style attribute). */
+  private spacer(box: HTMLElement, rows: number): void {
+    const blocks: HTMLElement[] = [];
+    for (let k = 0; k < SPACER_BITS && rows > 0; k++, rows = Math.floor(rows / 2)) {
+      if (rows % 2) {
+        blocks.push(el(this.doc, 'div', `tl-sp tl-sp${k}`));
+      }
+    }
+    box.replaceChildren(...blocks);
+  }
+
+  /** Scroll so row i is in view (a third from the top) unless it already is. */
+  reveal(i: number): void {
+    const body = this.body;
+    const drawn = this.drawn.get(i);
+    const top = this.virtual || !drawn ? i * ROW_PX : drawn.offsetTop;
+    const h = this.virtual || !drawn ? ROW_PX : drawn.offsetHeight;
+    if (top < body.scrollTop || top > body.scrollTop + body.clientHeight - h) {
+      body.scrollTop = Math.max(0, top - body.clientHeight / 3);
+      this.update();
+    }
+  }
+}
+
 export class InspectionView {
   readonly node: HTMLElement;
   readonly state = new HighlightState();
@@ -78,19 +221,18 @@ export class InspectionView {
   private readonly data: IInspectionData;
   private readonly index: LineIndex;
   private readonly copy: (text: string) => Promise<void>;
-  /** pane id -> its row elements, by row index. */
-  private readonly rows = new Map<string, Element[]>();
-  private readonly bodies = new Map<string, HTMLElement>();
+  private readonly decorate: IViewOptions['decorate'];
+  /** pane id -> its rows (drawn or to be drawn). */
+  private readonly panes = new Map<string, PaneRows>();
   private readonly status: HTMLElement;
-  private lit: Element[] = [];
   /** The pane the pointer is in; it is not scrolled under the user's hand. */
   private hoverPane: string | null = null;
-  private pinnedRows: Element[] = [];
 
   constructor(data: IInspectionData, doc: Document, options: IViewOptions = {}) {
     this.doc = doc;
     this.data = data;
     this.copy = options.copy ?? defaultCopy(doc);
+    this.decorate = options.decorate;
     const panes = paneRows(data);
     this.index = new LineIndex(panes);
 
@@ -103,15 +245,20 @@ export class InspectionView {
     const paneBox = el(doc, 'div', 'tl-panes');
     this.status = el(doc, 'div', 'tl-status', 'Hover a line to link the panes; click to pin it.');
     this.status.setAttribute('aria-live', 'polite');
-    this.node.append(header, paneBox, this.status);
+    this.node.append(header);
+    const cuts = this.viewCuts();
+    if (cuts) {
+      this.node.appendChild(cuts);
+    }
+    this.node.append(paneBox, this.status);
 
     const shown = new Set(data.show);
-    for (const { pane } of panes) {
-      const section = this.pane(pane);
-      const visible = shown.has(pane);
+    for (const rows of panes) {
+      const section = this.pane(rows);
+      const visible = shown.has(rows.pane);
       section.hidden = !visible;
       paneBox.appendChild(section);
-      toolbar.appendChild(this.toggle(pane, section, visible));
+      toolbar.appendChild(this.toggle(rows.pane, section, visible));
     }
 
     this.node.addEventListener('mouseover', this.onMouseOver);
@@ -119,9 +266,17 @@ export class InspectionView {
     this.node.addEventListener('click', this.onClick);
   }
 
-  /** Rows (in every pane) currently highlighted, for tests. */
+  /** Rows (in every pane) currently highlighted and drawn, for tests. */
   get highlighted(): Element[] {
-    return [...this.lit];
+    const out: Element[] = [];
+    for (const p of this.panes.values()) {
+      for (const row of p.drawn.values()) {
+        if (row.classList.contains(CLASSES.linked)) {
+          out.push(row);
+        }
+      }
+    }
+    return out;
   }
 
   /** Highlight everything linked to `line` as if it were hovered (null clears hover). */
@@ -134,6 +289,11 @@ export class InspectionView {
   pin(line: number | null): void {
     this.state.click(line);
     this.update();
+  }
+
+  /** Rows of `pane` linked to `line` (from the index; nothing is scanned). */
+  linkedRows(pane: string, line: number): readonly number[] {
+    return this.index.rows(pane, line);
   }
 
   dispose(): void {
@@ -177,44 +337,33 @@ export class InspectionView {
 
   // -- highlighting ---------------------------------------------------------------
 
-  private rowsFor(line: number | null): Element[] {
-    if (line === null) {
-      return [];
-    }
-    const out: Element[] = [];
-    for (const [pane, idx] of this.index.linked(line)) {
-      const rows = this.rows.get(pane) ?? [];
-      for (const i of idx) {
-        if (rows[i]) {
-          out.push(rows[i]);
-        }
-      }
-    }
-    return out;
+  /** Mark one drawn row as linked / pinned for the current state. */
+  private mark(p: PaneRows, i: number, row: HTMLElement): void {
+    const line = p.rows.lineOf(i);
+    const active = this.state.active;
+    row.classList.toggle(CLASSES.linked, line !== null && line === active);
+    row.classList.toggle(CLASSES.pinned, line !== null && line === this.state.pinned);
   }
 
   private update(): void {
-    for (const e of this.lit) {
-      e.classList.remove(CLASSES.linked);
-    }
-    for (const e of this.pinnedRows) {
-      e.classList.remove(CLASSES.pinned);
+    // only drawn rows are touched: O(rows shown), whatever the line links
+    for (const p of this.panes.values()) {
+      for (const [i, row] of p.drawn) {
+        this.mark(p, i, row);
+      }
     }
     const active = this.state.active;
-    this.lit = this.rowsFor(active);
-    this.pinnedRows = this.rowsFor(this.state.pinned);
-    for (const e of this.lit) {
-      e.classList.add(CLASSES.linked);
-    }
-    for (const e of this.pinnedRows) {
-      e.classList.add(CLASSES.pinned);
-    }
     this.revealLinked(active);
     if (active === null) {
       this.status.textContent = 'Hover a line to link the panes; click to pin it.';
     } else {
-      const n = this.index.linked(active);
-      const parts = [...n].map(([pane, idx]) => `${paneTitle(pane)} ${idx.length}`);
+      const parts: string[] = [];
+      for (const pane of this.panes.keys()) {
+        const n = this.index.rows(pane, active).length;
+        if (n) {
+          parts.push(`${paneTitle(pane)} ${fmtCount(n)}`);
+        }
+      }
       const pin = this.state.pinned === active ? ' (pinned; click again to unpin)' : '';
       this.status.textContent = `Line ${active}${pin}: ${parts.join(' · ')}`;
     }
@@ -225,15 +374,10 @@ export class InspectionView {
     if (line === null || this.state.hovered === null) {
       return;
     }
-    for (const [pane, idx] of this.index.linked(line)) {
-      const body = this.bodies.get(pane);
-      const row = this.rows.get(pane)?.[idx[0]] as HTMLElement | undefined;
-      if (!body || !row || pane === this.hoverPane) {
-        continue;
-      }
-      const top = row.offsetTop;
-      if (top < body.scrollTop || top > body.scrollTop + body.clientHeight - row.offsetHeight) {
-        body.scrollTop = Math.max(0, top - body.clientHeight / 3);
+    for (const [pane, p] of this.panes) {
+      const rows = this.index.rows(pane, line);
+      if (rows.length && pane !== this.hoverPane) {
+        p.reveal(rows[0]);
       }
     }
   }
@@ -259,6 +403,17 @@ export class InspectionView {
     return box;
   }
 
+  /** One line naming what was cut to the limits outside the panes (null: nothing). */
+  private viewCuts(): HTMLElement | null {
+    const own = this.data.cuts.filter(c => !paneField(c.field));
+    if (!own.length) {
+      return null;
+    }
+    const words = own.slice(0, 4).map(cutWords);
+    const more = own.length > 4 ? `, and ${own.length - 4} more` : '';
+    return el(this.doc, 'div', CLASSES.notice, `Cut to the view's limits: ${words.join('; ')}${more}.`);
+  }
+
   private toggle(pane: string, section: HTMLElement, visible: boolean): HTMLElement {
     const b = el(this.doc, 'button', CLASSES.toggle, paneTitle(pane));
     b.type = 'button';
@@ -267,44 +422,89 @@ export class InspectionView {
     b.addEventListener('click', () => {
       section.hidden = !section.hidden;
       b.setAttribute('aria-pressed', String(!section.hidden));
+      this.panes.get(pane)?.update();
     });
     return b;
   }
 
-  private pane(pane: string): HTMLElement {
+  private pane(rows: IPaneRows): HTMLElement {
+    const pane = rows.pane;
     const section = el(this.doc, 'section', CLASSES.pane);
     section.setAttribute('data-pane', pane);
     const head = el(this.doc, 'div', 'tl-pane-head');
     head.appendChild(el(this.doc, 'span', 'tl-pane-title', paneTitle(pane)));
     const body = el(this.doc, 'div', 'tl-pane-body');
-    this.bodies.set(pane, body);
-    let text: string | null = null;
-    if (pane === 'source') {
-      text = this.data.source;
-      this.codeRows(pane, body, splitLines(text), i => this.data.first_line + i, null, true);
-    } else if (pane === 'remarks') {
-      text = this.data.remarks.map(remarkText).join('\n');
-      this.remarkRows(body);
+    let full: string;
+    let p: PaneRows;
+    if (pane === 'remarks') {
+      full = this.data.remarks.map(remarkText).join('\n');
+      p = this.remarkRows(rows, body);
     } else {
-      const stage = this.data.stages.get(pane)!;
-      text = stage.text;
-      const lineOf = (i: number) => stage.line_map[i] ?? null;
-      this.codeRows(pane, body, splitLines(text), lineOf, stage.tokens, false);
+      const stage = pane === 'source' ? null : this.data.stages.get(pane)!;
+      full = stage ? stage.fullText : this.data.fullSource;
+      p = this.codeRows(rows, body, stage?.tokens ?? null, pane === 'source');
     }
-    head.appendChild(el(this.doc, 'span', 'tl-pane-meta', this.meta(pane)));
-    if (text !== null) {
-      head.appendChild(this.copyButton(text));
+    this.panes.set(pane, p);
+    head.appendChild(el(this.doc, 'span', 'tl-pane-meta', this.meta(rows)));
+    head.appendChild(this.copyButton(full));
+    section.appendChild(head);
+    const notice = this.paneNotice(rows, full);
+    if (notice) {
+      section.appendChild(notice);
     }
-    section.append(head, body);
+    section.appendChild(body);
+    if (p.virtual) {
+      body.addEventListener('scroll', () => p.update(), { passive: true });
+      p.update();
+    }
     return section;
   }
 
-  private meta(pane: string): string {
-    const n = this.rows.get(pane)?.length ?? 0;
-    if (pane === 'remarks') {
-      return `${n} remark${n === 1 ? '' : 's'}`;
+  private meta(rows: IPaneRows): string {
+    const n = rows.count;
+    if (rows.pane === 'remarks') {
+      return `${fmtCount(n)} remark${n === 1 ? '' : 's'}`;
     }
-    return `${n} line${n === 1 ? '' : 's'}`;
+    return `${fmtCount(n)} line${n === 1 ? '' : 's'}`;
+  }
+
+  /** "showing N of M lines (download the full text)" where a pane is cut, else null. */
+  private paneNotice(rows: IPaneRows, full: string): HTMLElement | null {
+    const pane = rows.pane;
+    const field = pane === 'source' ? 'source' : pane === 'remarks' ? 'remarks' : `stages.${pane}.text`;
+    const written = this.data.truncated.get(field) ??
+      (pane === 'remarks' ? null : this.data.stages.get(pane)?.writtenTotal ?? null);
+    const shown = rows.count;
+    let total = rows.text ? rows.text.total : this.data.remarksTotal;
+    const unit = pane === 'remarks' ? 'remarks' : 'lines';
+    const charCut = this.data.cuts.find(c => c.field === field && c.unit === 'characters');
+    if (written !== null) {
+      total = Math.max(total, written);
+    }
+    if (shown >= total && !charCut) {
+      return null;
+    }
+    const box = el(this.doc, 'div', CLASSES.notice);
+    let words = `showing ${fmtCount(shown)} of ${fmtCount(total)} ${unit}`;
+    if (charCut) {
+      words += ` (the text is cut at ${fmtCount(charCut.shown)} characters)`;
+    }
+    box.appendChild(el(this.doc, 'span', '', words));
+    if (written !== null && written > (rows.text?.total ?? shown)) {
+      box.appendChild(el(this.doc, 'span', '', ' · cut by tile_lab when the view was written; ' +
+        'the full text is in the Inspection (Python)'));
+      return box;
+    }
+    const b = el(this.doc, 'button', CLASSES.download, 'Download the full text');
+    b.type = 'button';
+    b.title = 'Save this pane as a text file (made in the page from the data)';
+    b.addEventListener('click', ev => {
+      ev.stopPropagation();
+      const ok = downloadText(this.doc, `${this.data.kernel_name.slice(0, 60) || 'kernel'}.${pane}.txt`, full);
+      b.textContent = ok ? 'Downloaded' : 'Download failed';
+    });
+    box.append(el(this.doc, 'span', '', ' · '), b);
+    return box;
   }
 
   private copyButton(text: string): HTMLElement {
@@ -326,24 +526,18 @@ export class InspectionView {
     this.doc.defaultView?.setTimeout(() => (b.textContent = 'Copy'), 1500);
   }
 
-  private codeRows(
-    pane: string,
-    body: HTMLElement,
-    lines: string[],
-    lineOf: (i: number) => number | null,
-    tokens: TokenRun[][] | null,
-    isSource: boolean
-  ): void {
+  private codeRows(rows: IPaneRows, body: HTMLElement, tokens: TokenRun[][] | null, isSource: boolean): PaneRows {
     const code = el(this.doc, 'div', 'tl-code');
-    const rows: Element[] = [];
+    const text = rows.text as TextRows;
     // Disassembly is indented deeply (nvdisasm: 8+ spaces); drop the indentation all
     // lines share so narrow panes show instructions. Copy still gives the exact text.
-    const indent = isSource ? 0 : commonIndent(lines);
-    lines.forEach((full, i) => {
-      const text = isSource ? full : compactAddressGap(full.slice(indent));
+    const indent = isSource ? 0 : text.commonIndent();
+    const pane = rows.pane;
+    const make = (i: number): HTMLElement => {
+      const full = text.row(i);
       const row = el(this.doc, 'div', CLASSES.row);
       row.setAttribute('data-row', String(i));
-      const line = lineOf(i);
+      const line = rows.lineOf(i);
       if (line !== null) {
         row.setAttribute('data-line', String(line));
       }
@@ -359,14 +553,46 @@ export class InspectionView {
       if (slot !== undefined && Number.isInteger(slot) && slot >= 0 && slot < PALETTE_SLOTS) {
         gutter.classList.add(`tl-c${slot}`);
       }
-      const runs = tokens?.[i];
-      const body = runs ? this.tokenSpans(full, runs, indent) : null;
-      row.append(gutter, body ?? el(this.doc, 'span', 'tl-text', text));
-      code.appendChild(row);
-      rows.push(row);
-    });
+      const runs = full.length <= ROW_CHARS ? tokens?.[i] : undefined;
+      const spans = runs ? this.tokenSpans(full, runs, indent) : null;
+      row.append(gutter, spans ?? this.plainText(isSource ? full : compactAddressGap(full.slice(indent))));
+      this.markNew(pane, i, row);
+      return row;
+    };
+    const ghost = this.ghostRow(text.widest - indent, isSource);
+    const p = new PaneRows(this.doc, rows, body, code, make, ghost);
     body.appendChild(code);
-    this.rows.set(pane, rows);
+    return p;
+  }
+
+  /** A new row gets the current highlight and the profile's decoration. */
+  private markNew(pane: string, i: number, row: HTMLElement): void {
+    const p = this.panes.get(pane);
+    const line = row.hasAttribute('data-line') ? Number(row.getAttribute('data-line')) : null;
+    if (p) {
+      this.mark(p, i, row);
+    }
+    this.decorate?.(pane, i, line, row);
+  }
+
+  /** Text of a row, a very long one cut with a sign saying how much is left out. */
+  private plainText(text: string): HTMLElement {
+    const box = el(this.doc, 'span', 'tl-text', text.length > ROW_CHARS ? text.slice(0, ROW_CHARS) : text);
+    if (text.length > ROW_CHARS) {
+      box.appendChild(el(this.doc, 'span', 'tl-more', ` … ${fmtCount(text.length - ROW_CHARS)} more characters (Copy has them)`));
+    }
+    return box;
+  }
+
+  /** An invisible row as wide as the widest one: a virtual pane scrolls sideways as far. */
+  private ghostRow(width: number, isSource: boolean): HTMLElement {
+    const row = el(this.doc, 'div', 'tl-ghost');
+    const cut = width > ROW_CHARS ? ` … ${fmtCount(width - ROW_CHARS)} more characters (Copy has them)` : '';
+    row.append(
+      el(this.doc, 'span', isSource ? 'tl-lineno' : 'tl-srcline', ''),
+      el(this.doc, 'span', 'tl-text', ' '.repeat(Math.max(0, Math.min(width, ROW_CHARS))) + cut)
+    );
+    return row;
   }
 
   /**
@@ -396,13 +622,13 @@ export class InspectionView {
     return box;
   }
 
-  private remarkRows(body: HTMLElement): void {
+  private remarkRows(rows: IPaneRows, body: HTMLElement): PaneRows {
     const list = el(this.doc, 'div', 'tl-remarks');
-    const rows: Element[] = [];
     if (this.data.remarks.length === 0) {
       list.appendChild(el(this.doc, 'div', 'tl-empty', 'No remarks.'));
     }
-    this.data.remarks.forEach((r, i) => {
+    const make = (i: number): HTMLElement => {
+      const r = this.data.remarks[i];
       const row = el(this.doc, 'div', `${CLASSES.row} tl-remark`);
       if (r.line !== null) {
         row.title = r.col === null ? `line ${r.line}` : `line ${r.line}, column ${r.col}`;
@@ -416,17 +642,27 @@ export class InspectionView {
         el(this.doc, 'span', 'tl-srcline', r.line === null ? '' : String(r.line)),
         el(this.doc, 'span', 'tl-remark-kind', r.kind),
         el(this.doc, 'span', 'tl-remark-category', r.category),
-        el(this.doc, 'span', 'tl-text', r.message)
+        this.plainText(r.message)
       );
       if (r.pass_name) {
         row.appendChild(el(this.doc, 'span', 'tl-remark-pass', r.pass_name));
       }
-      list.appendChild(row);
-      rows.push(row);
-    });
+      this.markNew('remarks', i, row);
+      return row;
+    };
+    const p = new PaneRows(this.doc, rows, body, list, make, null);
     body.appendChild(list);
-    this.rows.set('remarks', rows);
+    return p;
   }
+}
+
+/** Fields whose cut a pane's own notice reports. */
+function paneField(field: string): boolean {
+  return field === 'source' || field === 'remarks' || /^stages\.[a-z0-9_]+\.(text|line_map|tokens)$/.test(field);
+}
+
+function cutWords(c: ICut): string {
+  return `${c.field}: ${fmtCount(c.shown)} of ${fmtCount(c.total)} ${c.unit}`;
 }
 
 // nvdisasm pads each instruction address comment with ~19 spaces before the instruction:

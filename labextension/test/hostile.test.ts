@@ -36,7 +36,7 @@ const ATTRIBUTES = new Set([
   'class', 'role', 'aria-live', 'aria-pressed', 'type', 'title', 'hidden',
   'data-kernel', 'data-pane', 'data-row', 'data-line', 'data-kind'
 ]);
-const CLASS_NAME = /^(tl-[a-z-]+|tl-t(k|kt|kc|kp|nf|nv|nl|na|nb|nd|no|s|m|c|cs|cp)|tl-c[0-6])$/;
+const CLASS_NAME = /^(tl-[a-z-]+|tl-sp[0-9]{1,2}|tl-t(k|kt|kc|kp|nf|nv|nl|na|nb|nd|no|s|m|c|cs|cp)|tl-c[0-6])$/;
 const CSS_CLASSES = fs.readFileSync(
   path.resolve(__dirname, '..', '..', 'style', 'base.css'), 'utf8') +
   fs.readFileSync(path.resolve(__dirname, '..', '..', 'style', 'colors.css'), 'utf8');

@@ -32,7 +32,7 @@ test('rejects other versions, naming the field', () => {
 test('rejects a bad line map entry, naming where it is', () => {
   const raw = fixtureJson() as any;
   raw.stages.sass.line_map[3] = 'x';
-  assert.throws(() => parseInspection(raw), /stages\.sass\.line_map\[3\] must be a positive integer/);
+  assert.throws(() => parseInspection(raw), /stages\.sass\.line_map\[3\] must be a line number/);
 });
 
 test('rejects token runs that are not [known class, positive length]', () => {

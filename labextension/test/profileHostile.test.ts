@@ -48,7 +48,7 @@ const ATTRIBUTES = new Set([
   'data-kernel', 'data-pane', 'data-row', 'data-line', 'data-kind'
 ]);
 const CLASS_NAME = new RegExp(
-  '^(tl-[a-z-]+|tl-t(k|kt|kc|kp|nf|nv|nl|na|nb|nd|no|s|m|c|cs|cp)|tl-c[0-6]|tl-h[0-5]|' +
+  '^(tl-[a-z-]+|tl-sp[0-9]{1,2}|tl-t(k|kt|kc|kp|nf|nv|nl|na|nb|nd|no|s|m|c|cs|cp)|tl-c[0-6]|tl-h[0-5]|' +
     'tl-w([0-9]|[1-9][0-9]|100)|tl-s-(long_sb|lg|wait|warpgroup_arrive|barrier|misc|selected|' +
     'mio|short_sb|branch_resolving|sleep|math|no_inst|drain|other))$');
 

@@ -185,3 +185,50 @@ test('token runs still colour a line whose shared indentation is dropped', () =>
   assert.equal(text.querySelector('span')!.textContent, 'entry');
   assert.equal(text.querySelector('span')!.className, 'tl-tk');
 });
+
+test('a 200,000-row pane draws only its window; hovering its line touches only drawn rows', () => {
+  const raw = fixtureJson() as any;
+  const n = 200_000;
+  raw.stages.sass = { text: '  /*0000*/ NOP ;\n'.repeat(n), line_map: new Array(n).fill(5) };
+  const { view } = mount(parseInspection(raw));
+  const sass = view.node.querySelector('section[data-pane="sass"]')!;
+  const drawn = sass.querySelectorAll(`.${CLASSES.row}`).length;
+  assert.ok(drawn > 0 && drawn <= 200, `${drawn} rows drawn`);
+  assert.ok(sass.querySelector(`.${CLASSES.virtual}`));
+  // the spacers stand for the other rows: their tl-spK blocks add up to n - drawn rows
+  const rows = [...sass.querySelectorAll('.tl-sp')].reduce(
+    (s, e) => s + 2 ** Number(/tl-sp(\d+)/.exec(e.className)![1]), 0);
+  assert.equal(rows + drawn, n);
+  assert.equal(sass.querySelector('.tl-pane-meta')!.textContent, '200,000 lines');
+  assert.equal(sass.querySelector(`.${CLASSES.notice}`), null); // shown whole: no notice
+  fire(row(view, 'source', 3), 'mouseover'); // line 5
+  assert.equal(linkedLines(view, 'sass').length, drawn);
+  assert.match(view.node.querySelector('.tl-status')!.textContent!, /SASS 200,000/);
+  assert.deepEqual(view.linkedRows('sass', 5).length, n);
+});
+
+test('a pane over the row limit is cut with a notice and a download of the full text', () => {
+  const raw = fixtureJson() as any;
+  raw.source = 'x = 1\n'.repeat(300_000);
+  const { view } = mount(parseInspection(raw));
+  const source = view.node.querySelector('section[data-pane="source"]')!;
+  const notice = source.querySelector(`.${CLASSES.notice}`)!;
+  assert.match(notice.textContent!, /^showing 250,000 of 300,000 lines/);
+  assert.ok(notice.querySelector(`.${CLASSES.download}`));
+  // a very long row is cut with a sign saying how much is left
+  const wide = fixtureJson() as any;
+  wide.source = `${'y'.repeat(5000)}\n`;
+  const w = mount(parseInspection(wide)).view;
+  assert.match(row(w, 'source', 0).querySelector('.tl-more')!.textContent!, /3,000 more characters/);
+});
+
+test('hostile line numbers are refused, naming the field', () => {
+  for (const bad of [1e21, 1e308, 1_000_000_000, -1, 0.5]) {
+    const raw = fixtureJson() as any;
+    raw.stages.sass.line_map[2] = bad;
+    assert.throws(() => parseInspection(raw), /stages\.sass\.line_map\[2\] must be a line number/);
+    const r = fixtureJson() as any;
+    r.remarks[0].line = bad;
+    assert.throws(() => parseInspection(r), /remarks\[0\]\.line/);
+  }
+});

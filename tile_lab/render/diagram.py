@@ -319,7 +319,8 @@ class Diagram:
         return self.svg
 
     def _repr_html_(self) -> str:
-        return f'<div class="tile-lab-diagram-wrap" style="overflow-x:auto">{self.svg}</div>'
+        return ('<div class="tile-lab-diagram-wrap" style="overflow-x:auto;contain:paint">'
+                f"{self.svg}</div>")
 
     def to_png(self, path: str | FilePath, dpi: int = 200) -> FilePath:
         """Paint the same geometry with matplotlib and save it as a PNG; returns the path."""

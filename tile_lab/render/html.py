@@ -42,7 +42,7 @@ from pygments.token import (
 
 from ..artifacts import MIME_TYPE, STAGES, Inspection
 from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer
-from .mime import MIME_VERSION, TOKEN_STAGES, token_runs
+from .mime import MIME_VERSION, TOKEN_STAGES, cut_to_limits, token_runs
 from .palette import DARK_THEME_SELECTORS, line_color_index, palette_css
 
 __all__ = [
@@ -112,34 +112,53 @@ _TOKEN_COLORS: dict[str, tuple[str, str]] = {
 _ITALIC = ("c", "cp")
 _BOLD = ("nf",)
 
-# Layout styles put inline on the few container elements, so the side-by-side,
-# scrollable layout survives JupyterLab's sanitizer for untrusted output.
-_STYLE_PANES = "display:flex;gap:8px;overflow-x:auto;align-items:flex-start"
-# Panes share the row and scroll their own long lines; the source pane takes its natural
-# width (up to half the row) so short kernels leave no empty pane space and the def line
-# is not cut while the IR panes have room.
-_STYLE_PANE = "flex:1 1 24em;min-width:16em"
-_STYLE_PANE_SOURCE = "flex:0 1 auto;min-width:16em;max-width:50%"
-_STYLE_PANE_MISSING = "min-width:10em;max-width:18em"
+# Layout styles put inline on the few container elements, so the layout survives
+# JupyterLab's sanitizer for untrusted output. Panes wrap onto rows rather than shrink:
+# at notebook width (~900 px) two sit side by side at ~440 px each, the others below, so
+# Tile IR and SASS lines stay readable; each pane scrolls its own long lines.
+_STYLE_VIEW = "contain:paint;max-width:100%"
+_STYLE_PANES = "display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start"
+_STYLE_PANE = "flex:1 1 30em;min-width:min(30em,100%);max-width:100%"
+# the source takes its natural width (its longest line and TMA badges), up to the row
+_STYLE_PANE_SOURCE = "flex:1 1 auto;min-width:min(30em,100%);max-width:100%"
+_STYLE_PANE_MISSING = "flex:0 1 14em;min-width:10em;max-width:18em"
 _STYLE_CODE = "max-height:36em;overflow:auto;margin:0"
 
-# Click-to-pin, scroll-to-line. Binds every not-yet-bound view on the page, so it is the
-# same text in every output (deterministic) and harmless when run twice.
-_SCRIPT = """(function(){
-document.querySelectorAll('.tl-view').forEach(function(v){
+# What a static HTML pane draws (it has no script in untrusted output, so it cannot draw
+# rows as they scroll into view as the extension does): more rows are cut with a notice
+# saying how to get them; one very long row is cut with a sign saying how much is left.
+# 10,000 rows open in about 0.9 s in Chromium; a GEMM's PTX, the longest real pane seen
+# here, has 7,844.
+HTML_MAX_ROWS = 10_000
+HTML_ROW_CHARS = 2_000
+HTML_MAX_REMARKS = 2_000
+
+# Click-to-pin, scroll-to-line. Binds to its own view only (the view holding this script;
+# where a page moved the script out of it, to tile_lab's HTML views, class tl-v-*), builds
+# its line -> rows index once, and looks rows up by line number, never by a selector made
+# from the data. Same text in every output (deterministic); harmless when run twice.
+_SCRIPT = """(function(s){
+var own=s&&s.closest?s.closest('.tl-view'):null;
+var views=own?[own]:[].filter.call(document.querySelectorAll('.tl-view'),function(v){
+return /(^| )tl-v-[0-9a-f]{12}( |$)/.test(v.className);});
+views.forEach(function(v){
 if(v.getAttribute('data-tl-bound'))return;v.setAttribute('data-tl-bound','1');
+var idx=new Map();
+v.querySelectorAll('[data-line]').forEach(function(e){
+var n=e.getAttribute('data-line');if(!/^[1-9][0-9]{0,8}$/.test(n))return;
+var l=idx.get(n);if(l)l.push(e);else idx.set(n,[e]);});
 v.addEventListener('click',function(e){
-var t=e.target.closest('[data-line]');if(!t||!v.contains(t))return;
+var t=e.target&&e.target.closest?e.target.closest('[data-line]'):null;
+if(!t||!v.contains(t))return;
 var n=t.getAttribute('data-line'),was=v.getAttribute('data-pin')===n;
 v.querySelectorAll('.tl-pin').forEach(function(x){x.classList.remove('tl-pin');});
-if(was){v.removeAttribute('data-pin');return;}
+if(was||!idx.has(n)){v.removeAttribute('data-pin');return;}
 v.setAttribute('data-pin',n);
-v.querySelectorAll('.tl-l'+n).forEach(function(x){x.classList.add('tl-pin');});
-var own=t.closest('.tl-code');
-v.querySelectorAll('.tl-code').forEach(function(p){
-var f=p.querySelector('.tl-l'+n);
-if(f&&p!==own){p.scrollTop=Math.max(0,f.offsetTop-p.clientHeight/3);}
-});});});})();"""
+var rows=idx.get(n),own=t.closest('.tl-code'),seen=new Set();
+rows.forEach(function(x){if(x.classList.contains('tl-l'+n))x.classList.add('tl-pin');
+var p=x.closest('.tl-code');
+if(p&&p!==own&&!seen.has(p)){seen.add(p);p.scrollTop=Math.max(0,x.offsetTop-p.clientHeight/3);}
+});});});})(document.currentScript);"""
 
 
 # -- public API ------------------------------------------------------------------------
@@ -182,6 +201,8 @@ def inspection_json(insp: Inspection) -> dict[str, Any]:
         stage.pop("name", None)  # the key already says it
         if name in TOKEN_STAGES:
             stage["tokens"] = token_runs(stage["text"], _stage_lexer(name), _token_class)
+    # The schema's size limits: what is over them is cut and the size before recorded.
+    cut_to_limits(data)
     # Round-trip through JSON: tuples become lists, odd hint values become strings,
     # so the bundle is exactly what a front end receives.
     return json.loads(json.dumps(data, sort_keys=True, default=str))
@@ -211,7 +232,7 @@ def inspection_html(insp: Inspection) -> str:
     slots = _color_slots(insp)
     panes = [_pane(insp, name, slots) for name in _pane_names(insp)]
     parts = [
-        f'<div class="tl-view {vclass}">',
+        f'<div class="tl-view {vclass}" style="{_STYLE_VIEW}">',
         f"<style>{_stylesheet(vclass, slots)}</style>",
         _header(insp),
         f'<div class="tl-panes" style="{_STYLE_PANES}">',
@@ -296,8 +317,9 @@ def _pane(insp: Inspection, name: str, slots: dict[int, int]) -> str:
         st = insp.stages[name]
         text = _compact_sass(st.text) if name == "sass" else st.text
         prologue = _prologue_rows(text, st.line_map) if name == "tileir" else frozenset()
-        body = _stage_code(text, st.line_map, _stage_lexer(name), slots, prologue)
-        title = f"{title} ({len(st.line_map)} lines)"
+        body = _stage_code(text, st.line_map, _stage_lexer(name), slots, prologue,
+                           f'insp.stages["{name}"].text')
+        title = f"{title} ({len(st.line_map):,} lines)"
     else:  # asked for but not produced: a narrow pane that says why
         return (f'<section class="tl-pane tl-pane-{name} tl-pane-missing" '
                 f'style="{_STYLE_PANE_MISSING}"><div class="tl-title">{html.escape(title)}'
@@ -339,29 +361,62 @@ def _line_span(line: int | None, slots: dict[int, int], gutter: str, code: str) 
     return f'<span class="{classes}" data-line="{line}">{gut}{code}\n</span>'
 
 
+def _capped(text: str) -> tuple[str, dict[int, int], int]:
+    """``text`` cut to what a static pane draws: its first HTML_MAX_ROWS lines, each at most
+    HTML_ROW_CHARS characters. Returns (text, line index -> characters left out, lines)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    total = len(lines)
+    if total <= HTML_MAX_ROWS and all(len(x) <= HTML_ROW_CHARS for x in lines):
+        return text, {}, total
+    lines = lines[:HTML_MAX_ROWS]
+    more = {i: len(x) - HTML_ROW_CHARS for i, x in enumerate(lines) if len(x) > HTML_ROW_CHARS}
+    return "\n".join(x[:HTML_ROW_CHARS] for x in lines) + "\n", more, total
+
+
+def _more_sign(n: int) -> str:
+    return f'<span class="tl-more"> … {n:,} more characters</span>'
+
+
+def _cut_notice(shown: int, total: int, where: str) -> str:
+    """The line above a pane cut to HTML_MAX_ROWS rows."""
+    return (f'<div class="tl-notice" style="padding:1px 6px;border-left:3px solid #D55E00">'
+            f"showing {shown:,} of {total:,} lines · the whole text: "
+            f"<code>{html.escape(where)}</code></div>")
+
+
 def _source_code(insp: Inspection, slots: dict[int, int]) -> str:
     numbered = insp.source_lines
-    fragments = highlight_lines(insp.source, _source_lexer(insp))
+    text, more, total = _capped(insp.source)
+    fragments = highlight_lines(text, _source_lexer(insp))
     width = len(str(numbered[-1][0])) if numbered else 1
-    rows = [_line_span(no, slots, str(no).rjust(width), frag)
-            for (no, _text), frag in zip(numbered, fragments)]
-    return f'<pre class="tl-code" style="{_STYLE_CODE}">{"".join(rows)}</pre>'
+    rows = [_line_span(no, slots, str(no).rjust(width),
+                       frag + (_more_sign(more[i]) if i in more else ""))
+            for i, ((no, _text), frag) in enumerate(zip(numbered, fragments))]
+    notice = _cut_notice(len(rows), total, "insp.source") if total > len(rows) else ""
+    return f'{notice}<pre class="tl-code" style="{_STYLE_CODE}">{"".join(rows)}</pre>'
 
 
 def _stage_code(text: str, line_map: Sequence[int | None], lexer: Lexer,
-                slots: dict[int, int], prologue: frozenset[int] = frozenset()) -> str:
+                slots: dict[int, int], prologue: frozenset[int] = frozenset(),
+                where: str = "the stage's text") -> str:
+    text, more, total = _capped(text)
     fragments = highlight_lines(text, lexer)
-    mapped = [ln for ln in line_map if ln is not None]
+    mapped = [ln for ln in line_map[: len(fragments)] if ln is not None]
     width = len(str(max(mapped))) if mapped else 1
     rows = []
     for i, frag in enumerate(fragments):
         line = line_map[i] if i < len(line_map) else None
+        if i in more:
+            frag += _more_sign(more[i])
         if i in prologue:
             rows.append(_prologue_span(line, "·".rjust(width), frag))
             continue
         gutter = str(line).rjust(width) if line is not None else " " * width
         rows.append(_line_span(line, slots, gutter, frag))
-    return f'<pre class="tl-code" style="{_STYLE_CODE}">{"".join(rows)}</pre>'
+    notice = _cut_notice(len(rows), total, where) if total > len(rows) else ""
+    return f'{notice}<pre class="tl-code" style="{_STYLE_CODE}">{"".join(rows)}</pre>'
 
 
 _PROLOGUE_OPS = re.compile(r"^\s*(?:%[\w.#:]+\s*=\s*)?(make_token|assume|constant|"
@@ -400,7 +455,7 @@ def _remarks(insp: Inspection, slots: dict[int, int]) -> str:
     if not insp.remarks:
         return f'<pre class="tl-code tl-missing" style="{_STYLE_CODE}">(no remarks)</pre>'
     items = []
-    for r in insp.remarks:
+    for r in insp.remarks[:HTML_MAX_REMARKS]:
         kind = html.escape(r.kind)
         head = f'<span class="tl-kind tl-kind-{kind}">{kind}</span>'
         if r.category:
@@ -415,7 +470,10 @@ def _remarks(insp: Inspection, slots: dict[int, int]) -> str:
         where = f"line {r.line}" + (f":{r.col}" if r.col is not None else "")
         items.append(f'<li class="{classes}" data-line="{r.line}">{head} '
                      f'<a class="tl-link" title="highlight line {r.line}">{where}</a> {msg}</li>')
-    return (f'<ul class="tl-code tl-remarks" style="{_STYLE_CODE}">'
+    n = len(insp.remarks)
+    notice = (_cut_notice(HTML_MAX_REMARKS, n, "insp.remarks").replace(" lines ·", " remarks ·")
+              if n > HTML_MAX_REMARKS else "")
+    return (f'{notice}<ul class="tl-code tl-remarks" style="{_STYLE_CODE}">'
             f'{"".join(items)}</ul>')
 
 
@@ -445,6 +503,17 @@ def _css_rules(selectors: Iterable[str], decl: str) -> str:
     return f"{sel}{{{decl}}}" if sel else ""
 
 
+# A pane whose lines run past its right (or left) edge shows a soft shadow on that edge:
+# the covers scroll with the content (local), the shadows stay (scroll), so a shadow shows
+# only where more text is hidden. --tl-bg is the page colour the covers paint.
+_SCROLL_SIGNS = (
+    "background:linear-gradient(to right,var(--tl-bg) 30%,transparent) left/24px 100% "
+    "no-repeat local,linear-gradient(to left,var(--tl-bg) 30%,transparent) right/24px 100% "
+    "no-repeat local,linear-gradient(to right,rgba(128,128,128,.45),transparent) left/10px "
+    "100% no-repeat scroll,linear-gradient(to left,rgba(128,128,128,.45),transparent) "
+    "right/10px 100% no-repeat scroll")
+
+
 def _stylesheet(vclass: str, slots: dict[int, int]) -> str:
     v = f".{vclass}"
     dark_v = ",".join(f"{s} {v}" for s in DARK_THEME_SELECTORS)
@@ -465,19 +534,23 @@ def _stylesheet(vclass: str, slots: dict[int, int]) -> str:
         palette_css(v).strip(),
         f"{v}{{{light_vars}font-family:var(--jp-code-font-family,monospace);"
         f"font-size:var(--jp-code-font-size,12px);line-height:1.35}}",
-        f"{dark_v}{{{dark_vars}}}",
+        f"{dark_v}{{{dark_vars}--tl-bg:var(--jp-layout-color0,#111)}}",
         token_rules,
         f"{v} .tl-head{{font-family:var(--jp-ui-font-family,sans-serif);margin:2px 0 6px}}",
-        f"{v} .tl-panes{{display:flex;gap:8px;overflow-x:auto;align-items:flex-start}}",
-        f"{v} .tl-pane{{flex:1 1 24em;min-width:16em;"
+        f"{v}{{contain:paint;max-width:100%;--tl-bg:var(--jp-layout-color0,#fff)}}",
+        f"{v} .tl-panes{{display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start}}",
+        f"{v} .tl-pane{{flex:1 1 30em;min-width:min(30em,100%);max-width:100%;"
         f"border:1px solid var(--jp-border-color2,#ccc);border-radius:3px}}",
-        f"{v} .tl-pane-source{{flex:0 1 auto;max-width:50%}}",
+        f"{v} .tl-pane-source{{flex:1 1 auto}}",
         f"{v} .tl-pro{{color:var(--jp-content-font-color2,#666)}}",
         f"{v}:has(.tl-pro:hover) .tl-pro{{background:color-mix(in srgb,#888 22%,transparent)}}",
         f"{v} .tl-title{{font-family:var(--jp-ui-font-family,sans-serif);font-weight:600;"
         f"padding:2px 6px;border-bottom:1px solid var(--jp-border-color2,#ccc)}}",
         f"{v} .tl-code{{position:relative;max-height:36em;overflow:auto;margin:0;padding:0;"
-        f"background:transparent;white-space:pre;list-style:none}}",
+        f"white-space:pre;list-style:none;{_SCROLL_SIGNS}}}",
+        f"{v} .tl-more{{color:var(--jp-content-font-color3,#999);font-style:italic}}",
+        f"{v} .tl-notice{{font-family:var(--jp-ui-font-family,sans-serif);font-size:11px;"
+        f"background:color-mix(in srgb,#D55E00 12%,transparent)}}",
         f"{v} .tl-ln{{display:block;border-left:4px solid transparent;padding-right:6px;"
         f"cursor:default}}",
         f"{v} .tl-ln[data-line]{{border-left-color:var(--tl-band,transparent);cursor:pointer}}",

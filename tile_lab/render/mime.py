@@ -9,13 +9,19 @@ written twice:
 - :func:`token_runs`: syntax-highlighting runs for a stage's text, made by the same Pygments
   lexers and token classes as the HTML view (the extension colours runs, it does not lex);
 - :func:`extension_css`: the extension's colour stylesheet (``labextension/style/colors.css``),
-  generated from the line palette and the token colours of the HTML view.
+  generated from the line palette and the token colours of the HTML view;
+- :func:`mime_limits` / :func:`cut_to_limits`: the schema's size limits (its maxLength /
+  maxItems / maxProperties), read from the schema file, and the writer's side of them: data
+  over a limit is cut to it and the size before is recorded in ``truncated`` (the extension
+  then says "showing N of M"). The extension reads the same numbers; the tests check both
+  against ``labextension/test/fixtures/schema_cases.json``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,8 +31,8 @@ from pygments.token import _TokenType
 
 from .palette import PALETTE_LIGHT, palette_css
 
-__all__ = ["MIME_VERSION", "SCHEMA_PATH", "TOKEN_STAGES", "extension_css", "mime_schema",
-           "token_runs"]
+__all__ = ["MIME_VERSION", "SCHEMA_PATH", "TOKEN_STAGES", "MimeLimits", "cut_to_limits",
+           "extension_css", "mime_limits", "mime_schema", "token_runs"]
 
 SCHEMA_PATH = Path(__file__).with_name("mime_schema.json")
 MIME_VERSION = 1
@@ -39,6 +45,92 @@ TOKEN_STAGES: tuple[str, ...] = ("tileir",)
 def mime_schema() -> dict[str, Any]:
     """The JSON schema (draft 2020-12) of the bundle."""
     return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class MimeLimits:
+    """The schema's size limits (``mime_schema.json``); see :func:`mime_limits`."""
+
+    text_chars: int  # source, a stage's text
+    rows: int  # a line map's / token list's entries: lines a pane shows
+    runs_per_line: int
+    remarks: int
+    name_chars: int  # kernel_name, arch, remark kind, hint values, ...
+    message_chars: int  # signature, remark messages
+    hints: int
+    key_chars: int
+    line_max: int
+
+
+@cache
+def mime_limits() -> MimeLimits:
+    """The size limits, read from the schema (the one place they are written)."""
+    s = mime_schema()
+    d, p = s["$defs"], s["properties"]
+    return MimeLimits(
+        text_chars=d["text"]["maxLength"], rows=d["stage"]["properties"]["line_map"]["maxItems"],
+        runs_per_line=d["stage"]["properties"]["tokens"]["items"]["maxItems"],
+        remarks=p["remarks"]["maxItems"], name_chars=d["name"]["maxLength"],
+        message_chars=d["message"]["maxLength"], hints=p["hints"]["maxProperties"],
+        key_chars=p["hints"]["propertyNames"]["maxLength"], line_max=d["lineNo"]["maximum"])
+
+
+def _cut_str(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _cut_lines(text: str, rows: int, chars: int) -> tuple[str, int, int]:
+    """``text`` cut to at most ``rows`` lines and ``chars`` characters (at a line break);
+    returns (text, lines kept, lines before)."""
+    lines = text.splitlines(keepends=True)
+    total = len(lines)
+    if total <= rows and len(text) <= chars:
+        return text, total, total
+    kept, size = [], 0
+    for line in lines[:rows]:
+        if size + len(line) > chars:
+            break
+        kept.append(line)
+        size += len(line)
+    return "".join(kept), len(kept), total
+
+
+def cut_to_limits(data: dict[str, Any]) -> dict[str, Any]:
+    """The payload (``inspection_json``'s, before its JSON round trip) cut to the schema's
+    size limits, in place; ``truncated`` records the size before of each cut text."""
+    lim = mime_limits()
+    truncated: dict[str, int] = {}
+    for key in ("kernel_name", "filename", "arch"):
+        data[key] = _cut_str(data[key], lim.name_chars)
+    data["signature"] = _cut_str(data["signature"], lim.message_chars)
+    source, _, total = _cut_lines(data["source"], lim.rows, lim.text_chars)
+    if source != data["source"]:
+        data["source"], truncated["source"] = source, total
+    for name, stage in data["stages"].items():
+        text, kept, total = _cut_lines(stage["text"], lim.rows, lim.text_chars)
+        if text != stage["text"]:
+            stage["text"], truncated[f"stages.{name}.text"] = text, total
+        stage["line_map"] = list(stage["line_map"][:kept])
+        if "tokens" in stage:
+            stage["tokens"] = [runs if len(runs) <= lim.runs_per_line else []
+                               for runs in stage["tokens"][:kept]]
+    if len(data["remarks"]) > lim.remarks:
+        truncated["remarks"] = len(data["remarks"])
+        data["remarks"] = data["remarks"][: lim.remarks]
+    for r in data["remarks"]:
+        for key in ("kind", "category", "pass_name"):
+            r[key] = _cut_str(r[key], lim.name_chars)
+        r["message"] = _cut_str(r["message"], lim.message_chars)
+    hints = {}
+    for k, v in sorted(data["hints"].items())[: lim.hints]:
+        if not (v is None or isinstance(v, (bool, int, float, str))):
+            v = json.dumps(v, sort_keys=True, default=str)
+        hints[_cut_str(str(k), lim.key_chars)] = (_cut_str(v, lim.name_chars)
+                                                  if isinstance(v, str) else v)
+    data["hints"] = hints
+    if truncated:
+        data["truncated"] = truncated
+    return data
 
 
 def token_runs(text: str, lexer: Lexer,

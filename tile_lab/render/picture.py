@@ -42,7 +42,8 @@ class Picture:
         return self.svg
 
     def _repr_html_(self) -> str:
-        return f'<div class="tile-lab-diagram-wrap" style="overflow-x:auto">{self.svg}</div>'
+        return ('<div class="tile-lab-diagram-wrap" style="overflow-x:auto;contain:paint">'
+                f"{self.svg}</div>")
 
     def save_svg(self, path: str | FilePath) -> FilePath:
         out = FilePath(path)

@@ -17,6 +17,7 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,7 @@ def profile_view_html(insp: Inspection, prof: Profile, *, top: int = 8) -> str:
     lines = prof.by_line()
     hottest = max((lp.samples for lp in lines), default=0)
     parts = [
-        '<div class="tl-prof">',
+        '<div class="tl-prof" style="contain:paint">',
         f"<style>{_view_css(vclass, insp, prof, lines, hottest)}</style>",
         _summary(prof),
         _hot_table(prof, top),
@@ -90,7 +91,8 @@ def profile_view_html(insp: Inspection, prof: Profile, *, top: int = 8) -> str:
 def profile_summary_html(prof: Profile, *, top: int = 8) -> str:
     """A profile without its kernel's panes: summary and hottest lines (``Profile``'s own
     rich display)."""
-    return "\n".join(['<div class="tl-prof">', _summary(prof), _hot_table(prof, top), "</div>"])
+    return "\n".join(['<div class="tl-prof" style="contain:paint">', _summary(prof),
+                      _hot_table(prof, top), "</div>"])
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def profile_overlay_json(insp: Inspection, prof: Profile, *, top: int = 8,
     from .html import inspection_json
 
     prof = aligned_profile(prof, insp)
-    lines = prof.by_line()
+    lines = _hottest_lines(prof.by_line())
     hottest = max((lp.samples for lp in lines), default=0)
     sass_heat: dict[str, int] = {}
     if "sass" in insp.stages and "sass" in insp.show:
@@ -166,10 +168,30 @@ def _comparison_entry(label: str, prof: Profile) -> dict[str, Any]:
     return {
         "label": label, "summary": prof.summary(), "gpu": prof.provenance.get("gpu"),
         "spills": _spill_text(prof), "total_samples": prof.total_samples,
-        "line_samples": {str(lp.line): lp.samples for lp in prof.by_line() if lp.samples},
-        "line_stalls": {str(lp.line): lp.stalls for lp in prof.by_line() if lp.samples},
+        "line_samples": {str(lp.line): lp.samples for lp in _hottest_lines(prof.by_line())
+                         if lp.samples},
+        "line_stalls": {str(lp.line): lp.stalls for lp in _hottest_lines(prof.by_line())
+                        if lp.samples},
         "unattributed": _group_json(loose), "spill_instructions": _group_json(spills),
     }
+
+
+def _hottest_lines(lines: Sequence[LineProfile]) -> Sequence[LineProfile]:
+    """At most the schema's limit of source lines (``line_samples``' maxProperties): the
+    hottest, in line order. A real kernel has far fewer lines with samples."""
+    limit = _profile_line_limit()
+    if len(lines) <= limit:
+        return lines
+    keep = sorted(lines, key=lambda lp: (-lp.samples, lp.line))[:limit]
+    return sorted(keep, key=lambda lp: lp.line)
+
+
+@cache
+def _profile_line_limit() -> int:
+    import json
+
+    schema = json.loads(PROFILE_SCHEMA_FILE.read_text(encoding="utf-8"))
+    return int(schema["properties"]["line_samples"]["maxProperties"])
 
 
 def _group_json(lp: LineProfile | None) -> dict[str, Any]:
@@ -374,7 +396,7 @@ def profile_comparison_html(profiles: Sequence[tuple[str, Profile]]) -> str:
                 f"(LDL/STL, any line)</td>{spill}</tr>")
     table = (f'<table class="tl-compare" style="{_TABLE}"><tr><th style="{_CELL}">line</th>'
              f'<th style="{_CELL}">source</th>{head}</tr>{"".join(rows)}</table>')
-    return (f'<div class="tl-prof-compare"><div style="display:flex;gap:16px;'
+    return (f'<div class="tl-prof-compare" style="contain:paint"><div style="display:flex;gap:16px;'
             f'flex-wrap:wrap">{cols}</div>{table}</div>')
 
 
