@@ -45,3 +45,20 @@ def test_sites_in_words_one_entry_per_line_and_op():
     line = line_of(modes, "ct.exp2(y")
     assert f"exp2 at line {line} (approximate math, flush-to-zero)" in words
     assert "truediv at line" in words and "(approximate math APPROX)" in words
+
+
+@ct.kernel
+def axpb_like(X, Y, alpha: float, TILE: ct.Constant[int]):
+    x = ct.load(X, index=(ct.bid(0),), shape=(TILE,))
+    y = alpha * x + 1.0
+    z = x + x
+    ct.store(Y, index=(ct.bid(0),), tile=1.0 - y * z)
+
+
+def test_a_product_feeding_an_add_is_a_multiply_add_the_compiler_may_fuse():
+    # the H100 gave y = alpha * x + 1 one rounding (an FMA) where NumPy rounds twice
+    got = {(s.line, s.kind) for s in design_sites(axpb_like)}
+    assert (line_of(axpb_like, "alpha * x + 1.0"), "fma") in got
+    assert (line_of(axpb_like, "1.0 - y * z"), "fma") in got
+    assert (line_of(axpb_like, "z = x + x"), "fma") not in got  # no product: exact
+    assert "multiply-add the compiler may fuse" in describe_sites(design_sites(axpb_like))

@@ -4,7 +4,9 @@ The emulator computes every op the way NumPy does: float math in float32 (or wid
 round-to-nearest-even, subnormals kept, reductions and matrix products summed in its own
 order, and ``rounding_mode`` / ``flush_to_zero`` accepted and ignored (see
 ``tile_lab.emulator``). A GPU may legitimately give other bits where the kernel asks for
-approximate math, flushes subnormals, picks a rounding mode, or sums in another order. The
+approximate math, flushes subnormals, picks a rounding mode, sums in another order, or fuses a
+multiply and an add into one FMA (one rounding instead of two: the compiler contracts
+``a * b + c`` by default, and a 1-2 ULP difference, more where the sum cancels, follows). The
 emulator records none of this while it runs, so these sites are read from the kernel's source
 (and the ``@ct.function`` helpers it calls), by call name and keyword: a static list per
 kernel, not per value. :mod:`tile_lab.parity.compare` uses it to say which differences are
@@ -27,6 +29,8 @@ APPROX_OPS = frozenset({"exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
 # calls that add many values in an order the device picks (tensor cores, tree reductions)
 ORDER_OPS = frozenset({"mma", "matmul", "mma_scaled", "sum", "prod", "cumsum", "cumprod",
                        "reduce", "scan", "atomic_add"})
+_WORDS = {"approx": "approximate math", "ftz": "flush-to-zero", "rounding": "rounding mode",
+          "order": "summation order", "fma": "multiply-add the compiler may fuse"}
 # rounding modes the emulator does not reproduce (it always rounds to nearest even)
 _NEAREST = frozenset({"RN", "None"})
 
@@ -36,7 +40,8 @@ class DesignSite:
     """One op at ``line`` (of ``filename``) whose GPU result may differ from the emulator's.
 
     ``kind``: "approx" (approximate math), "ftz" (flush_to_zero=True), "rounding" (a rounding
-    mode other than nearest-even) or "order" (a sum whose order the device chooses);
+    mode other than nearest-even), "order" (a sum whose order the device chooses) or "fma" (a
+    multiply feeding an add or subtract, which the compiler may fuse);
     ``mode``: the rounding mode or flag as written (e.g. "APPROX", "flush_to_zero"), or
     "device default"."""
 
@@ -47,8 +52,7 @@ class DesignSite:
     filename: str = ""
 
     def describe(self) -> str:
-        what = {"approx": "approximate math", "ftz": "flush-to-zero",
-                "rounding": "rounding mode", "order": "summation order"}[self.kind]
+        what = _WORDS[self.kind]
         return f"{self.op} at line {self.line} ({what}: {self.mode})"
 
     def to_json(self) -> dict[str, Any]:
@@ -59,8 +63,7 @@ class DesignSite:
 def describe_sites(sites: tuple[DesignSite, ...] | list[DesignSite]) -> str:
     """The sites in words, one entry per (line, op): "exp2 at line 48 (approximate math,
     flush-to-zero), mma at line 56 (summation order)"."""
-    words = {"approx": "approximate math", "ftz": "flush-to-zero", "rounding": "rounding mode",
-             "order": "summation order"}
+    words = _WORDS
     groups: dict[tuple[int, str], list[str]] = {}
     for s in sites:
         what = words[s.kind]
@@ -106,6 +109,8 @@ def _scan(fn: FunctionType | None, found: dict[tuple, DesignSite], seen: set[int
         line = getattr(node, "lineno", 1) + first - 1
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             _add(found, DesignSite(line, "matmul (@)", "order", "device default", filename))
+        if _is_multiply_add(node):
+            _add(found, DesignSite(line, "a * b ± c", "fma", "compiler contraction", filename))
         if not isinstance(node, ast.Call):
             continue
         name, module = _callee(node.func, env)
@@ -121,6 +126,13 @@ def _scan(fn: FunctionType | None, found: dict[tuple, DesignSite], seen: set[int
         target = _resolve(node.func, env)
         if target is not None:
             _scan(target, found, seen)
+
+
+def _is_multiply_add(node: ast.AST) -> bool:
+    """``a * b + c``, ``c - a * b`` and the like: a product that feeds an add or subtract."""
+    return (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+            and any(isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult)
+                    for side in (node.left, node.right)))
 
 
 def _flags(found, name: str, keywords: dict[str, ast.expr], line: int, filename: str) -> None:
