@@ -94,3 +94,17 @@ def test_a_flushed_subnormal_is_within_budget():
     ok = _within_budget(np.array([0.0]), np.array([float(sub)]), np.ones(1, bool),
                         "float32", _Allowance(Budget(ulps=0, scale_ulps=0), F32, 0.0))
     assert ok.tolist() == [True]
+
+
+def test_blocks_taking_turns_under_a_lock_are_a_summation_order_not_a_race():
+    from corpus import correct
+
+    case = {c.name: c for c in correct.CASES}["layernorm_bwd"]
+    grid, args = case.build()
+    trace = tile_lab.trace(case.kernel, grid, args)
+    names = [a.name for a in trace.arrays]
+    emu = np.asarray(args[names.index("DWp")])
+    gpu = (emu * (1 + 2.0 ** -22)).astype(emu.dtype)  # the lock taken in another order
+    cmp = compare_output("DWp", gpu, emu, trace, design_sites(case.kernel), Budget())
+    multi = [t for t in cmp.tiles if t.n_blocks > 1 and t.differing]
+    assert multi and all(t.verdict == "design" for t in multi)

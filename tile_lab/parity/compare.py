@@ -4,9 +4,9 @@ The tiles are the ones the emulator's :class:`~tile_lab.access_trace.Trace` says
 wrote: one per distinct (argument, writing line, op, element box); a scatter or atomic's tile
 is the set of elements it wrote. Each differing element is classified (see
 :mod:`tile_lab.parity.result`): inside a box of undetermined lanes the trace recorded →
-``undetermined``; inside a tile that several blocks wrote with plain (non-atomic) stores →
-``undetermined`` too (a race: which block's value lands last is not determined; the sanitizer
-reports it); else within the error budget of the kernel's by-design sites → ``design``; else
+``undetermined``; inside a tile that several blocks wrote with plain (non-atomic) stores and no
+lock → ``undetermined`` too (a race: which block's value lands last is not determined; the
+sanitizer reports it); else within the error budget of the kernel's by-design sites → ``design``; else
 ``mismatch``.
 
 The by-design budget, per element, in units of a machine epsilon ``eps``:
@@ -129,6 +129,7 @@ def compare_output(arg: str, gpu: np.ndarray, emu: np.ndarray, trace: Trace,
     finite_emu = emu[np.isfinite(emu)] if is_float_dtype(emu.dtype) else emu
     scale = float(np.abs(finite_emu.astype(np.float64)).max()) if finite_emu.size else 0.0
     eps = budget_eps(emu.dtype.name, trace)
+    locked = takes_a_lock(trace)
     undet = undetermined_mask(trace, arg, shape)
     is_float = is_float_dtype(emu.dtype)
     same = _bitwise_equal(gpu, emu, is_float)
@@ -143,7 +144,7 @@ def compare_output(arg: str, gpu: np.ndarray, emu: np.ndarray, trace: Trace,
             sel = np.unravel_index(t.flat, shape)
             written[sel] = True
         tiles.append(_compare_tile(t, sel, gpu, emu, same, undet, is_float, sites,
-                                   _Allowance(budget, eps, scale), hazard_list))
+                                   _Allowance(budget, eps, scale, locked), hazard_list))
     stray = int(np.count_nonzero(~same & ~written))
     return OutputComparison(arg, shape, emu.dtype.name, tuple(tiles), stray)
 
@@ -166,11 +167,18 @@ class _Allowance:
     budget: Budget
     eps: float
     scale: float  # the largest finite magnitude in the whole output
+    locked: bool = False  # the kernel takes a lock (see _is_race)
 
 
-def _is_race(t: _Tile) -> bool:
-    """Several blocks wrote this tile with a plain store or scatter (no atomic)."""
-    return len(t.blocks) > 1 and not t.op.startswith("atomic")
+def _is_race(t: _Tile, locked: bool) -> bool:
+    """Several blocks wrote this tile with a plain store or scatter (no atomic), in a kernel
+    that takes no lock (``locked``: an atomic_cas / atomic_xchg in the trace; blocks that
+    take turns under a lock change only the order of a sum, which the budget covers)."""
+    return len(t.blocks) > 1 and not t.op.startswith("atomic") and not locked
+
+
+def takes_a_lock(trace: Trace) -> bool:
+    return any(a.op in ("atomic_cas", "atomic_xchg") for a in trace.accesses)
 
 
 def _bitwise_equal(gpu: np.ndarray, emu: np.ndarray, is_float: bool) -> np.ndarray:
@@ -185,7 +193,7 @@ def _bitwise_equal(gpu: np.ndarray, emu: np.ndarray, is_float: bool) -> np.ndarr
 def _compare_tile(t: _Tile, sel, gpu, emu, same, undet, is_float, sites, allowance,
                   hazards) -> TileComparison:
     g, e, eq, un = gpu[sel], emu[sel], same[sel], undet[sel]
-    race = _is_race(t)
+    race = _is_race(t, allowance.locked)
     if race:
         un = np.ones(np.shape(e), bool)
     blocks = tuple(t.blocks[:8])
