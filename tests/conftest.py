@@ -9,13 +9,13 @@
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+from gpu_presence import gpu_available
 
 # Plots render headless in tests; notebooks choose their own backend.
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -37,16 +37,6 @@ def pytest_configure(config):
         option.nbval_lax = True
     if not (option.nbval_sanitize_with or getattr(option, "sanitize_with", None)):
         option.nbval_sanitize_with = str(SANITIZE_CFG)
-
-
-@functools.cache
-def gpu_available() -> bool:
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
 
 
 def pytest_report_header(config):

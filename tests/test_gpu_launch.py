@@ -7,8 +7,8 @@ import copy
 import cuda.tile as ct
 import numpy as np
 import pytest
-from conftest import gpu_available
 from corpus import correct
+from gpu_presence import gpu_available
 
 import tile_lab
 from tile_lab.errors import LaunchError, NoGPUError

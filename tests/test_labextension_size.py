@@ -8,7 +8,8 @@ line that 200 k rows map to runs no long task (every task under 50 ms); nothing 
 server and one browser serve every case (a 2-core CI machine runs it in a few minutes).
 Scrolling that 200 k-row pane runs no task over 100 ms.
 The HTML fallback of a 198 k-row SASS is opened as a plain page too (no Jupyter): cut to
-its static limit with a notice, quick to open, its click-to-pin working.
+its static limit with a notice, quick to open, its click-to-pin working; and so is the same
+inspection as ``tile_lab.export`` writes it (one offline page under a strict CSP).
 
 Numbers go to test-artifacts/size.json. Skips (saying why) without Node, playwright-core,
 Chromium or the built extension, as tests/test_labextension.py does.
@@ -97,23 +98,35 @@ def _write(root: Path, name: str, mime: str, payload: dict) -> str:
     return path
 
 
-def _html_page(root: Path) -> str:
-    """Scrolling that 200 k-row pane runs no task over 100 ms.
-The HTML fallback of a 198 k-row SASS inspection, as a plain page."""
+def _big_inspection():
+    """The sample inspection with a 198 k-row SASS."""
     from dataclasses import replace
 
     from test_labextension import sample_inspection
 
     from tile_lab.artifacts import StageText
-    from tile_lab.render.html import inspection_html
 
     insp = sample_inspection()
     n = 198_000
     sass = StageText("sass", "\n".join([SASS_ROW] * n), tuple(2 + i % 6 for i in range(n)))
-    insp = replace(insp, stages={**insp.stages, "sass": sass})
+    return replace(insp, stages={**insp.stages, "sass": sass})
+
+
+def _html_page(root: Path) -> str:
+    """The HTML fallback of a 198 k-row SASS inspection, as a plain page."""
+    from tile_lab.render.html import inspection_html
+
     (root / "html_fallback.html").write_text(
-        f"<!doctype html><meta charset=utf-8><body>{inspection_html(insp)}</body>")
+        f"<!doctype html><meta charset=utf-8><body>{inspection_html(_big_inspection())}</body>")
     return "html_fallback.html"
+
+
+def _exported_page(root: Path) -> str:
+    """The same inspection as ``tile_lab.export`` writes it (one offline page, strict CSP)."""
+    import tile_lab
+
+    tile_lab.export(_big_inspection(), root / "export_big.html")
+    return "export_big.html"
 
 
 def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # noqa: F811
@@ -134,6 +147,8 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # 
         plan += [control, case, control, {k: v for k, v in case.items() if k != "hover"}]
         del payload
     plan.append({"name": "HTML fallback, SASS 198 k rows", "path": _html_page(root),
+                 "kind": "html"})
+    plan.append({"name": "exported page, SASS 198 k rows", "path": _exported_page(root),
                  "kind": "html"})
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_CHROMIUM=chromium,
                TILE_LAB_CASES=json.dumps(plan))
@@ -157,7 +172,8 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # 
             assert case["scroll"]["longest"] <= 100, case["scroll"]
             assert 0 < case["scroll"]["drawnAfter"] <= 200, case["scroll"]
             assert case["status"].startswith(f"Line {hover}: Source 1 · Tile IR 1 · SASS 200,000")
-    html = res["HTML fallback, SASS 198 k rows"]
-    assert html["notice"] == 1 and html["pinned"] >= 2, html
-    assert html["rows"] <= 10_100, html
-    assert html["longest"] <= 1500, html  # static HTML of 10,000 rows: no freeze
+    for page in ("HTML fallback, SASS 198 k rows", "exported page, SASS 198 k rows"):
+        html = res[page]
+        assert html["notice"] == 1 and html["pinned"] >= 2, (page, html)
+        assert html["rows"] <= 10_100, (page, html)
+        assert html["longest"] <= 1500, (page, html)  # static HTML of 10,000 rows: no freeze
