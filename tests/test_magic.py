@@ -281,11 +281,17 @@ def api_calls(shell, monkeypatch):
             return result
         return fn
 
-    monkeypatch.setattr(tile_lab, "emulate", recorder("emulate"), raising=False)
-    monkeypatch.setattr(tile_lab, "trace", recorder("trace", "TRACE"), raising=False)
-    monkeypatch.setattr(tile_lab, "diagram", recorder("diagram", "DIAGRAM"), raising=False)
-    monkeypatch.setattr(tile_lab, "sanitize", recorder("sanitize", "REPORT"), raising=False)
-    monkeypatch.setattr(tile_lab, "launch", recorder("launch"), raising=False)
+    import tile_lab.emulator
+    import tile_lab.gpu
+    import tile_lab.render.diagram
+    import tile_lab.sanitizer
+
+    # where the magic looks them up: the modules that own them
+    monkeypatch.setattr(tile_lab.emulator, "emulate", recorder("emulate"))
+    monkeypatch.setattr(tile_lab.emulator, "trace", recorder("trace", "TRACE"))
+    monkeypatch.setattr(tile_lab.render.diagram, "diagram", recorder("diagram", "DIAGRAM"))
+    monkeypatch.setattr(tile_lab.sanitizer, "sanitize", recorder("sanitize", "REPORT"))
+    monkeypatch.setattr(tile_lab.gpu, "launch", recorder("launch"))
     ns = shell.user_ns
     ns["ea"], ns["eb"], ns["ec"] = (np.ones(512, np.float32) for _ in range(3))
     return calls

@@ -195,9 +195,9 @@ class TileMagics(Magics):
             else:
                 self._run_python(opts, body)
             if opts.export:
-                import tile_lab
+                from .share import export
 
-                print(f"exported to {tile_lab.export(self._shown, opts.export)}")
+                print(f"exported to {export(self._shown, opts.export)}")
         except TileLabError as err:  # any tile_lab error, whatever its class
             raise _relabel(err, body) from None
         except UsageError as err:  # an option mistake: at the %%tile line, like the rest
@@ -215,7 +215,7 @@ class TileMagics(Magics):
     # -- the two languages ---------------------------------------------------------------
 
     def _run_python(self, opts: Any, body: _Cell) -> None:
-        import tile_lab
+        from ._inspect import inspect
 
         kernels = self._exec_body(body)
         chosen = _choose(kernels, opts.kernel, "@ct.kernel function")
@@ -240,8 +240,8 @@ class TileMagics(Magics):
             option = opts.sig if opts.sig is not None else opts.args
             for name in chosen:
                 try:
-                    insp = tile_lab.inspect(kernels[name], spec, arch=opts.arch,
-                                            hints=opts.hints, show=show)
+                    insp = inspect(kernels[name], spec, arch=opts.arch, hints=opts.hints,
+                                   show=show)
                 except SignatureError as err:
                     if err.location is None:  # caret under the item the message names
                         err.location = _item_location(body, option, err.message)
@@ -285,7 +285,7 @@ class TileMagics(Magics):
                     args: tuple[Any, ...] | None) -> None:
         """``--reproducer DIR``: written before anything compiles, so a compile that fails
         (the main case) is in it."""
-        import tile_lab
+        from .share import reproducer
 
         if len(chosen) != 1:
             raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: pick the "
@@ -294,8 +294,8 @@ class TileMagics(Magics):
         if spec is None:
             raise UsageError("%%tile: --reproducer needs --args (example arrays) or --sig")
         grid = _eval_grid(opts.grid, body, self.shell.user_ns) if opts.grid else None
-        print(tile_lab.reproducer(kernels[chosen[0]], grid, spec, opts.reproducer,
-                                  arch=opts.arch, hints=opts.hints).summary())
+        print(reproducer(kernels[chosen[0]], grid, spec, opts.reproducer, arch=opts.arch,
+                         hints=opts.hints).summary())
 
     def _check_emulator_grid(self, grid: tuple[int, ...], text: str, body: _Cell) -> None:
         blocks = math.prod(grid)
@@ -310,8 +310,8 @@ class TileMagics(Magics):
     def _explore(self, opts: Any, body: _Cell, kernels: dict[str, Any],
                  chosen: list[str]) -> None:
         """``--explore SPACE``: ``tile_lab.explore`` with --grid/--args as functions of cfg."""
-        import tile_lab
-        from tile_lab.tuning import Space
+        from .tuning import Space
+        from .widgets.explore import explore
 
         if len(chosen) != 1:
             raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
@@ -335,18 +335,21 @@ class TileMagics(Magics):
         if configs:  # a mistake in --grid/--args fails the cell here, at its option
             grid_fn(configs[0])
             args_fn(configs[0])
-        display(tile_lab.explore(kernels[chosen[0]], space, grid_fn, args_fn))
+        display(explore(kernels[chosen[0]], space, grid_fn, args_fn))
 
     def _execute(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
                  flags: list[str], want_partition: bool, hints: str | None) -> None:
-        import tile_lab
+        # the API through its modules (the tests replace these attributes with recorders)
+        from . import emulator, gpu, parity, profiling, sanitizer
+        from ._inspect import inspect
+        from .render import diagram as diagrams
 
         if "sanitize" in flags:
-            self._show(tile_lab.sanitize(kernel, grid, args))
+            self._show(sanitizer.sanitize(kernel, grid, args))
         if "trace" in flags or want_partition:
-            self._show(tile_lab.diagram(tile_lab.trace(kernel, grid, args)))
+            self._show(diagrams.diagram(emulator.trace(kernel, grid, args)))
         if "emulate" in flags:
-            tile_lab.emulate(kernel, grid, args)
+            emulator.emulate(kernel, grid, args)
             # as --launch's fallback says where it ran, so does --emulate
             print(f"ran on the tile_lab CPU emulator: grid {grid}, "
                   f"{math.prod(grid):,} block{'s' if math.prod(grid) != 1 else ''}")
@@ -356,20 +359,17 @@ class TileMagics(Magics):
                 from ._inspect import parse_hints
                 hint_values = parse_hints(hints)
             fallback = "emulate" if self.launch_fallback == "emulate" else None
-            tile_lab.launch(kernel, grid, args, hints=hint_values, fallback=fallback)
+            gpu.launch(kernel, grid, args, hints=hint_values, fallback=fallback)
         if "crosscheck" in flags:
-            from .parity import CupyGpu
-
-            display(tile_lab.crosscheck(kernel, grid, args,
-                                        gpu=CupyGpu(hints=_parse_hints(hints))))
+            display(parity.crosscheck(kernel, grid, args,
+                                      gpu=parity.CupyGpu(hints=_parse_hints(hints))))
         if "profile" in flags:
-            prof = tile_lab.profile(kernel, grid, args, hints=_parse_hints(hints))
-            self._show(prof.view(tile_lab.inspect(kernel, args, arch=prof.arch, hints=hints,
-                                                  show=("source", "tileir", "sass"))))
+            prof = profiling.profile(kernel, grid, args, hints=_parse_hints(hints))
+            self._show(prof.view(inspect(kernel, args, arch=prof.arch, hints=hints,
+                                         show=("source", "tileir", "sass"))))
 
     def _run_cpp(self, opts: Any, body: _Cell) -> None:
-        import tile_lab
-        from tile_lab.cpp import find_kernel_names, launch_cpp
+        from .cpp import find_kernel_names, inspect_cpp, launch_cpp
 
         if opts.hints:
             raise UsageError("%%tile --lang c++: --hints does not apply to C++ cells "
@@ -396,7 +396,7 @@ class TileMagics(Magics):
                              "emulator, which runs Python kernels only")
         results = {}
         for name in chosen:
-            insp = tile_lab.inspect_cpp(body.text, name, arch=opts.arch, filename=body.filename)
+            insp = inspect_cpp(body.text, name, arch=opts.arch, filename=body.filename)
             results[name] = insp = insp.with_show(show) if opts.show is not None else insp
             self._show(insp)
         if opts.launch:

@@ -207,7 +207,7 @@ def sanitize(kernel, grid, args, *, outputs: Iterable[str] | None = None,
     ``outputs``: argument names the kernel must write completely (an unwritten element is
     an error); ``partial``: write-only arguments it may write in part (the host fills the
     rest). See the module docstring for every check."""
-    from .emulator import trace as run_trace
+    from .emulator.runtime import trace as run_trace
 
     return check_trace(run_trace(kernel, grid, args), outputs=outputs, partial=partial)
 
