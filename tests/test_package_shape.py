@@ -147,7 +147,6 @@ KNOWN_CIRCLES: list[list[str]] = [
      "tile_lab.emulator.ops_math", "tile_lab.emulator.ops_memory", "tile_lab.emulator.ops_reduce",
      "tile_lab.emulator.ops_shape", "tile_lab.emulator.poison", "tile_lab.emulator.registry",
      "tile_lab.emulator.tile"],
-    ["tile_lab.render.diagram", "tile_lab.render.diagram_layout"],
 ]
 
 
