@@ -1,6 +1,6 @@
 """The shape of the code, checked: no import circle in tile_lab (function-level imports count),
-no public function with more than 10 parameters, no private name imported across packages, mypy
-clean on the measuring core (gpu/ and tuning/)."""
+no module over 600 lines, no public function with more than 10 parameters, no private name
+imported across packages, mypy clean on the measuring core (gpu/ and tuning/)."""
 
 from __future__ import annotations
 
@@ -194,6 +194,16 @@ def test_no_public_function_takes_more_than_ten_parameters():
             if public and _param_count(node) > MAX_PARAMS:
                 wide.add(f"{path.relative_to(ROOT).as_posix()}::{node.name}")
     assert wide == KNOWN_WIDE, f"functions over {MAX_PARAMS} parameters: {sorted(wide)}"
+
+
+MAX_LINES = 600
+
+
+def test_no_module_is_longer_than_600_lines():
+    long = {f"{path.relative_to(ROOT).as_posix()}: {n}"
+            for path in sorted(PKG.rglob("*.py"))
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split by job): {sorted(long)}"
 
 
 def test_param_count_sees_keyword_only_and_star_arguments():

@@ -27,6 +27,8 @@ RENDERERS: dict[str, str] = {
     "tile_lab.artifacts.Inspection": "tile_lab.render.html:inspection_mimebundle",
     "tile_lab.profiling.data.Profile": "tile_lab.render.profile_view:profile_summary_html",
     "tile_lab.cpp.compare.Comparison": "tile_lab.cpp.compare_html:comparison_html",
+    "tile_lab.sanitizer_report.SanitizerReport":
+        "tile_lab.render.sanitizer_view:sanitizer_report_html",
 }
 
 # name of a view -> "module:callable" building a displayable object

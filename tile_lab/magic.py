@@ -26,8 +26,6 @@ import ast
 import contextlib
 import math
 import re
-import sys
-from dataclasses import dataclass, replace
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -40,10 +38,20 @@ from .artifacts import STAGES
 from .errors import (
     CompileError,
     EmulatorUnsupported,
-    OptionError,
     SignatureError,
     SourceLocation,
     TileLabError,
+)
+from .magic_cells import (
+    Cell,
+    eval_grid,
+    eval_option,
+    item_location,
+    line_of,
+    option_error,
+    option_location,
+    relabel,
+    running_cell_number,
 )
 
 __all__ = ["TileMagics", "register"]
@@ -84,14 +92,6 @@ def tile_emulate(line: str) -> None:
           "(%tile_emulate on runs them on the CPU emulator)")
 
 
-@dataclass(frozen=True)
-class _Cell:
-    """The cell body as registered: ``filename`` in linecache, ``label`` for messages."""
-
-    text: str  # the body with one blank line first: line N here is cell line N
-    filename: str
-    label: str
-    magic_line: str  # "%%tile --args ..." as the user typed it (line 1)
 
 
 @magics_class
@@ -199,11 +199,11 @@ class TileMagics(Magics):
 
                 print(f"exported to {export(self._shown, opts.export)}")
         except TileLabError as err:  # any tile_lab error, whatever its class
-            raise _relabel(err, body) from None
+            raise relabel(err, body) from None
         except UsageError as err:  # an option mistake: at the %%tile line, like the rest
             if type(err) is not UsageError:
                 raise
-            raise _option_error(str(err), body) from None
+            raise option_error(str(err), body) from None
 
     def _apply_defaults(self, opts: Any) -> None:
         """Options the cell leaves out take the ``%config TileMagics`` defaults."""
@@ -214,7 +214,7 @@ class TileMagics(Magics):
 
     # -- the two languages ---------------------------------------------------------------
 
-    def _run_python(self, opts: Any, body: _Cell) -> None:
+    def _run_python(self, opts: Any, body: Cell) -> None:
         from ._inspect import inspect
 
         kernels = self._exec_body(body)
@@ -225,7 +225,7 @@ class TileMagics(Magics):
         show, want_partition = _split_show(opts.show)
         flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
         ns = self.shell.user_ns
-        args = _eval_option(opts.args, "--args", body, ns) if opts.args is not None else None
+        args = eval_option(opts.args, "--args", body, ns) if opts.args is not None else None
         if opts.reproducer is not None:
             self._reproducer(opts, body, kernels, chosen, args)
         want_inspect = (opts.sig is not None or opts.show is not None
@@ -244,7 +244,7 @@ class TileMagics(Magics):
                                    show=show)
                 except SignatureError as err:
                     if err.location is None:  # caret under the item the message names
-                        err.location = _item_location(body, option, err.message)
+                        err.location = item_location(body, option, err.message)
                     raise
                 self._show(insp)
         if flags or want_partition:
@@ -259,7 +259,7 @@ class TileMagics(Magics):
                 return
             if args is None or opts.grid is None:
                 raise UsageError("%%tile: running a kernel needs --grid and --args")
-            grid = _eval_grid(opts.grid, body, ns)
+            grid = eval_grid(opts.grid, body, ns)
             if set(flags) & {"emulate", "trace", "sanitize", "crosscheck"} or want_partition:
                 self._check_emulator_grid(grid, opts.grid, body)
             from .emulator import limits
@@ -272,7 +272,7 @@ class TileMagics(Magics):
                                   opts.hints)
             except TileLabError as err:  # a bad argument: point at what the user typed
                 if re.match(r"argument \d+ \(", err.message):
-                    err.location = _item_location(body, opts.args, err.message) or err.location
+                    err.location = item_location(body, opts.args, err.message) or err.location
                 raise
 
     def _show(self, obj: Any) -> None:
@@ -281,7 +281,7 @@ class TileMagics(Magics):
         if getattr(self, "_shown", None) is not None:
             self._shown.append(obj)  # type: ignore[union-attr]
 
-    def _reproducer(self, opts: Any, body: _Cell, kernels: dict[str, Any], chosen: list[str],
+    def _reproducer(self, opts: Any, body: Cell, kernels: dict[str, Any], chosen: list[str],
                     args: tuple[Any, ...] | None) -> None:
         """``--reproducer DIR``: written before anything compiles, so a compile that fails
         (the main case) is in it."""
@@ -293,21 +293,21 @@ class TileMagics(Magics):
         spec = args if args is not None else opts.sig
         if spec is None:
             raise UsageError("%%tile: --reproducer needs --args (example arrays) or --sig")
-        grid = _eval_grid(opts.grid, body, self.shell.user_ns) if opts.grid else None
+        grid = eval_grid(opts.grid, body, self.shell.user_ns) if opts.grid else None
         print(reproducer(kernels[chosen[0]], grid, spec, opts.reproducer, arch=opts.arch,
                          hints=opts.hints).summary())
 
-    def _check_emulator_grid(self, grid: tuple[int, ...], text: str, body: _Cell) -> None:
+    def _check_emulator_grid(self, grid: tuple[int, ...], text: str, body: Cell) -> None:
         blocks = math.prod(grid)
         if blocks > self.emulator_max_blocks:
             raise SignatureError(
                 f"--grid {grid} is {blocks:,} blocks: too many for the CPU emulator, which "
                 f"runs blocks one after another (this notebook's limit: "
-                f"{self.emulator_max_blocks:,})", _option_location(body, text.strip()),
+                f"{self.emulator_max_blocks:,})", option_location(body, text.strip()),
                 hint="emulate a smaller problem (fewer, larger tiles), or raise the limit "
                      "with %config TileMagics.emulator_max_blocks = N")
 
-    def _explore(self, opts: Any, body: _Cell, kernels: dict[str, Any],
+    def _explore(self, opts: Any, body: Cell, kernels: dict[str, Any],
                  chosen: list[str]) -> None:
         """``--explore SPACE``: ``tile_lab.explore`` with --grid/--args as functions of cfg."""
         from .tuning import Space
@@ -317,19 +317,19 @@ class TileMagics(Magics):
             raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
                              f"pick the one to explore with --kernel NAME")
         ns = self.shell.user_ns
-        items = _eval_option(opts.explore, "--explore", body, ns)
+        items = eval_option(opts.explore, "--explore", body, ns)
         space = items[0] if len(items) == 1 else None
         if not isinstance(space, Space):
             got = type(space).__name__ if len(items) == 1 else f"{len(items)} values"
             raise SignatureError(f"--explore needs one tile_lab.Space, got {got}",
-                                 _option_location(body, opts.explore.strip()),
+                                 option_location(body, opts.explore.strip()),
                                  hint="e.g. space = tile_lab.Space(TILE=[256, 512, 1024])")
 
         def grid_fn(cfg: Any) -> tuple[int, ...]:
-            return _eval_grid(opts.grid, body, ns, {"cfg": cfg})
+            return eval_grid(opts.grid, body, ns, {"cfg": cfg})
 
         def args_fn(cfg: Any) -> tuple[Any, ...]:
-            return _eval_option(opts.args, "--args", body, ns, {"cfg": cfg})
+            return eval_option(opts.args, "--args", body, ns, {"cfg": cfg})
 
         configs = space.configs(None)
         if configs:  # a mistake in --grid/--args fails the cell here, at its option
@@ -368,7 +368,7 @@ class TileMagics(Magics):
             self._show(prof.view(inspect(kernel, args, arch=prof.arch, hints=hints,
                                          show=("source", "tileir", "sass"))))
 
-    def _run_cpp(self, opts: Any, body: _Cell) -> None:
+    def _run_cpp(self, opts: Any, body: Cell) -> None:
         from .cpp import find_kernel_names, inspect_cpp, launch_cpp
 
         if opts.hints:
@@ -406,23 +406,23 @@ class TileMagics(Magics):
             if opts.args is None or opts.grid is None:
                 raise UsageError("%%tile: launching needs --grid and --args")
             ns = self.shell.user_ns
-            args = _eval_option(opts.args, "--args", body, ns)
-            grid = _eval_grid(opts.grid, body, ns)
+            args = eval_option(opts.args, "--args", body, ns)
+            grid = eval_grid(opts.grid, body, ns)
             launch_cpp(results[chosen[0]], chosen[0], grid, args)
 
     # -- cell registration and execution -------------------------------------------------
 
-    def _register_cell(self, line: str, cell: str) -> _Cell:
+    def _register_cell(self, line: str, cell: str) -> Cell:
         shell = self.shell
         text = "\n" + cell  # the %%tile line is line 1, so body line k is cell line k+1
-        number = _running_cell_number(shell)
+        number = running_cell_number(shell)
         filename = shell.compile.cache(text, number, raw_code=text)
         named = shell.compile.format_code_name(filename)
         label = " ".join(named) if named else filename
-        return _Cell(text=text, filename=filename, label=label,
+        return Cell(text=text, filename=filename, label=label,
                      magic_line=f"%%tile {line}".rstrip())
 
-    def _exec_body(self, body: _Cell) -> dict[str, Any]:
+    def _exec_body(self, body: Cell) -> dict[str, Any]:
         """Run the body in the user namespace; return the kernels it (re)bound, in order."""
         from ._cutile_compat import is_kernel
 
@@ -432,7 +432,7 @@ class TileMagics(Magics):
         except SyntaxError as e:
             lineno = e.lineno or 1
             col = max(e.offset - 1, 0) if e.offset else None
-            text = e.text.rstrip("\n") if e.text else _line_of(body.text, lineno)
+            text = e.text.rstrip("\n") if e.text else line_of(body.text, lineno)
             raise CompileError(f"{type(e).__name__}: {e.msg}",
                                SourceLocation(body.label, lineno, col, text)) from None
         ns = self.shell.user_ns
@@ -453,22 +453,6 @@ def _parse_hints(hints: str | None) -> dict[str, Any] | None:
     return parse_hints(hints) if hints else None
 
 
-def _running_cell_number(shell: Any) -> int:
-    """The N of the cell now running, as IPython labels it ("Cell In[N]").
-
-    Not ``shell.execution_count``: IPython >= 9 has already incremented it when the cell
-    runs (and does not when history is off). The running cell's code is on the call stack,
-    compiled under a filename IPython registered with the cell's number, so that frame
-    says which cell this is, in a terminal IPython and in a Jupyter kernel alike.
-    """
-    format_code_name = getattr(shell.compile, "format_code_name", None)
-    frame = sys._getframe(1) if format_code_name is not None else None
-    while frame is not None:
-        named = format_code_name(frame.f_code.co_filename)
-        if named and (m := re.fullmatch(r"In\[(\d+)\]", named[1])):
-            return int(m.group(1))
-        frame = frame.f_back
-    return shell.execution_count  # called outside any cell (run_cell_magic from code)
 
 
 def _unquote_options(opts: Any) -> None:
@@ -555,106 +539,14 @@ def _bound_names(tree: ast.Module) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _line_of(text: str, lineno: int) -> str:
-    lines = text.splitlines()
-    return lines[lineno - 1] if 0 < lineno <= len(lines) else ""
 
 
-def _option_location(body: _Cell, value: str, offset: int = 0) -> SourceLocation:
-    """Line 1 (the ``%%tile`` line), caret under ``value`` (+offset) where it is found."""
-    idx = body.magic_line.find(value)
-    col = idx + offset if idx >= 0 else None
-    return SourceLocation(body.label, 1, col, body.magic_line)
 
 
-def _item_location(body: _Cell, option_text: str, message: str) -> SourceLocation | None:
-    """The ``%%tile`` line with the caret under the comma-separated item of ``option_text``
-    that ``message`` names ("argument 2 (...)", "spec item 2"); None when it names none."""
-    m = re.search(r"\b(?:argument|item) (\d+)\b", message)
-    if m is None:
-        return None
-    wanted, depth, start, items = int(m.group(1)), 0, 0, []
-    for i, ch in enumerate(option_text + ","):
-        depth += (ch in "([{") - (ch in ")]}")
-        if ch == "," and depth == 0:
-            items.append(start + len(option_text[start:i]) - len(option_text[start:i].lstrip()))
-            start = i + 1
-    if not 1 <= wanted <= len(items):
-        return None
-    return _option_location(body, option_text.strip(), items[wanted - 1]
-                            - (len(option_text) - len(option_text.lstrip())))
 
 
-def _eval_option(value: str, option: str, body: _Cell, ns: dict[str, Any],
-                 local: dict[str, Any] | None = None) -> tuple[Any, ...]:
-    """Evaluate a comma-separated list of expressions in the user namespace (and ``local``
-    names, e.g. ``cfg`` for --explore, which shadow nothing in the notebook)."""
-    text = value.strip().rstrip(",")
-    if not text:
-        return ()
-    try:
-        tree = ast.parse(f"({text},)", mode="eval")
-    except SyntaxError as e:
-        off = max((e.offset or 1) - 2, 0)  # -1 for 1-based, -1 for the "(" we added
-        raise SignatureError(f"{option} is not a list of Python expressions: {e.msg}",
-                             _option_location(body, text, off)) from None
-    try:
-        return tuple(eval(compile(tree, f"<{option}>", "eval"), ns, local))
-    except NameError as e:
-        name = getattr(e, "name", None) or ""
-        m = re.search(rf"\b{re.escape(name)}\b", text) if name else None
-        raise SignatureError(f"{option}: name {name!r} is not defined in the notebook",
-                             _option_location(body, text, m.start() if m else 0),
-                             hint="define it in a cell above, then run this cell again"
-                             ) from None
-    except Exception as e:
-        raise SignatureError(f"{option}: evaluating {text!r} raised "
-                             f"{type(e).__name__}: {e}", _option_location(body, text)
-                             ) from None
 
 
-def _eval_grid(value: str, body: _Cell, ns: dict[str, Any],
-               local: dict[str, Any] | None = None) -> tuple[int, ...]:
-    """``--grid``: an int or a tuple of 1-3 positive ints, evaluated in the namespace."""
-    items = _eval_option(value, "--grid", body, ns, local)
-    if len(items) == 1 and isinstance(items[0], (tuple, list)):
-        items = tuple(items[0])  # "(8, 4)" is one tuple-valued expression
-    ok = 1 <= len(items) <= 3 and all(
-        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items)
-    if not ok:
-        raise SignatureError(f"--grid must be 1 to 3 positive ints, e.g. \"(8,)\", "
-                             f"got {items!r}", _option_location(body, value.strip()))
-    return tuple(int(v) for v in items)
 
 
-def _option_error(message: str, body: _Cell) -> OptionError:
-    """An OptionError at the ``%%tile`` line, the caret under the first option the message
-    names, or just after the line when the option is missing from it."""
-    text = message.removeprefix("%%tile: ")
-    col = None
-    said = text.split(": ", 1)[1] if text.startswith("%%tile --") else text  # skip "--lang c++:"
-    named = re.search(r"--[a-z+]+", said)
-    if named is not None:  # under that option, or after the line when it is missing there
-        idx = body.magic_line.find(named.group(0))
-        col = idx if idx >= 0 else len(body.magic_line) + 1
-    hint = ("%%tile? lists the options" if "unrecognized arguments" in text
-            or "expected one argument" in text else None)
-    text = text if text.startswith("%%tile") else f"%%tile: {text}"
-    return OptionError(text, SourceLocation(body.label, 1, col, body.magic_line), hint=hint)
 
-
-def _relabel(err: TileLabError, body: _Cell) -> TileLabError:
-    """Show the cell's label instead of IPython's cache filename, and the line text; an
-    error that names no place (a refusal, a missing GPU) points at the ``%%tile`` line."""
-    if err.hint and body.filename in err.hint:  # e.g. nvcc's full diagnostics
-        err.hint = err.hint.replace(body.filename, body.label)
-    loc = err.location
-    if loc is None:  # e.g. a refusal: under the option the message is about, if it says
-        words = re.findall(r"\b(grid|hint|arch|args|sig|kernel)s?\b", err.message)
-        col = next((i for i in (body.magic_line.find(f"--{w}{'s' * (w == 'hint')}")
-                                for w in words) if i >= 0), None)
-        err.location = SourceLocation(body.label, 1, col, body.magic_line)
-    elif loc.filename == body.filename:
-        text = loc.text if loc.text is not None else _line_of(body.text, loc.line)
-        err.location = replace(loc, filename=body.label, text=text)
-    return err
