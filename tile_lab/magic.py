@@ -59,6 +59,16 @@ __all__ = ["TileMagics", "register"]
 EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile", "crosscheck")
 PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
 CPP_LANGS = ("c++", "cpp", "cuda")
+# Options a C++ cell refuses, each with why (checked before anything compiles). The CPU
+# emulator's flags are refused apart, as EmulatorUnsupported; the rest work in both languages.
+CPP_REFUSED = (
+    ("hints", "--hints does not apply to C++ cells (set hints in the source with cutile::hint)"),
+    ("sig", "--sig is for Python kernels; a C++ kernel's signature is in its source"),
+    ("reproducer", "--reproducer writes cuTile Python kernels"),
+    ("profile", "--profile runs Nsight Compute on cuTile Python kernels only (profile a C++ "
+                "kernel with ncu on a program that launches it)"),
+)
+CPP_EMULATOR_FLAGS = ("emulate", "trace", "sanitize", "crosscheck")
 
 
 def register(ipython: Any) -> None:
@@ -339,47 +349,69 @@ class TileMagics(Magics):
 
     def _execute(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
                  flags: list[str], want_partition: bool, hints: str | None) -> None:
-        # the API through its modules (the tests replace these attributes with recorders)
-        from . import emulator, gpu, parity, profiling, sanitizer
-        from ._inspect import inspect
+        """Run the cell's execution flag (``--show partition`` runs ``trace``), through the
+        table below, whose order is the order of the output (a sanitizer report comes
+        before the partition diagram)."""
+        wanted = {*flags, "trace"} if want_partition else set(flags)
+        for flag, handler in _EXECUTORS.items():
+            if flag in wanted:
+                handler(self, kernel, grid, args, hints)
+
+    # One handler per execution flag, each calling the API through the module that owns it
+    # (imported when the flag is used; the tests replace these attributes with recorders).
+
+    def _sanitize(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                  hints: str | None) -> None:
+        from . import sanitizer
+
+        self._show(sanitizer.sanitize(kernel, grid, args))
+
+    def _trace(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+               hints: str | None) -> None:
+        from . import emulator
         from .render import diagram as diagrams
 
-        if "sanitize" in flags:
-            self._show(sanitizer.sanitize(kernel, grid, args))
-        if "trace" in flags or want_partition:
-            self._show(diagrams.diagram(emulator.trace(kernel, grid, args)))
-        if "emulate" in flags:
-            emulator.emulate(kernel, grid, args)
-            # as --launch's fallback says where it ran, so does --emulate
-            print(f"ran on the tile_lab CPU emulator: grid {grid}, "
-                  f"{math.prod(grid):,} block{'s' if math.prod(grid) != 1 else ''}")
-        if "launch" in flags:
-            hint_values = None
-            if hints:
-                from ._inspect import parse_hints
-                hint_values = parse_hints(hints)
-            fallback = "emulate" if self.launch_fallback == "emulate" else None
-            gpu.launch(kernel, grid, args, hints=hint_values, fallback=fallback)
-        if "crosscheck" in flags:
-            display(parity.crosscheck(kernel, grid, args,
-                                      gpu=parity.CupyGpu(hints=_parse_hints(hints))))
-        if "profile" in flags:
-            prof = profiling.profile(kernel, grid, args, hints=_parse_hints(hints))
-            self._show(prof.view(inspect(kernel, args, arch=prof.arch, hints=hints,
-                                         show=("source", "tileir", "sass"))))
+        self._show(diagrams.diagram(emulator.trace(kernel, grid, args)))
+
+    def _emulate(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                 hints: str | None) -> None:
+        from . import emulator
+
+        emulator.emulate(kernel, grid, args)
+        # as --launch's fallback says where it ran, so does --emulate
+        print(f"ran on the tile_lab CPU emulator: grid {grid}, "
+              f"{math.prod(grid):,} block{'s' if math.prod(grid) != 1 else ''}")
+
+    def _launch(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                hints: str | None) -> None:
+        from . import gpu
+
+        fallback = "emulate" if self.launch_fallback == "emulate" else None
+        gpu.launch(kernel, grid, args, hints=_parse_hints(hints), fallback=fallback)
+
+    def _crosscheck(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                    hints: str | None) -> None:
+        from . import parity
+
+        display(parity.crosscheck(kernel, grid, args,
+                                  gpu=parity.CupyGpu(hints=_parse_hints(hints))))
+
+    def _profile(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                 hints: str | None) -> None:
+        from . import profiling
+        from ._inspect import inspect
+
+        prof = profiling.profile(kernel, grid, args, hints=_parse_hints(hints))
+        self._show(prof.view(inspect(kernel, args, arch=prof.arch, hints=hints,
+                                     show=("source", "tileir", "sass"))))
 
     def _run_cpp(self, opts: Any, body: Cell) -> None:
         from .cpp import find_kernel_names, inspect_cpp, launch_cpp
 
-        if opts.hints:
-            raise UsageError("%%tile --lang c++: --hints does not apply to C++ cells "
-                             "(set hints in the source with cutile::hint)")
-        if opts.sig is not None:
-            raise UsageError("%%tile --lang c++: --sig is for Python kernels; a C++ "
-                             "kernel's signature is in its source")
-        if opts.reproducer is not None:
-            raise UsageError("%%tile --lang c++: --reproducer writes cuTile Python kernels")
-        cpu_only = [f for f in ("emulate", "trace", "sanitize", "crosscheck") if getattr(opts, f)]
+        for option, why in CPP_REFUSED:
+            if getattr(opts, option) not in (None, False):
+                raise UsageError(f"%%tile --lang c++: {why}")
+        cpu_only = [f for f in CPP_EMULATOR_FLAGS if getattr(opts, f)]
         if cpu_only:
             raise EmulatorUnsupported(
                 f"--{cpu_only[0]}: the CPU emulator runs cuTile Python kernels only, "
@@ -445,6 +477,17 @@ class TileMagics(Magics):
         return {k: ns[k] for k in changed}
 
 
+# execution flag -> its handler, in the order their output appears
+_EXECUTORS: dict[str, Any] = {
+    "sanitize": TileMagics._sanitize,
+    "trace": TileMagics._trace,
+    "emulate": TileMagics._emulate,
+    "launch": TileMagics._launch,
+    "crosscheck": TileMagics._crosscheck,
+    "profile": TileMagics._profile,
+}
+
+
 # -- helpers ---------------------------------------------------------------------------
 
 def _parse_hints(hints: str | None) -> dict[str, Any] | None:
@@ -478,12 +521,14 @@ def _check_options(opts: Any) -> None:
         return
     if len(flags) > 1:
         got = ", ".join("--" + f for f in flags)
-        raise UsageError("%%tile: use one of --emulate, --trace, --sanitize, --launch, "
-                         f"--profile, --crosscheck at a time (got {got})")
+        raise UsageError("%%tile: use one of "
+                         + ", ".join(f"--{f}" for f in EXECUTION_FLAGS)
+                         + f" at a time (got {got})")
     if opts.grid is not None and not flags and not (opts.show and "partition" in opts.show) \
             and opts.reproducer is None:
-        raise UsageError("%%tile: --grid is for running a kernel: add --emulate, --trace, "
-                         "--sanitize, --launch or --crosscheck")
+        raise UsageError("%%tile: --grid is for running a kernel: add "
+                         + ", ".join(f"--{f}" for f in EXECUTION_FLAGS[:-1])
+                         + f" or --{EXECUTION_FLAGS[-1]}")
     if opts.show is not None:
         names = [s.strip() for s in opts.show.split(",") if s.strip()]
         bad = [n for n in names if n not in PANES]
