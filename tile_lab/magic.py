@@ -34,7 +34,6 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Int, TraitError, Unicode, validate
 
-from .artifacts import STAGES
 from .errors import (
     CompileError,
     EmulatorUnsupported,
@@ -53,22 +52,19 @@ from .magic_cells import (
     relabel,
     running_cell_number,
 )
+from .magic_options import (
+    CPP_EMULATOR_FLAGS,
+    CPP_LANGS,
+    CPP_REFUSED,
+    EXECUTION_FLAGS,
+    PANES,
+    check_options,
+    choose,
+    split_show,
+    unquote_options,
+)
 
 __all__ = ["TileMagics", "register"]
-
-EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile", "crosscheck")
-PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
-CPP_LANGS = ("c++", "cpp", "cuda")
-# Options a C++ cell refuses, each with why (checked before anything compiles). The CPU
-# emulator's flags are refused apart, as EmulatorUnsupported; the rest work in both languages.
-CPP_REFUSED = (
-    ("hints", "--hints does not apply to C++ cells (set hints in the source with cutile::hint)"),
-    ("sig", "--sig is for Python kernels; a C++ kernel's signature is in its source"),
-    ("reproducer", "--reproducer writes cuTile Python kernels"),
-    ("profile", "--profile runs Nsight Compute on cuTile Python kernels only (profile a C++ "
-                "kernel with ncu on a program that launches it)"),
-)
-CPP_EMULATOR_FLAGS = ("emulate", "trace", "sanitize", "crosscheck")
 
 
 def register(ipython: Any) -> None:
@@ -100,8 +96,6 @@ def tile_emulate(line: str) -> None:
     print("ct.launch runs on the GPU" if gpu_available() else
           "ct.launch goes to the GPU, and this machine has none: launches will fail "
           "(%tile_emulate on runs them on the CPU emulator)")
-
-
 
 
 @magics_class
@@ -196,9 +190,9 @@ class TileMagics(Magics):
         body = self._register_cell(line, cell)
         try:
             opts = parse_argstring(self.tile, line)
-            _unquote_options(opts)
+            unquote_options(opts)
             self._apply_defaults(opts)
-            _check_options(opts)
+            check_options(opts)
             self._shown: list[Any] | None = [] if opts.export else None
             if opts.lang.lower() in CPP_LANGS:
                 self._run_cpp(opts, body)
@@ -228,11 +222,11 @@ class TileMagics(Magics):
         from ._inspect import inspect
 
         kernels = self._exec_body(body)
-        chosen = _choose(kernels, opts.kernel, "@ct.kernel function")
+        chosen = choose(kernels, opts.kernel, "@ct.kernel function")
         if opts.explore is not None:
             self._explore(opts, body, kernels, chosen)
             return
-        show, want_partition = _split_show(opts.show)
+        show, want_partition = split_show(opts.show)
         flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
         ns = self.shell.user_ns
         args = eval_option(opts.args, "--args", body, ns) if opts.args is not None else None
@@ -421,8 +415,8 @@ class TileMagics(Magics):
         if not names:
             raise CompileError("the cell defines no __tile_global__ kernel",
                                SourceLocation(body.label, 1, None, body.magic_line))
-        chosen = _choose(dict.fromkeys(names), opts.kernel, "__tile_global__ kernel")
-        show, want_partition = _split_show(opts.show)
+        chosen = choose(dict.fromkeys(names), opts.kernel, "__tile_global__ kernel")
+        show, want_partition = split_show(opts.show)
         if want_partition:
             raise UsageError("%%tile --lang c++: the partition diagram needs the CPU "
                              "emulator, which runs Python kernels only")
@@ -496,67 +490,6 @@ def _parse_hints(hints: str | None) -> dict[str, Any] | None:
     return parse_hints(hints) if hints else None
 
 
-
-
-def _unquote_options(opts: Any) -> None:
-    # IPython splits the magic line shell-style but keeps the quotes (non-POSIX mode).
-    for key, value in vars(opts).items():
-        if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] in "'\"":
-            setattr(opts, key, value[1:-1])
-
-
-def _check_options(opts: Any) -> None:
-    if opts.lang.lower() not in ("python", "py", *CPP_LANGS):
-        raise UsageError(f"%%tile: --lang must be python or c++, not {opts.lang!r}")
-    flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
-    if opts.explore is not None:
-        if flags:
-            raise UsageError(f"%%tile: --explore runs the kernel itself; drop --{flags[0]}")
-        if opts.lang.lower() in CPP_LANGS:
-            raise UsageError("%%tile --lang c++: --explore is for Python kernels (tune C++ "
-                             "kernels with tile_lab.tune_cpp)")
-        if opts.grid is None or opts.args is None:
-            raise UsageError("%%tile: --explore needs --grid and --args, written with the "
-                             "slider config cfg, e.g. --grid \"(N // cfg['TILE'],)\"")
-        return
-    if len(flags) > 1:
-        got = ", ".join("--" + f for f in flags)
-        raise UsageError("%%tile: use one of "
-                         + ", ".join(f"--{f}" for f in EXECUTION_FLAGS)
-                         + f" at a time (got {got})")
-    if opts.grid is not None and not flags and not (opts.show and "partition" in opts.show) \
-            and opts.reproducer is None:
-        raise UsageError("%%tile: --grid is for running a kernel: add "
-                         + ", ".join(f"--{f}" for f in EXECUTION_FLAGS[:-1])
-                         + f" or --{EXECUTION_FLAGS[-1]}")
-    if opts.show is not None:
-        names = [s.strip() for s in opts.show.split(",") if s.strip()]
-        bad = [n for n in names if n not in PANES]
-        if bad or not names:
-            raise UsageError(f"%%tile: unknown pane {bad[0]!r} in --show; panes: "
-                             f"{', '.join(PANES)}" if bad else "%%tile: --show is empty")
-
-
-def _split_show(show: str | None) -> tuple[tuple[str, ...] | None, bool]:
-    """The inspect panes of ``--show`` (None: the default) and whether it asks for the
-    partition diagram."""
-    if show is None:
-        return None, False
-    names = [s.strip() for s in show.split(",") if s.strip()]
-    panes = tuple(dict.fromkeys(n for n in names if n != "partition"))
-    return panes, "partition" in names
-
-
-def _choose(found: dict[str, Any], wanted: str | None, what: str) -> list[str]:
-    if wanted is None:
-        return list(found)
-    if wanted not in found:
-        have = ", ".join(found) or "none"
-        raise UsageError(f"%%tile: --kernel {wanted}: the cell defines no {what} of that "
-                         f"name (it defines: {have})")
-    return [wanted]
-
-
 def _bound_names(tree: ast.Module) -> list[str]:
     """Names the cell binds at top level, in source order (function bodies excluded)."""
     names: list[str] = []
@@ -582,16 +515,3 @@ def _bound_names(tree: ast.Module) -> list[str]:
 
     Visitor().visit(tree)
     return list(dict.fromkeys(names))
-
-
-
-
-
-
-
-
-
-
-
-
-
