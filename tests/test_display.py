@@ -31,3 +31,30 @@ def test_every_registered_renderer_exists():
     for target in display.RENDERERS.values():
         module, _, name = target.partition(":")
         assert callable(getattr(importlib.import_module(module), name))
+
+
+def test_a_renderer_may_return_a_whole_bundle(monkeypatch):
+    key = f"{Plain.__module__}.{Plain.__qualname__}"
+    monkeypatch.setitem(display.RENDERERS, key, "tile_lab.render.mime:MimeLimits")
+    monkeypatch.setattr("tile_lab.render.mime.MimeLimits",
+                        lambda obj: {"text/html": "<b>x</b>", "application/x": {"a": 1}})
+    assert display.mimebundle(Plain()) == {"text/plain": "plain words", "text/html": "<b>x</b>",
+                                           "application/x": {"a": 1}}
+
+
+def test_every_registered_view_exists_and_data_modules_name_no_renderer():
+    import ast
+    import importlib
+    from pathlib import Path
+
+    for target in display.VIEWS.values():
+        module, _, name = target.partition(":")
+        assert callable(getattr(importlib.import_module(module), name))
+    # the data classes that display through the registry import no renderer themselves
+    root = Path(display.__file__).parent
+    for rel in ("artifacts.py", "profiling/data.py", "cpp/compare.py", "parity/result.py"):
+        tree = ast.parse((root / rel).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert "render" not in (node.module or "") and "compare_html" not in (
+                    node.module or ""), f"{rel}:{node.lineno} imports {node.module}"

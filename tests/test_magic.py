@@ -281,11 +281,17 @@ def api_calls(shell, monkeypatch):
             return result
         return fn
 
-    monkeypatch.setattr(tile_lab, "emulate", recorder("emulate"), raising=False)
-    monkeypatch.setattr(tile_lab, "trace", recorder("trace", "TRACE"), raising=False)
-    monkeypatch.setattr(tile_lab, "diagram", recorder("diagram", "DIAGRAM"), raising=False)
-    monkeypatch.setattr(tile_lab, "sanitize", recorder("sanitize", "REPORT"), raising=False)
-    monkeypatch.setattr(tile_lab, "launch", recorder("launch"), raising=False)
+    import tile_lab.emulator
+    import tile_lab.gpu
+    import tile_lab.render.diagram
+    import tile_lab.sanitizer
+
+    # where the magic looks them up: the modules that own them
+    monkeypatch.setattr(tile_lab.emulator, "emulate", recorder("emulate"))
+    monkeypatch.setattr(tile_lab.emulator, "trace", recorder("trace", "TRACE"))
+    monkeypatch.setattr(tile_lab.render.diagram, "diagram", recorder("diagram", "DIAGRAM"))
+    monkeypatch.setattr(tile_lab.sanitizer, "sanitize", recorder("sanitize", "REPORT"))
+    monkeypatch.setattr(tile_lab.gpu, "launch", recorder("launch"))
     ns = shell.user_ns
     ns["ea"], ns["eb"], ns["ec"] = (np.ones(512, np.float32) for _ in range(3))
     return calls
@@ -411,6 +417,48 @@ def test_cpp_cell_cannot_emulate(shell, api_calls):
     with pytest.raises(EmulatorUnsupported, match="Python kernels only"):
         shell.run_cell_magic("tile", "--lang c++ --emulate --grid 4 --args 'ea, eb, ec, 4'",
                              CPP)
+
+
+@pytest.mark.parametrize("option,why", [
+    ("--profile --grid 4 --args 'ea, eb, ec, 4'", "--profile runs Nsight Compute on cuTile "
+                                                   "Python kernels only"),
+    ("--hints num_ctas=2", "--hints does not apply to C\\+\\+ cells"),
+    ("--sig 'f32[4]'", "--sig is for Python kernels"),
+])
+def test_cpp_cell_refuses_python_only_options_before_compiling(shell, shown, monkeypatch,
+                                                                option, why):
+    import tile_lab.cpp
+
+    def no_compile(*a, **k):
+        raise AssertionError("a refused option must fail before anything compiles")
+
+    monkeypatch.setattr(tile_lab.cpp, "inspect_cpp", no_compile)
+    with pytest.raises(UsageError, match=f"^%%tile --lang c\\+\\+: {why}"):
+        shell.run_cell_magic("tile", f"--lang c++ {option}", CPP)
+    assert not shown
+
+
+def test_cpp_profile_error_points_at_the_option(shell, capsys):
+    line = "%%tile --lang c++ --profile --grid 4 --args 'ea, eb, ec, 4'"
+    err, out = run_failing(shell, capsys, line + "\n" + CPP)
+    assert isinstance(err, UsageError) and "Nsight Compute" in str(err)
+    number, caret = caret_line(out, 1)
+    assert caret.index("^") - number.index("%%tile") == line.index("--profile")
+
+
+def test_every_execution_flag_has_a_handler_and_the_messages_name_them_all(shell, api_calls):
+    from tile_lab.magic import _EXECUTORS, EXECUTION_FLAGS
+
+    assert set(_EXECUTORS) == set(EXECUTION_FLAGS)
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("tile", "--grid 4 " + SIG3, VADD)
+    assert all(f"--{f}" in str(info.value) for f in EXECUTION_FLAGS)
+
+
+def test_sanitize_with_partition_shows_the_report_then_the_diagram(shell, shown, api_calls):
+    shell.run_cell_magic("tile", '--sanitize --show source,partition --grid 4 '
+                                 '--args "ea, eb, ec, 128"', VADD)
+    assert [c[0] for c in api_calls] == ["sanitize", "trace", "diagram"]
 
 
 def test_show_partition_draws_the_trace(shell, shown, api_calls):

@@ -379,7 +379,7 @@ def test_compressed_coverage_equals_per_element_coverage(seed):
     """Coordinate-compressed heatmaps (and the merged rectangles drawn from them) agree
     with Trace.coverage element by element, for ragged tiles, boxes partly outside the
     array, mixed tile shapes, and blocks touching the same elements twice."""
-    from tile_lab.render.diagram_layout import _merged_cells
+    from tile_lab.render.diagram_cells import _merged_cells
 
     rng = np.random.default_rng(seed)
     shape = (int(rng.integers(5, 20)), int(rng.integers(5, 20)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__
 
 # public name -> module that defines it (relative to this package)
 _EXPORTS: dict[str, str] = {

@@ -270,7 +270,8 @@ def _node_version(node: str) -> str:
 def doctor() -> DoctorReport:
     """Check the environment: versions and paths of everything tile_lab uses, the GPU,
     and known traps, each with its fix."""
-    from . import __version__, _cutile_compat
+    from . import _cutile_compat
+    from ._version import __version__
 
     components = [Component("python", platform.python_version(), sys.executable),
                   Component("tile_lab", __version__, str(Path(__file__).parent))]

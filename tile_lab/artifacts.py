@@ -217,10 +217,10 @@ class Inspection:
     def with_show(self, show: tuple[str, ...]) -> Inspection:
         return replace(self, show=tuple(show))
 
-    # -- display: hand off to the renderer ---------------------------------------------
+    # -- display: the renderer is looked up (tile_lab.display), never imported here -------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
-        from .render.html import inspection_mimebundle
-        return inspection_mimebundle(self)
+        from .display import mimebundle
+        return mimebundle(self)
 
     def __repr__(self) -> str:
         n = {k: len(v.lines()) for k, v in self.stages.items()}

@@ -3,8 +3,12 @@
 A data module (a frozen result record) must not import ``tile_lab.render``: it calls
 :func:`mimebundle` from its ``_repr_mimebundle_``, and this module looks the renderer up by the
 object's type in :data:`RENDERERS` (module path and function name, imported only when a
-notebook displays the object). ``text/plain`` (the object's ``str``) is always in the bundle,
-also when the renderer fails, so a display never breaks a cell.
+notebook displays the object). A renderer returns an HTML string, or a whole MIME bundle (a
+dict, for views that carry more than HTML). ``text/plain`` (the object's ``str``) is always in
+the bundle, also when the renderer fails, so a display never breaks a cell.
+
+:func:`view` builds the displayable view objects that data classes hand out (``Profile.view``),
+looked up the same way in :data:`VIEWS`, so the data module names no renderer either.
 """
 
 from __future__ import annotations
@@ -15,25 +19,51 @@ from typing import Any
 
 from .errors import TileLabWarning
 
-__all__ = ["RENDERERS", "mimebundle"]
+__all__ = ["RENDERERS", "VIEWS", "mimebundle", "view"]
 
-# "module.Class" of a data type -> "module:function" returning an HTML string
+# "module.Class" of a data type -> "module:function" returning an HTML string or a MIME bundle
 RENDERERS: dict[str, str] = {
     "tile_lab.parity.result.CrossCheck": "tile_lab.render.crosscheck:crosscheck_html",
+    "tile_lab.artifacts.Inspection": "tile_lab.render.html:inspection_mimebundle",
+    "tile_lab.profiling.data.Profile": "tile_lab.render.profile_view:profile_summary_html",
+    "tile_lab.cpp.compare.Comparison": "tile_lab.cpp.compare_html:comparison_html",
+    "tile_lab.sanitizer_report.SanitizerReport":
+        "tile_lab.render.sanitizer_view:sanitizer_report_html",
+}
+
+# name of a view -> "module:callable" building a displayable object
+VIEWS: dict[str, str] = {
+    "profile": "tile_lab.render.profile_view:ProfileView",
+    "profile_comparison": "tile_lab.render.profile_view:ProfileComparison",
 }
 
 
+def _load(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def mimebundle(obj: Any) -> dict[str, Any]:
-    """``text/plain`` and, where a renderer is registered for ``type(obj)``, ``text/html``."""
+    """``text/plain`` and, where a renderer is registered for ``type(obj)``, ``text/html``
+    (or the renderer's whole bundle)."""
     bundle: dict[str, Any] = {"text/plain": str(obj)}
     cls = type(obj)
     target = RENDERERS.get(f"{cls.__module__}.{cls.__qualname__}")
     if target is None:
         return bundle
-    module, _, name = target.partition(":")
     try:
-        bundle["text/html"] = getattr(importlib.import_module(module), name)(obj)
+        drawn = _load(target)(obj)
     except Exception as exc:  # a broken picture must not break the cell: say so, keep text
         warnings.warn(f"could not draw {cls.__name__}: {type(exc).__name__}: {exc}",
                       TileLabWarning, stacklevel=2)
+        return bundle
+    if isinstance(drawn, dict):
+        bundle.update(drawn)
+    else:
+        bundle["text/html"] = drawn
     return bundle
+
+
+def view(name: str, *args: Any) -> Any:
+    """The displayable view registered as ``name`` in :data:`VIEWS`, built from ``args``."""
+    return _load(VIEWS[name])(*args)

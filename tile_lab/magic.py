@@ -26,8 +26,6 @@ import ast
 import contextlib
 import math
 import re
-import sys
-from dataclasses import dataclass, replace
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -36,21 +34,37 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Int, TraitError, Unicode, validate
 
-from .artifacts import STAGES
 from .errors import (
     CompileError,
     EmulatorUnsupported,
-    OptionError,
     SignatureError,
     SourceLocation,
     TileLabError,
 )
+from .magic_cells import (
+    Cell,
+    eval_grid,
+    eval_option,
+    item_location,
+    line_of,
+    option_error,
+    option_location,
+    relabel,
+    running_cell_number,
+)
+from .magic_options import (
+    CPP_EMULATOR_FLAGS,
+    CPP_LANGS,
+    CPP_REFUSED,
+    EXECUTION_FLAGS,
+    PANES,
+    check_options,
+    choose,
+    split_show,
+    unquote_options,
+)
 
 __all__ = ["TileMagics", "register"]
-
-EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile", "crosscheck")
-PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
-CPP_LANGS = ("c++", "cpp", "cuda")
 
 
 def register(ipython: Any) -> None:
@@ -82,16 +96,6 @@ def tile_emulate(line: str) -> None:
     print("ct.launch runs on the GPU" if gpu_available() else
           "ct.launch goes to the GPU, and this machine has none: launches will fail "
           "(%tile_emulate on runs them on the CPU emulator)")
-
-
-@dataclass(frozen=True)
-class _Cell:
-    """The cell body as registered: ``filename`` in linecache, ``label`` for messages."""
-
-    text: str  # the body with one blank line first: line N here is cell line N
-    filename: str
-    label: str
-    magic_line: str  # "%%tile --args ..." as the user typed it (line 1)
 
 
 @magics_class
@@ -186,24 +190,24 @@ class TileMagics(Magics):
         body = self._register_cell(line, cell)
         try:
             opts = parse_argstring(self.tile, line)
-            _unquote_options(opts)
+            unquote_options(opts)
             self._apply_defaults(opts)
-            _check_options(opts)
+            check_options(opts)
             self._shown: list[Any] | None = [] if opts.export else None
             if opts.lang.lower() in CPP_LANGS:
                 self._run_cpp(opts, body)
             else:
                 self._run_python(opts, body)
             if opts.export:
-                import tile_lab
+                from .share import export
 
-                print(f"exported to {tile_lab.export(self._shown, opts.export)}")
+                print(f"exported to {export(self._shown, opts.export)}")
         except TileLabError as err:  # any tile_lab error, whatever its class
-            raise _relabel(err, body) from None
+            raise relabel(err, body) from None
         except UsageError as err:  # an option mistake: at the %%tile line, like the rest
             if type(err) is not UsageError:
                 raise
-            raise _option_error(str(err), body) from None
+            raise option_error(str(err), body) from None
 
     def _apply_defaults(self, opts: Any) -> None:
         """Options the cell leaves out take the ``%config TileMagics`` defaults."""
@@ -214,18 +218,18 @@ class TileMagics(Magics):
 
     # -- the two languages ---------------------------------------------------------------
 
-    def _run_python(self, opts: Any, body: _Cell) -> None:
-        import tile_lab
+    def _run_python(self, opts: Any, body: Cell) -> None:
+        from ._inspect import inspect
 
         kernels = self._exec_body(body)
-        chosen = _choose(kernels, opts.kernel, "@ct.kernel function")
+        chosen = choose(kernels, opts.kernel, "@ct.kernel function")
         if opts.explore is not None:
             self._explore(opts, body, kernels, chosen)
             return
-        show, want_partition = _split_show(opts.show)
+        show, want_partition = split_show(opts.show)
         flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
         ns = self.shell.user_ns
-        args = _eval_option(opts.args, "--args", body, ns) if opts.args is not None else None
+        args = eval_option(opts.args, "--args", body, ns) if opts.args is not None else None
         if opts.reproducer is not None:
             self._reproducer(opts, body, kernels, chosen, args)
         want_inspect = (opts.sig is not None or opts.show is not None
@@ -240,11 +244,11 @@ class TileMagics(Magics):
             option = opts.sig if opts.sig is not None else opts.args
             for name in chosen:
                 try:
-                    insp = tile_lab.inspect(kernels[name], spec, arch=opts.arch,
-                                            hints=opts.hints, show=show)
+                    insp = inspect(kernels[name], spec, arch=opts.arch, hints=opts.hints,
+                                   show=show)
                 except SignatureError as err:
                     if err.location is None:  # caret under the item the message names
-                        err.location = _item_location(body, option, err.message)
+                        err.location = item_location(body, option, err.message)
                     raise
                 self._show(insp)
         if flags or want_partition:
@@ -259,7 +263,7 @@ class TileMagics(Magics):
                 return
             if args is None or opts.grid is None:
                 raise UsageError("%%tile: running a kernel needs --grid and --args")
-            grid = _eval_grid(opts.grid, body, ns)
+            grid = eval_grid(opts.grid, body, ns)
             if set(flags) & {"emulate", "trace", "sanitize", "crosscheck"} or want_partition:
                 self._check_emulator_grid(grid, opts.grid, body)
             from .emulator import limits
@@ -272,7 +276,7 @@ class TileMagics(Magics):
                                   opts.hints)
             except TileLabError as err:  # a bad argument: point at what the user typed
                 if re.match(r"argument \d+ \(", err.message):
-                    err.location = _item_location(body, opts.args, err.message) or err.location
+                    err.location = item_location(body, opts.args, err.message) or err.location
                 raise
 
     def _show(self, obj: Any) -> None:
@@ -281,11 +285,11 @@ class TileMagics(Magics):
         if getattr(self, "_shown", None) is not None:
             self._shown.append(obj)  # type: ignore[union-attr]
 
-    def _reproducer(self, opts: Any, body: _Cell, kernels: dict[str, Any], chosen: list[str],
+    def _reproducer(self, opts: Any, body: Cell, kernels: dict[str, Any], chosen: list[str],
                     args: tuple[Any, ...] | None) -> None:
         """``--reproducer DIR``: written before anything compiles, so a compile that fails
         (the main case) is in it."""
-        import tile_lab
+        from .share import reproducer
 
         if len(chosen) != 1:
             raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: pick the "
@@ -293,93 +297,115 @@ class TileMagics(Magics):
         spec = args if args is not None else opts.sig
         if spec is None:
             raise UsageError("%%tile: --reproducer needs --args (example arrays) or --sig")
-        grid = _eval_grid(opts.grid, body, self.shell.user_ns) if opts.grid else None
-        print(tile_lab.reproducer(kernels[chosen[0]], grid, spec, opts.reproducer,
-                                  arch=opts.arch, hints=opts.hints).summary())
+        grid = eval_grid(opts.grid, body, self.shell.user_ns) if opts.grid else None
+        print(reproducer(kernels[chosen[0]], grid, spec, opts.reproducer, arch=opts.arch,
+                         hints=opts.hints).summary())
 
-    def _check_emulator_grid(self, grid: tuple[int, ...], text: str, body: _Cell) -> None:
+    def _check_emulator_grid(self, grid: tuple[int, ...], text: str, body: Cell) -> None:
         blocks = math.prod(grid)
         if blocks > self.emulator_max_blocks:
             raise SignatureError(
                 f"--grid {grid} is {blocks:,} blocks: too many for the CPU emulator, which "
                 f"runs blocks one after another (this notebook's limit: "
-                f"{self.emulator_max_blocks:,})", _option_location(body, text.strip()),
+                f"{self.emulator_max_blocks:,})", option_location(body, text.strip()),
                 hint="emulate a smaller problem (fewer, larger tiles), or raise the limit "
                      "with %config TileMagics.emulator_max_blocks = N")
 
-    def _explore(self, opts: Any, body: _Cell, kernels: dict[str, Any],
+    def _explore(self, opts: Any, body: Cell, kernels: dict[str, Any],
                  chosen: list[str]) -> None:
         """``--explore SPACE``: ``tile_lab.explore`` with --grid/--args as functions of cfg."""
-        import tile_lab
-        from tile_lab.tuning import Space
+        from .tuning import Space
+        from .widgets.explore import explore
 
         if len(chosen) != 1:
             raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
                              f"pick the one to explore with --kernel NAME")
         ns = self.shell.user_ns
-        items = _eval_option(opts.explore, "--explore", body, ns)
+        items = eval_option(opts.explore, "--explore", body, ns)
         space = items[0] if len(items) == 1 else None
         if not isinstance(space, Space):
             got = type(space).__name__ if len(items) == 1 else f"{len(items)} values"
             raise SignatureError(f"--explore needs one tile_lab.Space, got {got}",
-                                 _option_location(body, opts.explore.strip()),
+                                 option_location(body, opts.explore.strip()),
                                  hint="e.g. space = tile_lab.Space(TILE=[256, 512, 1024])")
 
         def grid_fn(cfg: Any) -> tuple[int, ...]:
-            return _eval_grid(opts.grid, body, ns, {"cfg": cfg})
+            return eval_grid(opts.grid, body, ns, {"cfg": cfg})
 
         def args_fn(cfg: Any) -> tuple[Any, ...]:
-            return _eval_option(opts.args, "--args", body, ns, {"cfg": cfg})
+            return eval_option(opts.args, "--args", body, ns, {"cfg": cfg})
 
         configs = space.configs(None)
         if configs:  # a mistake in --grid/--args fails the cell here, at its option
             grid_fn(configs[0])
             args_fn(configs[0])
-        display(tile_lab.explore(kernels[chosen[0]], space, grid_fn, args_fn))
+        display(explore(kernels[chosen[0]], space, grid_fn, args_fn))
 
     def _execute(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
                  flags: list[str], want_partition: bool, hints: str | None) -> None:
-        import tile_lab
+        """Run the cell's execution flag (``--show partition`` runs ``trace``), through the
+        table below, whose order is the order of the output (a sanitizer report comes
+        before the partition diagram)."""
+        wanted = {*flags, "trace"} if want_partition else set(flags)
+        for flag, handler in _EXECUTORS.items():
+            if flag in wanted:
+                handler(self, kernel, grid, args, hints)
 
-        if "sanitize" in flags:
-            self._show(tile_lab.sanitize(kernel, grid, args))
-        if "trace" in flags or want_partition:
-            self._show(tile_lab.diagram(tile_lab.trace(kernel, grid, args)))
-        if "emulate" in flags:
-            tile_lab.emulate(kernel, grid, args)
-            # as --launch's fallback says where it ran, so does --emulate
-            print(f"ran on the tile_lab CPU emulator: grid {grid}, "
-                  f"{math.prod(grid):,} block{'s' if math.prod(grid) != 1 else ''}")
-        if "launch" in flags:
-            hint_values = None
-            if hints:
-                from ._inspect import parse_hints
-                hint_values = parse_hints(hints)
-            fallback = "emulate" if self.launch_fallback == "emulate" else None
-            tile_lab.launch(kernel, grid, args, hints=hint_values, fallback=fallback)
-        if "crosscheck" in flags:
-            from .parity import CupyGpu
+    # One handler per execution flag, each calling the API through the module that owns it
+    # (imported when the flag is used; the tests replace these attributes with recorders).
 
-            display(tile_lab.crosscheck(kernel, grid, args,
-                                        gpu=CupyGpu(hints=_parse_hints(hints))))
-        if "profile" in flags:
-            prof = tile_lab.profile(kernel, grid, args, hints=_parse_hints(hints))
-            self._show(prof.view(tile_lab.inspect(kernel, args, arch=prof.arch, hints=hints,
-                                                  show=("source", "tileir", "sass"))))
+    def _sanitize(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                  hints: str | None) -> None:
+        from . import sanitizer
 
-    def _run_cpp(self, opts: Any, body: _Cell) -> None:
-        import tile_lab
-        from tile_lab.cpp import find_kernel_names, launch_cpp
+        self._show(sanitizer.sanitize(kernel, grid, args))
 
-        if opts.hints:
-            raise UsageError("%%tile --lang c++: --hints does not apply to C++ cells "
-                             "(set hints in the source with cutile::hint)")
-        if opts.sig is not None:
-            raise UsageError("%%tile --lang c++: --sig is for Python kernels; a C++ "
-                             "kernel's signature is in its source")
-        if opts.reproducer is not None:
-            raise UsageError("%%tile --lang c++: --reproducer writes cuTile Python kernels")
-        cpu_only = [f for f in ("emulate", "trace", "sanitize", "crosscheck") if getattr(opts, f)]
+    def _trace(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+               hints: str | None) -> None:
+        from . import emulator
+        from .render import diagram as diagrams
+
+        self._show(diagrams.diagram(emulator.trace(kernel, grid, args)))
+
+    def _emulate(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                 hints: str | None) -> None:
+        from . import emulator
+
+        emulator.emulate(kernel, grid, args)
+        # as --launch's fallback says where it ran, so does --emulate
+        print(f"ran on the tile_lab CPU emulator: grid {grid}, "
+              f"{math.prod(grid):,} block{'s' if math.prod(grid) != 1 else ''}")
+
+    def _launch(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                hints: str | None) -> None:
+        from . import gpu
+
+        fallback = "emulate" if self.launch_fallback == "emulate" else None
+        gpu.launch(kernel, grid, args, hints=_parse_hints(hints), fallback=fallback)
+
+    def _crosscheck(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                    hints: str | None) -> None:
+        from . import parity
+
+        display(parity.crosscheck(kernel, grid, args,
+                                  gpu=parity.CupyGpu(hints=_parse_hints(hints))))
+
+    def _profile(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
+                 hints: str | None) -> None:
+        from . import profiling
+        from ._inspect import inspect
+
+        prof = profiling.profile(kernel, grid, args, hints=_parse_hints(hints))
+        self._show(prof.view(inspect(kernel, args, arch=prof.arch, hints=hints,
+                                     show=("source", "tileir", "sass"))))
+
+    def _run_cpp(self, opts: Any, body: Cell) -> None:
+        from .cpp import find_kernel_names, inspect_cpp, launch_cpp
+
+        for option, why in CPP_REFUSED:
+            if getattr(opts, option) not in (None, False):
+                raise UsageError(f"%%tile --lang c++: {why}")
+        cpu_only = [f for f in CPP_EMULATOR_FLAGS if getattr(opts, f)]
         if cpu_only:
             raise EmulatorUnsupported(
                 f"--{cpu_only[0]}: the CPU emulator runs cuTile Python kernels only, "
@@ -389,14 +415,14 @@ class TileMagics(Magics):
         if not names:
             raise CompileError("the cell defines no __tile_global__ kernel",
                                SourceLocation(body.label, 1, None, body.magic_line))
-        chosen = _choose(dict.fromkeys(names), opts.kernel, "__tile_global__ kernel")
-        show, want_partition = _split_show(opts.show)
+        chosen = choose(dict.fromkeys(names), opts.kernel, "__tile_global__ kernel")
+        show, want_partition = split_show(opts.show)
         if want_partition:
             raise UsageError("%%tile --lang c++: the partition diagram needs the CPU "
                              "emulator, which runs Python kernels only")
         results = {}
         for name in chosen:
-            insp = tile_lab.inspect_cpp(body.text, name, arch=opts.arch, filename=body.filename)
+            insp = inspect_cpp(body.text, name, arch=opts.arch, filename=body.filename)
             results[name] = insp = insp.with_show(show) if opts.show is not None else insp
             self._show(insp)
         if opts.launch:
@@ -406,23 +432,23 @@ class TileMagics(Magics):
             if opts.args is None or opts.grid is None:
                 raise UsageError("%%tile: launching needs --grid and --args")
             ns = self.shell.user_ns
-            args = _eval_option(opts.args, "--args", body, ns)
-            grid = _eval_grid(opts.grid, body, ns)
+            args = eval_option(opts.args, "--args", body, ns)
+            grid = eval_grid(opts.grid, body, ns)
             launch_cpp(results[chosen[0]], chosen[0], grid, args)
 
     # -- cell registration and execution -------------------------------------------------
 
-    def _register_cell(self, line: str, cell: str) -> _Cell:
+    def _register_cell(self, line: str, cell: str) -> Cell:
         shell = self.shell
         text = "\n" + cell  # the %%tile line is line 1, so body line k is cell line k+1
-        number = _running_cell_number(shell)
+        number = running_cell_number(shell)
         filename = shell.compile.cache(text, number, raw_code=text)
         named = shell.compile.format_code_name(filename)
         label = " ".join(named) if named else filename
-        return _Cell(text=text, filename=filename, label=label,
+        return Cell(text=text, filename=filename, label=label,
                      magic_line=f"%%tile {line}".rstrip())
 
-    def _exec_body(self, body: _Cell) -> dict[str, Any]:
+    def _exec_body(self, body: Cell) -> dict[str, Any]:
         """Run the body in the user namespace; return the kernels it (re)bound, in order."""
         from ._cutile_compat import is_kernel
 
@@ -432,7 +458,7 @@ class TileMagics(Magics):
         except SyntaxError as e:
             lineno = e.lineno or 1
             col = max(e.offset - 1, 0) if e.offset else None
-            text = e.text.rstrip("\n") if e.text else _line_of(body.text, lineno)
+            text = e.text.rstrip("\n") if e.text else line_of(body.text, lineno)
             raise CompileError(f"{type(e).__name__}: {e.msg}",
                                SourceLocation(body.label, lineno, col, text)) from None
         ns = self.shell.user_ns
@@ -445,87 +471,23 @@ class TileMagics(Magics):
         return {k: ns[k] for k in changed}
 
 
+# execution flag -> its handler, in the order their output appears
+_EXECUTORS: dict[str, Any] = {
+    "sanitize": TileMagics._sanitize,
+    "trace": TileMagics._trace,
+    "emulate": TileMagics._emulate,
+    "launch": TileMagics._launch,
+    "crosscheck": TileMagics._crosscheck,
+    "profile": TileMagics._profile,
+}
+
+
 # -- helpers ---------------------------------------------------------------------------
 
 def _parse_hints(hints: str | None) -> dict[str, Any] | None:
     from ._inspect import parse_hints
 
     return parse_hints(hints) if hints else None
-
-
-def _running_cell_number(shell: Any) -> int:
-    """The N of the cell now running, as IPython labels it ("Cell In[N]").
-
-    Not ``shell.execution_count``: IPython >= 9 has already incremented it when the cell
-    runs (and does not when history is off). The running cell's code is on the call stack,
-    compiled under a filename IPython registered with the cell's number, so that frame
-    says which cell this is, in a terminal IPython and in a Jupyter kernel alike.
-    """
-    format_code_name = getattr(shell.compile, "format_code_name", None)
-    frame = sys._getframe(1) if format_code_name is not None else None
-    while frame is not None:
-        named = format_code_name(frame.f_code.co_filename)
-        if named and (m := re.fullmatch(r"In\[(\d+)\]", named[1])):
-            return int(m.group(1))
-        frame = frame.f_back
-    return shell.execution_count  # called outside any cell (run_cell_magic from code)
-
-
-def _unquote_options(opts: Any) -> None:
-    # IPython splits the magic line shell-style but keeps the quotes (non-POSIX mode).
-    for key, value in vars(opts).items():
-        if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] in "'\"":
-            setattr(opts, key, value[1:-1])
-
-
-def _check_options(opts: Any) -> None:
-    if opts.lang.lower() not in ("python", "py", *CPP_LANGS):
-        raise UsageError(f"%%tile: --lang must be python or c++, not {opts.lang!r}")
-    flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
-    if opts.explore is not None:
-        if flags:
-            raise UsageError(f"%%tile: --explore runs the kernel itself; drop --{flags[0]}")
-        if opts.lang.lower() in CPP_LANGS:
-            raise UsageError("%%tile --lang c++: --explore is for Python kernels (tune C++ "
-                             "kernels with tile_lab.tune_cpp)")
-        if opts.grid is None or opts.args is None:
-            raise UsageError("%%tile: --explore needs --grid and --args, written with the "
-                             "slider config cfg, e.g. --grid \"(N // cfg['TILE'],)\"")
-        return
-    if len(flags) > 1:
-        got = ", ".join("--" + f for f in flags)
-        raise UsageError("%%tile: use one of --emulate, --trace, --sanitize, --launch, "
-                         f"--profile, --crosscheck at a time (got {got})")
-    if opts.grid is not None and not flags and not (opts.show and "partition" in opts.show) \
-            and opts.reproducer is None:
-        raise UsageError("%%tile: --grid is for running a kernel: add --emulate, --trace, "
-                         "--sanitize, --launch or --crosscheck")
-    if opts.show is not None:
-        names = [s.strip() for s in opts.show.split(",") if s.strip()]
-        bad = [n for n in names if n not in PANES]
-        if bad or not names:
-            raise UsageError(f"%%tile: unknown pane {bad[0]!r} in --show; panes: "
-                             f"{', '.join(PANES)}" if bad else "%%tile: --show is empty")
-
-
-def _split_show(show: str | None) -> tuple[tuple[str, ...] | None, bool]:
-    """The inspect panes of ``--show`` (None: the default) and whether it asks for the
-    partition diagram."""
-    if show is None:
-        return None, False
-    names = [s.strip() for s in show.split(",") if s.strip()]
-    panes = tuple(dict.fromkeys(n for n in names if n != "partition"))
-    return panes, "partition" in names
-
-
-def _choose(found: dict[str, Any], wanted: str | None, what: str) -> list[str]:
-    if wanted is None:
-        return list(found)
-    if wanted not in found:
-        have = ", ".join(found) or "none"
-        raise UsageError(f"%%tile: --kernel {wanted}: the cell defines no {what} of that "
-                         f"name (it defines: {have})")
-    return [wanted]
 
 
 def _bound_names(tree: ast.Module) -> list[str]:
@@ -553,108 +515,3 @@ def _bound_names(tree: ast.Module) -> list[str]:
 
     Visitor().visit(tree)
     return list(dict.fromkeys(names))
-
-
-def _line_of(text: str, lineno: int) -> str:
-    lines = text.splitlines()
-    return lines[lineno - 1] if 0 < lineno <= len(lines) else ""
-
-
-def _option_location(body: _Cell, value: str, offset: int = 0) -> SourceLocation:
-    """Line 1 (the ``%%tile`` line), caret under ``value`` (+offset) where it is found."""
-    idx = body.magic_line.find(value)
-    col = idx + offset if idx >= 0 else None
-    return SourceLocation(body.label, 1, col, body.magic_line)
-
-
-def _item_location(body: _Cell, option_text: str, message: str) -> SourceLocation | None:
-    """The ``%%tile`` line with the caret under the comma-separated item of ``option_text``
-    that ``message`` names ("argument 2 (...)", "spec item 2"); None when it names none."""
-    m = re.search(r"\b(?:argument|item) (\d+)\b", message)
-    if m is None:
-        return None
-    wanted, depth, start, items = int(m.group(1)), 0, 0, []
-    for i, ch in enumerate(option_text + ","):
-        depth += (ch in "([{") - (ch in ")]}")
-        if ch == "," and depth == 0:
-            items.append(start + len(option_text[start:i]) - len(option_text[start:i].lstrip()))
-            start = i + 1
-    if not 1 <= wanted <= len(items):
-        return None
-    return _option_location(body, option_text.strip(), items[wanted - 1]
-                            - (len(option_text) - len(option_text.lstrip())))
-
-
-def _eval_option(value: str, option: str, body: _Cell, ns: dict[str, Any],
-                 local: dict[str, Any] | None = None) -> tuple[Any, ...]:
-    """Evaluate a comma-separated list of expressions in the user namespace (and ``local``
-    names, e.g. ``cfg`` for --explore, which shadow nothing in the notebook)."""
-    text = value.strip().rstrip(",")
-    if not text:
-        return ()
-    try:
-        tree = ast.parse(f"({text},)", mode="eval")
-    except SyntaxError as e:
-        off = max((e.offset or 1) - 2, 0)  # -1 for 1-based, -1 for the "(" we added
-        raise SignatureError(f"{option} is not a list of Python expressions: {e.msg}",
-                             _option_location(body, text, off)) from None
-    try:
-        return tuple(eval(compile(tree, f"<{option}>", "eval"), ns, local))
-    except NameError as e:
-        name = getattr(e, "name", None) or ""
-        m = re.search(rf"\b{re.escape(name)}\b", text) if name else None
-        raise SignatureError(f"{option}: name {name!r} is not defined in the notebook",
-                             _option_location(body, text, m.start() if m else 0),
-                             hint="define it in a cell above, then run this cell again"
-                             ) from None
-    except Exception as e:
-        raise SignatureError(f"{option}: evaluating {text!r} raised "
-                             f"{type(e).__name__}: {e}", _option_location(body, text)
-                             ) from None
-
-
-def _eval_grid(value: str, body: _Cell, ns: dict[str, Any],
-               local: dict[str, Any] | None = None) -> tuple[int, ...]:
-    """``--grid``: an int or a tuple of 1-3 positive ints, evaluated in the namespace."""
-    items = _eval_option(value, "--grid", body, ns, local)
-    if len(items) == 1 and isinstance(items[0], (tuple, list)):
-        items = tuple(items[0])  # "(8, 4)" is one tuple-valued expression
-    ok = 1 <= len(items) <= 3 and all(
-        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items)
-    if not ok:
-        raise SignatureError(f"--grid must be 1 to 3 positive ints, e.g. \"(8,)\", "
-                             f"got {items!r}", _option_location(body, value.strip()))
-    return tuple(int(v) for v in items)
-
-
-def _option_error(message: str, body: _Cell) -> OptionError:
-    """An OptionError at the ``%%tile`` line, the caret under the first option the message
-    names, or just after the line when the option is missing from it."""
-    text = message.removeprefix("%%tile: ")
-    col = None
-    said = text.split(": ", 1)[1] if text.startswith("%%tile --") else text  # skip "--lang c++:"
-    named = re.search(r"--[a-z+]+", said)
-    if named is not None:  # under that option, or after the line when it is missing there
-        idx = body.magic_line.find(named.group(0))
-        col = idx if idx >= 0 else len(body.magic_line) + 1
-    hint = ("%%tile? lists the options" if "unrecognized arguments" in text
-            or "expected one argument" in text else None)
-    text = text if text.startswith("%%tile") else f"%%tile: {text}"
-    return OptionError(text, SourceLocation(body.label, 1, col, body.magic_line), hint=hint)
-
-
-def _relabel(err: TileLabError, body: _Cell) -> TileLabError:
-    """Show the cell's label instead of IPython's cache filename, and the line text; an
-    error that names no place (a refusal, a missing GPU) points at the ``%%tile`` line."""
-    if err.hint and body.filename in err.hint:  # e.g. nvcc's full diagnostics
-        err.hint = err.hint.replace(body.filename, body.label)
-    loc = err.location
-    if loc is None:  # e.g. a refusal: under the option the message is about, if it says
-        words = re.findall(r"\b(grid|hint|arch|args|sig|kernel)s?\b", err.message)
-        col = next((i for i in (body.magic_line.find(f"--{w}{'s' * (w == 'hint')}")
-                                for w in words) if i >= 0), None)
-        err.location = SourceLocation(body.label, 1, col, body.magic_line)
-    elif loc.filename == body.filename:
-        text = loc.text if loc.text is not None else _line_of(body.text, loc.line)
-        err.location = replace(loc, filename=body.label, text=text)
-    return err

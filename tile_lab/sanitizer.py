@@ -56,145 +56,27 @@ block drawing the last ticket reads every partial) is reported as order-dependen
 from __future__ import annotations
 
 import contextlib
-import html
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from .access_trace import ArrayInfo, Block, MemoryAccess, Trace, format_block, format_grid
-
-Box = tuple[tuple[int, ...], tuple[int, ...]]  # (start, stop) per axis, stop exclusive
-
-KINDS = ("tile_out_of_bounds", "unchecked_out_of_bounds", "write_race", "scatter_collision",
-         "order_dependent_read", "undetermined_value", "uncovered_output")
-SEVERITIES = ("error", "warning")
+from .access_trace import ArrayInfo, Block, MemoryAccess, Trace, format_block
+from .sanitizer_report import (
+    KINDS,
+    Box,
+    Finding,
+    SanitizerReport,
+    box_size,
+    format_box,
+)
+from .sanitizer_report import SEVERITIES as SEVERITIES  # the report's types, importable here too
 
 # ops whose tile entirely outside the array is undefined (partly outside is fine); for
 # these the trace records lanes, not a box
 _ADVANCED_INDEXING = frozenset({"load_advanced_indexing", "store_advanced_indexing"})
 PROGRESS_MIN_ACCESSES = 50_000  # smaller traces check in well under a second: no bar
 _MAX_BOXES = 8  # element ranges kept per finding; ``count`` always has the full total
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem found in a trace.
-
-    ``kind`` is one of :data:`KINDS`. ``block``/``line`` are the access that exhibits the
-    problem (for races and order-dependent reads: the later one in emulation order);
-    ``other_block``/``other_line`` the access it conflicts with, when there is one.
-    ``boxes`` are element ranges of ``arg`` (start, stop per axis; at most 8 are kept,
-    ``count`` is the total number of elements involved) and ``occurrences`` how many
-    accesses this finding groups (findings are grouped per kind, argument and line).
-    """
-
-    kind: str
-    message: str
-    arg: str
-    line: int | None = None
-    block: Block | None = None
-    other_block: Block | None = None
-    other_line: int | None = None
-    boxes: tuple[Box, ...] = ()
-    count: int = 0
-    occurrences: int = 1
-    filename: str = ""
-    iteration: int | None = None  # of ``line`` in ``block`` (the loop trip), when known
-    severity: str = "error"  # "error" | "warning"
-    load_line: int | None = None  # undetermined_value: the load that padded
-    mix_line: int | None = None  # undetermined_value: the op that mixed padding into kept lanes
-
-    def ranges(self) -> str:
-        """The element ranges as ``arg[a:b, c:d]`` text (``…`` when some were left off)."""
-        text = ", ".join(format_box(self.arg, b) for b in self.boxes)
-        return text + (", …" if self.count > sum(_box_size(b) for b in self.boxes) else "")
-
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "message": self.message, "arg": self.arg,
-                "line": self.line, "block": self.block, "other_block": self.other_block,
-                "other_line": self.other_line,
-                "boxes": [[list(s), list(e)] for s, e in self.boxes],
-                "count": self.count, "occurrences": self.occurrences,
-                "filename": self.filename, "iteration": self.iteration,
-                "severity": self.severity, "load_line": self.load_line,
-                "mix_line": self.mix_line}
-
-
-@dataclass(frozen=True)
-class SanitizerReport:
-    """The findings of one sanitizer run (empty when the kernel is clean)."""
-
-    kernel: str
-    grid: Block
-    findings: tuple[Finding, ...] = ()
-    accesses: int = 0  # how many memory operations were checked
-    arrays: tuple[ArrayInfo, ...] = field(default=())
-
-    @property
-    def ok(self) -> bool:
-        """No errors (warnings may remain: see ``warnings``)."""
-        return not self.errors
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "warning"]
-
-    def of_kind(self, kind: str) -> list[Finding]:
-        if kind not in KINDS:
-            raise ValueError(f"unknown finding kind {kind!r}; kinds are: {', '.join(KINDS)}")
-        return [f for f in self.findings if f.kind == kind]
-
-    def summary(self) -> str:
-        """One line: kernel, grid, and how many findings of each kind."""
-        head = (f"sanitizer: {self.kernel} grid={format_grid(self.grid)}: {self.accesses} "
-                "memory ops checked")
-        if not self.findings:
-            return head + ", no problems found"
-        counts: dict[str, int] = {}
-        for f in self.findings:
-            counts[f.kind] = counts.get(f.kind, 0) + 1
-        parts = ", ".join(f"{n} {k}" for k, n in counts.items())
-        return f"{head}, {len(self.findings)} finding{'s' * (len(self.findings) != 1)}: {parts}"
-
-    def __str__(self) -> str:
-        lines = [self.summary()]
-        for f in self.findings:
-            where = f"line {f.line}" if f.line is not None else "no line"
-            tag = f.kind if f.severity == "error" else f"{f.kind}, {f.severity}"
-            lines.append(f"- [{tag}] {where}, {f.arg}: {f.message}")
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        esc = html.escape
-        status = "ok" if not self.findings else "problems"
-        out = [f'<div class="tile-lab-sanitizer tile-lab-sanitizer-{status}">',
-               f"<p><b>{esc(self.summary())}</b></p>"]
-        if self.findings:
-            # text columns left-aligned (JupyterLab right-aligns table cells), short columns
-            # on one line: a block tuple never wraps
-            th = "<th style='text-align:left'>"
-            out.append(f"<table><thead><tr>{th}kind</th>{th}line</th>{th}argument</th>"
-                       f"{th}block</th>{th}elements</th>{th}message</th></tr></thead><tbody>")
-            td = "<td style='text-align:left;white-space:nowrap'>"
-            for f in self.findings:
-                block = "" if f.block is None else esc(format_block(f.block, self.grid))
-                line = "" if f.line is None else str(f.line)
-                kind = f.kind if f.severity == "error" else f"{f.kind} ({f.severity})"
-                out.append(f"<tr>{td}{esc(kind)}</td>{td}{line}</td>{td}{esc(f.arg)}</td>"
-                           f"{td}{block}</td>{td}{esc(f.ranges())}</td>"
-                           f"<td style='text-align:left'>{esc(f.message)}</td></tr>")
-            out.append("</tbody></table>")
-        out.append("</div>")
-        return "\n".join(out)
-
-    def to_json(self) -> dict:
-        return {"kernel": self.kernel, "grid": list(self.grid), "accesses": self.accesses,
-                "findings": [f.to_json() for f in self.findings]}
 
 
 # ---- public entry points --------------------------------------------------------------
@@ -207,7 +89,7 @@ def sanitize(kernel, grid, args, *, outputs: Iterable[str] | None = None,
     ``outputs``: argument names the kernel must write completely (an unwritten element is
     an error); ``partial``: write-only arguments it may write in part (the host fills the
     rest). See the module docstring for every check."""
-    from .emulator import trace as run_trace
+    from .emulator.runtime import trace as run_trace
 
     return check_trace(run_trace(kernel, grid, args), outputs=outputs, partial=partial)
 
@@ -262,12 +144,6 @@ class _NoBar:
 
 # ---- helpers on boxes -------------------------------------------------------------------
 
-def format_box(arg: str, box: Box) -> str:
-    """``C[0:64, 128:192]`` (a single element prints as ``C[3, 5]``)."""
-    parts = [str(s) if e == s + 1 else f"{s}:{e}" for s, e in zip(*box)]
-    return f"{arg}[{', '.join(parts)}]"
-
-
 def boxes_from_mask(mask: np.ndarray, limit: int | None = None) -> list[Box]:
     """Cover the True elements of ``mask`` with disjoint boxes: runs along the last axis,
     merged across consecutive indices of each outer axis when identical. Only rows with
@@ -299,12 +175,6 @@ def _boxes(mask: np.ndarray) -> list[Box]:
         out += [((run_start, *s), (run_stop, *e)) for s, e in run_sub]
     return out
 
-
-def _box_size(box: Box) -> int:
-    return int(np.prod([e - s for s, e in zip(*box)])) if box[0] else 1
-
-
-# ---- the checks ---------------------------------------------------------------------------
 
 def _block_ids(trace: Trace) -> np.ndarray:
     """Linear block id of every access (x fastest), as an int32 array indexed by position."""
@@ -527,7 +397,7 @@ class _ArrayChecker:
     def _extent(self, count: int, accesses: int, what: str, boxes: tuple[Box, ...]) -> str:
         """"12 elements over 3 reads, at C[0:4], C[8:16]" (ranges shortened past 3)."""
         shown = ", ".join(format_box(self.info.name, b) for b in boxes[:3])
-        if count > sum(_box_size(b) for b in boxes[:3]):
+        if count > sum(box_size(b) for b in boxes[:3]):
             shown += ", …"
         plural = "s" * (accesses != 1)
         return (f"{count} element{'s' * (count != 1)} over {accesses} {what}{plural}, "

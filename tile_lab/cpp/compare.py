@@ -189,9 +189,9 @@ class Comparison:
         return f"Comparison({self.summary()})"
 
     def _repr_html_(self) -> str:
-        from .compare_html import comparison_html
+        from ..display import mimebundle
 
-        return comparison_html(self)
+        return str(mimebundle(self).get("text/html", ""))
 
 
 def _entry_symbol(insp: Inspection, cpp: bool) -> str | None:

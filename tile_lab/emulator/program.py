@@ -135,7 +135,7 @@ def emulation(*, sanitize: bool = False) -> Iterator[None]:
 def mode_from_env(value: str | None = None) -> str | None:
     """``"emulate"``, ``"sanitize"`` or None for the value of ``TILE_LAB_EMULATE`` (ValueError,
     a one-line message, for anything else)."""
-    from .._startup import mode_from_env as parse
+    from .._env_mode import mode_from_env as parse
 
     return parse(value)
 

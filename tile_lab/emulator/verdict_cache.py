@@ -58,7 +58,7 @@ def key(pyfunc: types.FunctionType, signature_repr: str) -> str | None:
     """The verdict's key, or None when the kernel names something that cannot be fingerprinted."""
     import cuda.tile as ct
 
-    from .. import __version__
+    from .._version import __version__
 
     h = hashlib.sha256()
     try:  # cuTile's version, cheaply: where it is installed and when

@@ -43,7 +43,7 @@ def launch(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any]
     if fallback is not None and fallback != "emulate":
         raise TileLabError(f"fallback={fallback!r}: the only fallback is 'emulate'")
     if fallback == "emulate" and not gpu_available():
-        from ..emulator import emulate
+        from ..emulator.runtime import emulate
 
         print(EMULATOR_NOTICE, file=sys.stdout, flush=True)
         emulate(kernel, grid, args)

@@ -252,18 +252,18 @@ class Profile:
     def view(self, inspection: Any, *, top: int = 8) -> Any:
         """The inspect view of ``inspection`` with this profile's heat, stall reasons and
         hottest lines (a displayable ``ProfileView``)."""
-        from ..render.profile_view import ProfileView
+        from ..display import view
 
-        return ProfileView(inspection, self, top)
+        return view("profile", inspection, self, top)
 
     def __repr__(self) -> str:
         gpu = self.provenance.get("gpu", "unknown GPU")
         return f"Profile({self.summary()}; {gpu})"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from ..render.profile_view import profile_summary_html
+        from ..display import mimebundle
 
-        return {"text/plain": repr(self), "text/html": profile_summary_html(self)}
+        return mimebundle(self)
 
 
 def load_profile(path: str | os.PathLike) -> Profile:
@@ -275,9 +275,9 @@ def load_profile(path: str | os.PathLike) -> Profile:
 def compare_profiles(profiles: Mapping[str, Profile]) -> Any:
     """Profiles of one kernel under different configs side by side, e.g.
     ``compare_profiles({"best 128x128x64": best, "cliff 256x256x32": cliff})``."""
-    from ..render.profile_view import ProfileComparison
+    from ..display import view
 
-    return ProfileComparison(tuple(profiles.items()))
+    return view("profile_comparison", tuple(profiles.items()))
 
 
 def opcode(sass: str) -> str:

@@ -43,7 +43,10 @@ from pygments.token import (
 from ..artifacts import MIME_TYPE, STAGES, Inspection
 from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer
 from .mime import MIME_VERSION, TOKEN_STAGES, cut_to_limits, token_runs
+from .palette import BOLD_TOKENS as _BOLD
 from .palette import DARK_THEME_SELECTORS, line_color_index, palette_css
+from .palette import ITALIC_TOKENS as _ITALIC
+from .palette import TOKEN_COLORS as _TOKEN_COLORS
 
 __all__ = [
     "JSON_SCHEMA_VERSION",
@@ -88,29 +91,6 @@ _TOKEN_CLASSES: dict[_TokenType, str] = {
     Comment.Preproc: "cp",
 }
 
-# (light, dark) colours of each token class. Mid-saturation so both read on the
-# JupyterLab light and dark themes; none is close to a palette band colour in role.
-_TOKEN_COLORS: dict[str, tuple[str, str]] = {
-    "k": ("#7c3aed", "#c4a7ff"),
-    "kt": ("#0f766e", "#5eead4"),
-    "kc": ("#9a3412", "#fdba74"),
-    "kp": ("#9a3412", "#fdba74"),
-    "nf": ("#1d4ed8", "#93c5fd"),
-    "nv": ("#a16207", "#facc15"),
-    "nl": ("#4b5563", "#a1a1aa"),
-    "na": ("#0e7490", "#67e8f9"),
-    "nb": ("#be123c", "#fda4af"),
-    "nd": ("#be185d", "#f9a8d4"),
-    "no": ("#4d7c0f", "#bef264"),
-    "s": ("#15803d", "#86efac"),
-    "m": ("#c2410c", "#fdba74"),
-    "c": ("#6b7280", "#9ca3af"),
-    "cs": ("#9ca3af", "#6b7280"),
-    "cp": ("#6b7280", "#9ca3af"),
-}
-
-_ITALIC = ("c", "cp")
-_BOLD = ("nf",)
 
 # Layout styles put inline on the few container elements, so the layout survives
 # JupyterLab's sanitizer for untrusted output. Panes wrap onto rows rather than shrink:

@@ -160,8 +160,10 @@ def token_runs(text: str, lexer: Lexer,
 def extension_css() -> str:
     """The extension's colours: the line palette (light/dark) as ``--tl-c0``…, one band rule
     per palette slot, and the HTML view's token colours as ``.tl-t*`` rules."""
-    from .html import _BOLD, _ITALIC, _TOKEN_COLORS
+    from .palette import BOLD_TOKENS as _BOLD
     from .palette import DARK_THEME_SELECTORS
+    from .palette import ITALIC_TOKENS as _ITALIC
+    from .palette import TOKEN_COLORS as _TOKEN_COLORS
 
     light = "".join(f"--tl-t{k}:{c[0]};" for k, c in _TOKEN_COLORS.items())
     dark = "".join(f"--tl-t{k}:{c[1]};" for k, c in _TOKEN_COLORS.items())

@@ -91,3 +91,28 @@ def palette_css(scope: str = ".tl-view") -> str:
     dark = "".join(f"--tl-c{i}:{c};" for i, c in enumerate(PALETTE_DARK))
     dark_scopes = ",".join(f"{sel} {scope}" for sel in DARK_THEME_SELECTORS)
     return f"{scope}{{{light}}}\n{dark_scopes}{{{dark}}}\n"
+
+
+# (light, dark) colours of each token class. Mid-saturation so both read on the
+# JupyterLab light and dark themes; none is close to a palette band colour in role.
+TOKEN_COLORS: dict[str, tuple[str, str]] = {
+    "k": ("#7c3aed", "#c4a7ff"),
+    "kt": ("#0f766e", "#5eead4"),
+    "kc": ("#9a3412", "#fdba74"),
+    "kp": ("#9a3412", "#fdba74"),
+    "nf": ("#1d4ed8", "#93c5fd"),
+    "nv": ("#a16207", "#facc15"),
+    "nl": ("#4b5563", "#a1a1aa"),
+    "na": ("#0e7490", "#67e8f9"),
+    "nb": ("#be123c", "#fda4af"),
+    "nd": ("#be185d", "#f9a8d4"),
+    "no": ("#4d7c0f", "#bef264"),
+    "s": ("#15803d", "#86efac"),
+    "m": ("#c2410c", "#fdba74"),
+    "c": ("#6b7280", "#9ca3af"),
+    "cs": ("#9ca3af", "#6b7280"),
+    "cp": ("#6b7280", "#9ca3af"),
+}
+
+ITALIC_TOKENS = ("c", "cp")
+BOLD_TOKENS = ("nf",)

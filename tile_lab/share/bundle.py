@@ -47,7 +47,7 @@ def export(obj_or_list: Any, path: str | os.PathLike, *, title: str | None = Non
         raise TileLabError("tile_lab.export: nothing to export (an empty list)")
     kernels = sorted({k for k in (_kernel_of(o) for o in _items(obj_or_list)) if k})
     name = title or ("tile_lab: " + ", ".join(kernels) if kernels else "tile_lab export")
-    from .. import __version__
+    from .._version import __version__
 
     page = page_html(name, parts, meta=f"exported by tile_lab {__version__}; opens offline, "
                                        "no network, no Jupyter")

@@ -100,7 +100,7 @@ def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None =
             "are left out: a notebook's markup is never copied into this page. Diagrams "
             "and measurements export with tile_lab.export(...) from the notebook.")))
     target = Path(out) if out is not None else src.with_suffix(".html")
-    from .. import __version__
+    from .._version import __version__
 
     target.write_text(page_html(f"tile_lab views of {src.name}", sections,
                                 meta=f"exported by tile_lab {__version__} from {src.name}"),

@@ -277,7 +277,7 @@ def _encode(value: Any) -> Any:
 
 
 def _versions() -> dict[str, str]:
-    from .. import __version__
+    from .._version import __version__
 
     out = {"python": platform.python_version(), "numpy": np.__version__,
            "cuda-tile": compat.installed_version(), "tile_lab": __version__}

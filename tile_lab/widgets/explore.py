@@ -215,7 +215,8 @@ class Explorer:
 
     def _diagram_html(self, cfg: Config) -> str:
         try:
-            import tile_lab
+            from ..emulator.runtime import trace as emulate_trace
+            from ..render.diagram import diagram
 
             grid = tuple(int(g) for g in self.grid_fn(cfg))
             args = tuple(self.diagram_args_fn(cfg))
@@ -226,8 +227,8 @@ class Explorer:
                         "problem (and diagram_grid_fn=) to draw it</i>")
             if self.diagram_grid_fn is not None:
                 grid = tuple(int(g) for g in self.diagram_grid_fn(cfg))
-            trace = tile_lab.trace(self.kernel, grid, args)
-            return tile_lab.diagram(trace)._repr_html_()
+            trace = emulate_trace(self.kernel, grid, args)
+            return diagram(trace)._repr_html_()
         except Exception as e:  # the diagram is an aid: show why it is missing, keep the widget
             return (f"<pre style='color:#D55E00'>diagram unavailable: "
                     f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</pre>")
