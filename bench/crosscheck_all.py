@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import io
 import json
 import math
@@ -234,7 +235,8 @@ def markdown_table(paths: list[Path]) -> str:
     groups: dict[str, list[dict[str, Any]]] = {}
     devices = set()
     for path in paths:
-        data = json.loads(path.read_text())
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        data = json.loads(raw)  # the repository keeps the recorded runs gzipped
         devices.add(data["provenance"].get("device", "?"))
         for r in data["rows"]:
             key = ("tile_lab.examples" if r["source"] == "examples" else

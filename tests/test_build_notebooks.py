@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import nbformat
 import pytest
 
 pytest.importorskip("jupytext", reason="tools/build_notebooks.py needs jupytext (the [test] extra)")
+nbformat = pytest.importorskip("nbformat", reason="tools/build_notebooks.py needs nbformat "
+                               "(the [test] extra)")
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("build_notebooks",
