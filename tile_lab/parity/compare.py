@@ -6,8 +6,8 @@ is the set of elements it wrote. Each differing element is classified (see
 :mod:`tile_lab.parity.result`): inside a box of undetermined lanes the trace recorded →
 ``undetermined``; inside a tile that several blocks wrote with plain (non-atomic) stores and no
 lock → ``undetermined`` too (a race: which block's value lands last is not determined; the
-sanitizer reports it); else within the error budget of the kernel's by-design sites → ``design``; else
-``mismatch``.
+sanitizer reports it); else within the error budget of the kernel's by-design sites →
+``design``; else ``mismatch``.
 
 The by-design budget, per element, in units of a machine epsilon ``eps``:
 ``|gpu - emu| <= ulps·eps·max(|gpu|, |emu|) + scale_ulps·eps·S`` where ``S`` is the largest
