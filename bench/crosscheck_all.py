@@ -308,9 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(f"tutorial recording: {p}")
     if opts.json:
-        opts.json.write_text(json.dumps({"provenance": provenance, "counts": counts,
-                                         "problems": problems, "rows": rows},
-                                        indent=1, allow_nan=False, default=str))
+        text = json.dumps({"provenance": provenance, "counts": counts, "problems": problems,
+                           "rows": rows}, indent=1, allow_nan=False, default=str)
+        # source files named relative to the checkout: the JSON is kept in the repository
+        opts.json.write_text(text.replace(f'"{ROOT}/', '"'))
     return 1 if counts["mismatch"] or counts["failed"] else 0
 
 

@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> None:
             "shape": {"b": 1, "hq": 4, "hkv": 2, "lq": 15, "lk": 63, "d": 32, "tm": 8,
                       "tn": 16, "input_pos": 62, "dtype": "float16"},
             "provenance": prov, "cases": cases}
-    opts.out.write_text(json.dumps(data, indent=1, allow_nan=False))
+    # source files named relative to the checkout: the JSON is kept in the repository
+    opts.out.write_text(json.dumps(data, indent=1, allow_nan=False).replace(f'"{ROOT}/', '"'))
     for c in cases:
         nans = [r["nan"] for r in c["runs"]]
         print(f"{c['case']:28s} NaN per run {nans} of {c['elements']}; crosscheck: "
