@@ -57,3 +57,14 @@ def test_bfloat16_goes_up_through_torch_from_its_bits(monkeypatch):
     assert t.array.dtype == np.int16 and (t.array == a.view(np.int16)).all()
     f8 = np.zeros(2, dtype=ml_dtypes.float8_e4m3fn)
     assert device_array(cupy, f8).dtype == "torch.float8_e4m3fn"
+
+
+def test_a_torch_bfloat16_argument_is_copied_to_the_host_as_bfloat16():
+    # tile_lab.profile pickles host copies for its Nsight Compute child; a bfloat16 tensor
+    # came back as raw '<V2' bytes through CuPy, which the child could not launch with
+    torch = __import__("pytest").importorskip("torch")
+    from tile_lab.gpu.arrays import host_copy
+
+    t = torch.tensor([1.5, -2.0, 3.25], dtype=torch.bfloat16)
+    h = host_copy(t)
+    assert h.dtype == ml_dtypes.bfloat16 and h.astype(np.float32).tolist() == [1.5, -2.0, 3.25]

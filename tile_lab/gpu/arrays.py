@@ -92,6 +92,15 @@ def host_copy(value: Any) -> Any:
         return value.copy()
     if not metrics.is_array(value):
         return value
+    if type(value).__module__.split(".")[0] == "torch":
+        import torch
+
+        t = value.detach().cpu()
+        if t.dtype == torch.bfloat16:  # through CuPy it came back as raw '<V2' bytes
+            import ml_dtypes
+
+            return t.view(torch.int16).numpy().copy().view(ml_dtypes.bfloat16)
+        return t.numpy().copy()
     import cupy
 
     return cupy.asnumpy(cupy.asarray(value))
