@@ -9,18 +9,11 @@ shows beside that cell, and a line that cell has.
 
 from __future__ import annotations
 
-import os
-import re
-import sys
-from pathlib import Path
-
 import pytest
 
 jupyter_client = pytest.importorskip("jupyter_client")
 pytest.importorskip("ipykernel")
-
-REPO = Path(__file__).resolve().parent.parent
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
+from real_kernel import shown, started_kernel  # noqa: E402
 
 SETUP = """\
 %load_ext tile_lab
@@ -60,18 +53,8 @@ def k_tile(x, TILE: ct.Constant[int]):
 
 @pytest.fixture(scope="module")
 def kernel():
-    km = jupyter_client.KernelManager(kernel_name="python3")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep)
-    km.kernel_spec.argv[0] = sys.executable  # this environment's Python, with tile_lab
-    km.start_kernel(env=env)
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=120)
-    yield kc
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
+    with started_kernel() as (_km, kc):
+        yield kc
 
 
 def run(kc, code: str) -> tuple[int, dict | None, str]:
@@ -87,10 +70,6 @@ def run(kc, code: str) -> tuple[int, dict | None, str]:
 
     reply = kc.execute_interactive(code, timeout=300, output_hook=hook)
     return reply["content"]["execution_count"], (errors[0] if errors else None), "".join(out)
-
-
-def shown(error: dict) -> str:
-    return ANSI.sub("", "\n".join(error["traceback"]))
 
 
 def test_labels_name_the_cell_the_notebook_shows(kernel):
@@ -139,3 +118,15 @@ def test_labels_name_the_cell_the_notebook_shows(kernel):
     # the kernel survives and nothing was lost
     _, error, out = run(kernel, "print(float(a.sum()), float(b.sum()), float(c.sum()))")
     assert error is None and out.split() == [str(float(sum(range(1024)))), "1024.0", "0.0"]
+
+
+def test_a_new_option_used_wrongly_fails_the_cell_at_its_line(kernel):
+    # --crosscheck runs the kernel: without --grid the cell fails at the %%tile line, and the
+    # kernel goes on
+    body = TILE_ERROR.split("\n", 1)[1].replace(" + nope", "")
+    count, error, _ = run(kernel, '%%tile --crosscheck --args "a, b, c, 256"\n' + body)
+    assert error is not None, "the cell did not fail"
+    text = shown(error)
+    assert f"at Cell In[{count}], line 1" in text and "--grid" in text, text
+    _, error, out = run(kernel, "print(6 * 7)")
+    assert error is None and "42" in out

@@ -4,19 +4,13 @@ line it was on; the kernel survives and the arrays keep the completed blocks' wr
 
 from __future__ import annotations
 
-import os
-import re
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 jupyter_client = pytest.importorskip("jupyter_client")
 pytest.importorskip("ipykernel")
-
-REPO = Path(__file__).resolve().parent.parent
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
+from real_kernel import shown, started_kernel  # noqa: E402
 
 SETUP = """\
 %load_ext tile_lab
@@ -46,18 +40,8 @@ tile_lab.emulate(spin, (8,), (x, 8))
 
 @pytest.fixture(scope="module")
 def kernel():
-    km = jupyter_client.KernelManager(kernel_name="python3")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep)
-    km.kernel_spec.argv[0] = sys.executable  # this environment's Python, with tile_lab
-    km.start_kernel(env=env)
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=120)
-    yield km, kc
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
+    with started_kernel() as (km, kc):
+        yield km, kc
 
 
 def _messages_until_idle(kc, msg_id: str, timeout: float) -> tuple[list[dict], float]:
@@ -115,7 +99,7 @@ def test_one_interrupt_stops_a_spinning_block_and_the_kernel_survives(kernel):
     assert error is None
 
     count, error, seconds = _interrupt_once(km, kc, SPIN_MAGIC, None)
-    text = ANSI.sub("", "\n".join(error["traceback"]))
+    text = shown(error)
     assert seconds < 2.0, f"the error came {seconds:.2f} s after the interrupt"
     assert error["ename"] == "EmulationInterrupted"
     assert f"interrupted in block (5,), at Cell In[{count}], line 8 `t = t + 1`" in text
@@ -130,7 +114,7 @@ def test_one_interrupt_stops_a_spinning_block_and_the_kernel_survives(kernel):
     _, error, _ = _run(kc, "x[:] = 0")
     assert error is None
     count, error, seconds = _interrupt_once(km, kc, SPIN_API, "running")
-    text = ANSI.sub("", "\n".join(error["traceback"]))
+    text = shown(error)
     assert seconds < 2.0, f"the error came {seconds:.2f} s after the interrupt"
     assert "interrupted in block (5,), at Cell In[" in text and "line 8" in text
     _, error, out = _run(kc, "print(x[:40].min(), x[48:].max())")
