@@ -129,13 +129,16 @@ def test_one_ctrl_c_stops_a_block_that_never_ends_naming_the_block_and_line():
         timer.cancel()
     assert time.monotonic() - started < 1.0 + blocks.GRACE_SECONDS + 1.0
     err = info.value
-    assert err.block == (5, 0, 0) and err.done == 5 and err.location.line == SPIN_LINE
+    assert err.block == (5, 0, 0) and err.done == 5
+    # the Ctrl-C lands in the loop: at its `while True:` head or in its body, both true
+    assert err.location.line in (SPIN_LINE - 1, SPIN_LINE)
     text = str(err)
-    assert f"interrupted in block (5,), at {__file__}:{SPIN_LINE} `t = t + 1`" in text
+    where = f"{err.location.line} `{err.location.text.strip()}`"
+    assert f"interrupted in block (5,), at {__file__}:{where}" in text
     assert "5 of 8 blocks ran completely and the arrays hold their writes" in text
     assert "(block (5,)'s own writes are partial)" in text
     assert (x[:40] == 1).all() and (x[48:] == 0).all()
-    assert err._render_traceback_()[1].endswith("t = t + 1")
+    assert err._render_traceback_()[1].endswith(err.location.text.strip())
 
 
 def test_a_step_budget_stops_a_block_that_never_ends():
