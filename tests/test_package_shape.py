@@ -5,9 +5,11 @@ imported across packages, mypy clean on the measuring core (gpu/ and tuning/).""
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -237,3 +239,110 @@ def test_mypy_is_clean_on_the_measuring_core():
     out = subprocess.run([sys.executable, "-m", "mypy", "tile_lab/gpu", "tile_lab/tuning"],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# ---- renderers on top: all markup in tile_lab/render/ -------------------------------------
+
+RENDER = "tile_lab.render"
+# Front ends may import renderers (they show what render/ draws); nothing else may, not even
+# inside a function: data modules reach their renderer through tile_lab.display's registry
+# (module paths as strings, imported when a notebook displays the object), and the package's
+# __init__ names its lazy exports as strings too.
+FRONT_ENDS = ("tile_lab.magic", "tile_lab.magic_cells", "tile_lab.magic_options",
+              "tile_lab.widgets", "tile_lab.share")
+# An HTML or SVG element in a string: "<div", "</td>", "<svg ", "<b>", "<rect/>" ... The
+# "(?P<name>" of a regular expression's named group is not one.
+HTML_TAGS = ("a", "b", "i", "u", "em", "strong", "small", "sub", "sup", "code", "kbd", "pre",
+             "p", "br", "hr", "div", "span", "table", "thead", "tbody", "tr", "td", "th",
+             "ul", "ol", "li", "details", "summary", "style", "script", "img", "h1", "h2",
+             "h3", "h4", "h5", "h6", "html", "head", "body", "meta", "link", "button", "input",
+             "label", "select", "option", "iframe", "svg", "g", "rect", "text", "tspan", "path",
+             "line", "polyline", "polygon", "circle", "ellipse", "title", "defs", "pattern",
+             "marker", "use", "clipPath", "foreignObject")
+HTML_TAG = re.compile(r"(?<!\?P)</?(?:" + "|".join(HTML_TAGS) + r")(?=[\s>/])", re.IGNORECASE)
+MARKUP_FILES = (".html", ".htm", ".svg", ".css", ".js")
+
+
+def _under(module: str, packages: Sequence[str]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, kinds) and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _html_outside_render(modules: dict[str, Path]) -> list[str]:
+    """Every string constant (f-string pieces included, docstrings not) that holds an HTML or
+    SVG tag, in a module outside render/: ``module:line: <tag``."""
+    found = []
+    for m, path in sorted(modules.items()):
+        if _under(m, (RENDER,)):
+            continue
+        tree = ast.parse(path.read_text())
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and id(node) not in docs and (tag := HTML_TAG.search(node.value))):
+                found.append(f"{m}:{node.lineno}: {tag.group(0)}")
+    return sorted(found)
+
+
+def _render_importers(modules: dict[str, Path]) -> list[str]:
+    """Modules outside render/ and the front ends that import a renderer (at module level or
+    inside a function): ``module:line imports target``."""
+    found = []
+    for m, path in sorted(modules.items()):
+        if _under(m, (RENDER, *FRONT_ENDS)):
+            continue
+        for target, names, line in _imports(m, path):
+            if any(_under(t, (RENDER,)) for t in [target, *(f"{target}.{n}" for n in names)]):
+                found.append(f"{m}:{line} imports {target}")
+    return found
+
+
+def test_no_html_outside_render():
+    """All markup lives in tile_lab/render/: no string of another module (front ends included:
+    they take their HTML from render/widget_html.py and friends) holds an HTML/SVG tag, and
+    no markup file lives outside render/."""
+    assert _html_outside_render(_modules()) == []
+    files = [p.relative_to(ROOT).as_posix() for p in PKG.rglob("*")
+             if p.suffix in MARKUP_FILES and RENDER.replace(".", "/") + "/" not in p.as_posix()]
+    assert files == []
+
+
+def test_only_front_ends_import_renderers():
+    assert _render_importers(_modules()) == []
+
+
+def test_the_markup_rules_catch_markup_and_renderer_imports(tmp_path):
+    pkg = tmp_path / "tile_lab"
+    (pkg / "render").mkdir(parents=True)
+    (pkg / "widgets").mkdir()
+    (pkg / "__init__.py").write_text('_EXPORTS = {"diagram": ".render.view"}\n')
+    (pkg / "render" / "__init__.py").write_text("")
+    (pkg / "render" / "view.py").write_text('def v(x):\n    return f"<div>{x}</div>"\n')
+    (pkg / "widgets" / "__init__.py").write_text("")
+    (pkg / "widgets" / "w.py").write_text("from ..render.view import v\n")
+    (pkg / "data.py").write_text(
+        '"""Drawn as <svg> by render/."""\nimport re\n'
+        'LINE = re.compile(r"(?P<line>\\d+): (?P<path>.*)")\n'
+        "def show(x, y):\n"
+        '    """Returns <b>x</b>."""\n'
+        "    from . import render\n"
+        "    from .render import view\n"
+        "    return f\"<span class='n'>{x}</span> < {y}\" + '</TD>'\n")
+    (pkg / "plain.py").write_text("A = 'a < b and c > d'\nB = '<bold claim>'\n")
+    modules = {"tile_lab": pkg / "__init__.py", "tile_lab.render": pkg / "render/__init__.py",
+               "tile_lab.render.view": pkg / "render/view.py",
+               "tile_lab.widgets": pkg / "widgets/__init__.py",
+               "tile_lab.widgets.w": pkg / "widgets/w.py", "tile_lab.data": pkg / "data.py",
+               "tile_lab.plain": pkg / "plain.py"}
+    # the tags in data.py's code, not its docstrings, its regex groups or its comparisons
+    assert _html_outside_render(modules) == ["tile_lab.data:8: </TD", "tile_lab.data:8: </span",
+                                             "tile_lab.data:8: <span"]
+    # data.py imports render/ twice inside a function; the widget and the strings may
+    assert _render_importers(modules) == ["tile_lab.data:6 imports tile_lab",
+                                          "tile_lab.data:7 imports tile_lab.render"]

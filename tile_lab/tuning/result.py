@@ -116,6 +116,6 @@ class TuningResult:
         return self.summary()
 
     def _repr_html_(self) -> str:
-        from ..render.tune_plots import result_table_html
+        from ..display import mimebundle  # drawn by render/tune_plots.py
 
-        return result_table_html(self)
+        return str(mimebundle(self).get("text/html", ""))
