@@ -1,6 +1,7 @@
 """The shape of the code, checked: no import circle in tile_lab (function-level imports count),
 no module over 600 lines, no public function with more than 10 parameters, no private name
-imported across packages, mypy clean on the measuring core (gpu/ and tuning/)."""
+imported across packages, mypy clean on the measuring core (gpu/ and tuning/), no HTML or SVG
+outside render/, and no module but the front ends importing render/."""
 
 from __future__ import annotations
 
