@@ -54,7 +54,9 @@ def test_every_registered_view_exists_and_data_modules_name_no_renderer():
     # (tests/test_package_shape.py holds every module outside render/ and the front ends to it)
     for key, target in display.RENDERERS.items():
         assert target.startswith("tile_lab.render."), target
-        module = importlib.import_module(key.rsplit(".", 1)[0])
+        module_name, _, cls = key.rpartition(".")
+        module = importlib.import_module(module_name)
+        assert isinstance(getattr(module, cls), type), key  # the key names a real class
         tree = ast.parse(Path(module.__file__).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
