@@ -13,7 +13,7 @@ and the sanitizer reports. Tainted lanes that a store discards (outside the arra
 ``where`` masks out, or that never mix into kept lanes are never reported.
 
 Clean tiles are plain :class:`Tile` objects, so kernels without undetermined padding pay one
-flag test per op (``tile.ACTIVE``). The tainted tile itself (:class:`~.tile.Poisoned`) and its
+flag test per op (``tile.ACTIVE``). The tainted tile itself (``tile.Poisoned``) and its
 lane-by-lane propagation live with :class:`Tile` in ``tile.py``; each structural op carries
 its rule from here where it is registered: ``@emulates(ct.sum, taint=poison.REDUCTION)``.
 """

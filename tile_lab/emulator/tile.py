@@ -1,13 +1,13 @@
 """The emulated tile value, and the elementwise core every arithmetic op goes through.
 
 A :class:`Tile` is an immutable NumPy array tagged with its cuTile dtype; a
-:class:`Poisoned` tile also carries a per-lane taint mask (lanes a GPU leaves undetermined,
+:class:`Poisoned` tile also carries a per-lane taint mask (lanes a GPU leaves undetermined;
 ``poison.py`` says where they come from and where they may not go), which the elementwise
-core carries lane by lane. Operators follow
-cuTile semantics rather than NumPy's: cuTile's promotion table, loosely typed Python
-scalars, bool comparison results, Python-style ``//`` and ``%``, and true division that
-always yields a float. Narrow floats (float16, bfloat16, float8) compute in float32 and
-round once, which is how a correctly rounded device result comes out.
+core carries lane by lane. Operators follow cuTile semantics rather than NumPy's: cuTile's
+promotion table, loosely typed Python scalars, bool comparison results, Python-style ``//``
+and ``%``, and true division that always yields a float. Narrow floats (float16, bfloat16,
+float8) compute in float32 and round once, which is how a correctly rounded device result
+comes out.
 """
 
 from __future__ import annotations
