@@ -33,12 +33,12 @@ N = 1 << 12
 SPACE = Space(TILE=[64, 128, 256, 512], LAT=[1, 3, 6])
 
 
-def _args(cfg: Config) -> tuple[Any, ...]:
+def scale_args(cfg: Config) -> tuple[Any, ...]:
     x = np.ones(N, np.float32)
     return (x, np.empty_like(x), cfg["TILE"], cfg["LAT"])
 
 
-def _grid(cfg: Config) -> tuple[int, ...]:
+def scale_grid(cfg: Config) -> tuple[int, ...]:
     return (N // cfg["TILE"],)
 
 
@@ -114,6 +114,12 @@ class FakeClusterRun:
     log: ClassVar[list[str]] = []
 
     def __init__(self, options: Any, factory: Callable[[], Any] | None) -> None:
+        try:  # what the real one sends to each actor must pickle (the kernel object does not)
+            from ray import cloudpickle
+        except ImportError:
+            cloudpickle = None
+        if cloudpickle is not None and factory is not None:
+            cloudpickle.dumps(factory)
         self.executor = "ray"
         self.pool = factory if options.gpus else None
         self._gpus = options.gpus
@@ -151,7 +157,7 @@ class FakeClusterRun:
 
 def _prefill(store: Path) -> None:
     """Two stored results for SPACE: 512/6 measured, 64/6 failed."""
-    tune(scale_copy, Space(TILE=[64, 512], LAT=[6]), _grid, _args, store=str(store),
+    tune(scale_copy, Space(TILE=[64, 512], LAT=[6]), scale_grid, scale_args, store=str(store),
          measure=RecordingMeasurer(fail_tiles=(64,)),
          options=TuneOptions(strategy="exhaustive", progress=False))
 
@@ -178,7 +184,7 @@ SCENARIOS: dict[str, tuple[TuneOptions, dict[str, Any], bool]] = {
     "random-precompiled": (TuneOptions(strategy="random", budget=6, seed=3),
                            {"precompiling": True}, False),
     "coordinate": (TuneOptions(strategy="coordinate"), {}, False),
-    "coordinate-gbps": (TuneOptions(strategy="coordinate", objective="gbps"), {}, False),
+    "coordinate-tflops": (TuneOptions(strategy="coordinate", objective="tflops"), {}, False),
     "coordinate-budget3": (TuneOptions(strategy="coordinate", budget=3), {}, False),
     "coordinate-stored-failing": (TuneOptions(strategy="coordinate"), {"fail_tiles": (64,)},
                                   True),
@@ -220,7 +226,7 @@ def _trace(options: TuneOptions, measurer: RecordingMeasurer, stored: bool) -> l
         if stored:
             _prefill(store)
         before = len(store.read_text().splitlines()) if stored else 0
-        r = tune(scale_copy, SPACE, _grid, _args, store=str(store), measure=measurer,
+        r = tune(scale_copy, SPACE, scale_grid, scale_args, store=str(store), measure=measurer,
                  options=replace(options, progress=False))
         lines = store.read_text().splitlines()[before:] if store.exists() else []
     out = list(measurer.log)

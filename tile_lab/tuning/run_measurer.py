@@ -164,18 +164,21 @@ class ClusterMeasuring(LocalMeasuring):
         from .options import TuneError
         from .parallel_compile import kernel_reference, resolve_kernel
 
-        t, measurer = self.target, self.measurer
-        if getattr(t.kernel, "knob_kinds", None) is not None:
+        if getattr(self.target.kernel, "knob_kinds", None) is not None:
             raise TuneError("cluster tuning takes cuTile Python kernels; a kernel with its own "
                             "knobs (e.g. tune_cpp's) tunes on this machine")
-        ref = kernel_reference(t.kernel)
+        # the factory travels to the actors: it holds what pickles (a reference to the kernel,
+        # never the kernel object itself)
+        ref = kernel_reference(self.target.kernel)
+        measurer, kinds = self.measurer, self.target.kinds
+        grid_fn, args_fn = self.target.grid_fn, self.target.args_fn
 
         def factory() -> Callable[[Config, MeasureRequest], Success | Failure]:
             own_kernel = resolve_kernel(ref)
             measurer.warm_up()
 
             def measure(cfg: Config, request: MeasureRequest) -> Success | Failure:
-                return measure_config(measurer, own_kernel, cfg, t.kinds, t.grid_fn, t.args_fn,
+                return measure_config(measurer, own_kernel, cfg, kinds, grid_fn, args_fn,
                                       request)
             return measure
 
