@@ -258,10 +258,16 @@ class _FakeCupy:
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """bench_cpp with a fake CuPy; ``kernel(args)`` runs as the launch; bench_function is
-    replaced by one that runs the work ``samples`` times and records it."""
+    """bench_cpp with a fake CuPy; ``kernel(args)`` runs as the launch; the timing step of
+    the kernel job (``time_work``) runs the work for its warm-ups and samples and records it;
+    no device peaks or provenance."""
+    import types
+
     import tile_lab.cpp.bench as cpp_bench
-    from tile_lab.gpu.measurement import Measurement
+    import tile_lab.gpu.device as device
+    import tile_lab.gpu.job as job
+    import tile_lab.gpu.peaks as peaks
+    from tile_lab.gpu.inprocess import Sampled
 
     state = {"launches": 0, "timed": 0}
 
@@ -271,19 +277,19 @@ def fake_gpu(monkeypatch):
             state["kernel"](dev_args)
         return launch
 
-    def bench_work(work, *, bytes, flops, timing, label, params, stream):
-        for _ in range(timing.warmup + timing.n):
+    def time_work(cupy, s, work, timing, *, warmup_done=0):
+        for _ in range(max(0, timing.warmup - warmup_done) + timing.n):
+            work.prepare()
             work.run()
             state["timed"] += 1
-        t = (1e-5,) * timing.n
-        return Measurement(kernel=label, mode=timing.mode, grid=(), samples_s=t, mean_s=1e-5,
-                           median_s=1e-5, min_s=1e-5, std_s=0.0, ci95_s=0.0, label=label,
-                           params=dict(params or {}), bytes=bytes or None,
-                           bytes_source="user" if bytes else None)
+        return Sampled((1e-5,) * timing.n, 1, False, (), None)
 
     monkeypatch.setattr(cpp_bench, "_require_gpu", lambda: _FakeCupy)
     monkeypatch.setattr(cpp_bench, "prepare_launch", prepare)
-    monkeypatch.setattr(cpp_bench, "bench_work", bench_work)
+    monkeypatch.setattr(job, "time_work", time_work)
+    monkeypatch.setattr(device, "provenance", lambda **_: None)
+    monkeypatch.setattr(peaks, "device_peaks", lambda: types.SimpleNamespace(
+        top_tflops=None, dram_gbps=None, fp32_tflops=None))
     return state
 
 

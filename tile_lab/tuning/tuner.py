@@ -314,12 +314,12 @@ def _start_cluster(opts: TuneOptions, measurer: Measurer, kernel: Any, kinds: di
         raise TuneError("cluster tuning takes cuTile Python kernels; a kernel with its own "
                         "knobs (e.g. tune_cpp's) tunes on this machine")
     from .cluster import ClusterRun
-    from .parallel_compile import kernel_reference, resolve_kernel
+    from .parallel_compile import compile_recipe
 
-    ref = kernel_reference(kernel)
+    recipe = compile_recipe(kernel)  # the kernel job's recipe: rebuilt in each actor
 
     def factory() -> Callable[[Config, MeasureRequest], Success | Failure]:
-        own_kernel = resolve_kernel(ref)
+        own_kernel = recipe.build().kernel
         measurer.warm_up()
 
         def measure(cfg: Config, request: MeasureRequest) -> Success | Failure:
