@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_cupy import FakeCupy, fake_timing
 from tune_fakes import FakeMeasurement
 
 from tile_lab.artifacts import Inspection
@@ -218,56 +219,11 @@ def test_bench_cpp_rejects_what_is_not_a_cpp_inspection():
 
 
 # ---- bench_cpp's bookkeeping on the CPU: NumPy stands in for CuPy, a kernel for the GPU ------
-class _DeviceArray(np.ndarray):
-    """A 'device' array: a separate copy of the host data, as CuPy's would be."""
-
-
-class _FakeStream:
-    ptr = 1
-
-    def synchronize(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _FakeCupy:
-    ndarray = _DeviceArray
-    uint8 = np.uint8
-    array_equal = staticmethod(np.array_equal)
-    ascontiguousarray = staticmethod(np.ascontiguousarray)
-    empty_like = staticmethod(np.empty_like)
-
-    class cuda:  # mirrors cupy.cuda
-        stream = _FakeStream()
-        get_current_stream = staticmethod(lambda: _FakeCupy.cuda.stream)
-        Stream = _FakeStream
-
-    @staticmethod
-    def asarray(a):
-        return a if isinstance(a, _DeviceArray) else np.array(a).view(_DeviceArray)
-
-    @staticmethod
-    def asnumpy(a):
-        return np.array(a)
-
-
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """bench_cpp with a fake CuPy; ``kernel(args)`` runs as the launch; the timing step of
-    the kernel job (``time_work``) runs the work for its warm-ups and samples and records it;
-    no device peaks or provenance."""
-    import types
-
+    """bench_cpp with a fake CuPy; ``kernel(args)`` runs as the launch; the kernel job's timing
+    step runs the work for its warm-ups and samples and counts them in ``state["timed"]``."""
     import tile_lab.cpp.bench as cpp_bench
-    import tile_lab.gpu.device as device
-    import tile_lab.gpu.job as job
-    import tile_lab.gpu.peaks as peaks
-    from tile_lab.gpu.inprocess import Sampled
 
     state = {"launches": 0, "timed": 0}
 
@@ -277,19 +233,9 @@ def fake_gpu(monkeypatch):
             state["kernel"](dev_args)
         return launch
 
-    def time_work(cupy, s, work, timing, *, warmup_done=0):
-        for _ in range(max(0, timing.warmup - warmup_done) + timing.n):
-            work.prepare()
-            work.run()
-            state["timed"] += 1
-        return Sampled((1e-5,) * timing.n, 1, False, (), None)
-
-    monkeypatch.setattr(cpp_bench, "_require_gpu", lambda: _FakeCupy)
+    monkeypatch.setattr(cpp_bench, "_require_gpu", lambda: FakeCupy)
     monkeypatch.setattr(cpp_bench, "prepare_launch", prepare)
-    monkeypatch.setattr(job, "time_work", time_work)
-    monkeypatch.setattr(device, "provenance", lambda **_: None)
-    monkeypatch.setattr(peaks, "device_peaks", lambda: types.SimpleNamespace(
-        top_tflops=None, dram_gbps=None, fp32_tflops=None))
+    fake_timing(monkeypatch, state)
     return state
 
 

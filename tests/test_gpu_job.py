@@ -19,9 +19,18 @@ from pathlib import Path
 import cuda.tile as ct
 import numpy as np
 import pytest
+from fake_cupy import FakeCupy, fake_timing
 
-from tile_lab.gpu.inprocess import Amounts, Sampled
-from tile_lab.gpu.job import JobKernel, KernelJob, KernelRecipe, TileKernel, Writes, measure_job
+from tile_lab.gpu.inprocess import Amounts
+from tile_lab.gpu.job import (
+    JobKernel,
+    KernelJob,
+    KernelRecipe,
+    TileKernel,
+    TileRecipe,
+    Writes,
+    measure_job,
+)
 from tile_lab.gpu.options import BenchOptions, TimingOptions
 from tile_lab.gpu.shipping import KernelNotShippable, kernel_spec
 from tile_lab.tuning.parallel_compile import compile_recipe
@@ -179,43 +188,6 @@ def test_a_cpp_kernel_job_ships_its_compiled_inspection_without_nvcc(tmp_path):
 
 
 # ---- the steps around the timed samples, on NumPy ------------------------------------------------
-class _DeviceArray(np.ndarray):
-    """A 'device' array: a separate copy of the host data, as CuPy's would be."""
-
-
-class _Stream:
-    ptr = 1
-
-    def synchronize(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _FakeCupy:
-    ndarray = _DeviceArray
-    uint8 = np.uint8
-    ascontiguousarray = staticmethod(np.ascontiguousarray)
-    empty_like = staticmethod(np.empty_like)
-
-    class cuda:  # mirrors cupy.cuda
-        stream = _Stream()
-        get_current_stream = staticmethod(lambda: _FakeCupy.cuda.stream)
-        Stream = _Stream
-
-    @staticmethod
-    def asarray(a):
-        return a if isinstance(a, _DeviceArray) else np.array(a).view(_DeviceArray)
-
-    @staticmethod
-    def asnumpy(a):
-        return np.array(a)
-
-
 @dataclass(frozen=True)
 class _NumpyKernel:
     """A JobKernel whose launch is a NumPy function of the device arguments; it records what
@@ -240,33 +212,18 @@ class _NumpyKernel:
 
 
 @pytest.fixture
-def fake_timing(monkeypatch):
-    """measure_job's GPU layers replaced: time_work runs warm-ups and samples (restoring
-    before each, as the real timer does); no device peaks or provenance."""
-    import tile_lab.gpu.device as device
-    import tile_lab.gpu.job as job
-    import tile_lab.gpu.peaks as peaks
-
-    def time_work(cupy, s, work, timing, *, warmup_done=0):
-        for _ in range(max(0, timing.warmup - warmup_done) + timing.n):
-            work.prepare()
-            work.run()
-        return Sampled((1e-5,) * timing.n, 1, False, (), None)
-
-    monkeypatch.setattr(job, "time_work", time_work)
-    monkeypatch.setattr(device, "provenance", lambda **_: None)
-    monkeypatch.setattr(peaks, "device_peaks", lambda: types.SimpleNamespace(
-        top_tflops=None, dram_gbps=None, fp32_tflops=None))
+def timing_on_numpy(monkeypatch):
+    fake_timing(monkeypatch)
 
 
 def _measure(kernel: JobKernel, args: tuple, writes: Writes | None = None, mode: str = "cold"):
     timing = TimingOptions(samples=3, warmup=3, mode=mode)
-    return measure_job(_FakeCupy, KernelJob(kernel, (1,), args, writes), timing,
+    return measure_job(FakeCupy, KernelJob(kernel, (1,), args, writes), timing,
                        BenchOptions(label="lab"), Amounts())
 
 
 def test_an_in_place_job_restarts_every_sample_from_the_original_and_ends_with_one(
-        fake_timing):
+        timing_on_numpy):
     seen: list = []
     x = np.zeros(8, np.float32)
     m = _measure(_NumpyKernel(lambda a, n: np.add(a, 1, out=a), seen), (x, 8))
@@ -277,7 +234,7 @@ def test_an_in_place_job_restarts_every_sample_from_the_original_and_ends_with_o
     assert m.notes[0] == "kind note" and m.bytes == 32 and m.bytes_source == "array sizes"
 
 
-def test_a_kind_without_fresh_outputs_lets_samples_accumulate_and_says_so(fake_timing):
+def test_a_kind_without_fresh_outputs_lets_samples_accumulate_and_says_so(timing_on_numpy):
     seen: list = []
     x = np.zeros(8, np.float32)
     m = _measure(_NumpyKernel(lambda a, n: np.add(a, 1, out=a), seen, fresh_outputs=False),
@@ -288,7 +245,7 @@ def test_a_kind_without_fresh_outputs_lets_samples_accumulate_and_says_so(fake_t
     assert not any("graph replays" in n for n in m.notes)
 
 
-def test_an_out_of_place_job_is_not_restored_and_known_writes_skip_the_probes(fake_timing):
+def test_an_out_of_place_job_is_not_restored_and_known_writes_skip_the_probes(timing_on_numpy):
     seen: list = []
     a, out = np.full(8, 3, np.float32), np.zeros(8, np.float32)
     m = _measure(_NumpyKernel(lambda a, o: np.multiply(a, 2, out=o), seen), (a, out))
@@ -305,8 +262,8 @@ def test_a_job_detects_what_it_writes_and_restores_it():
     x, y = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
     job = KernelJob(_NumpyKernel(lambda a, b, n: np.add(a, b, out=b), seen), (1,), (x, y, 4))
     assert set(job.arrays()) == {0, 1}
-    dev = job.on_device(_FakeCupy)
-    writes, before = dev.detect_writes(lambda: dev.launch_and_wait(_FakeCupy.cuda.stream))
+    dev = job.on_device(FakeCupy)
+    writes, before = dev.detect_writes(lambda: dev.launch_and_wait(FakeCupy.cuda.stream))
     assert writes == Writes((1,), True)  # y += x changes y again on the second launch
     dev.restore({i: before[i] for i in writes.indices})
     dev.finish()
@@ -322,13 +279,13 @@ def test_a_cuda_error_at_launch_names_the_kernel_and_a_tile_lab_error_passes_thr
         return fn
 
     dev = KernelJob(_NumpyKernel(fail(RuntimeError("illegal address")), []), (1,),
-                    (np.zeros(2),)).on_device(_FakeCupy)
+                    (np.zeros(2),)).on_device(FakeCupy)
     with pytest.raises(LaunchError, match="launching numpy_kernel failed: RuntimeError"):
-        dev.launch_and_wait(_FakeCupy.cuda.stream)
+        dev.launch_and_wait(FakeCupy.cuda.stream)
     dev = KernelJob(_NumpyKernel(fail(TileLabError("mine")), []), (1,),
-                    (np.zeros(2),)).on_device(_FakeCupy)
+                    (np.zeros(2),)).on_device(FakeCupy)
     with pytest.raises(TileLabError, match="mine"):
-        dev.launch_and_wait(_FakeCupy.cuda.stream)
+        dev.launch_and_wait(FakeCupy.cuda.stream)
 
 
 def test_both_kinds_of_kernel_are_job_kernels():
@@ -339,3 +296,90 @@ def test_both_kinds_of_kernel_are_job_kernels():
     cpp = CppJobKernel(types.SimpleNamespace(kernel_name="vector_add"))
     assert isinstance(cpp, JobKernel) and cpp.name == "vector_add"
     assert not cpp.fresh_outputs  # bench_cpp never restored outputs between samples
+
+
+# ---- a compile worker's cubin is the one the launch here looks up --------------------------------
+def test_a_shipped_cell_kernel_compiles_under_the_cache_key_of_the_kernel_here(tmp_path):
+    """The compile worker rebuilds a cell kernel from its def; its cubin must land under the
+    cache key cuTile computes for the parent's own kernel, or ct.launch would compile again."""
+    from tile_lab import _cutile_compat as compat
+    from tile_lab.signature import signature_from_args
+    from tile_lab.tuning.parallel_compile import portable_signature
+
+    ns = _exec_cell(CELL, "<tile-cell-cache>")
+    kernel = ns["cell_kernel"].replace_hints(num_ctas=1)
+    x = np.zeros(256, np.float32)
+    sig = signature_from_args(kernel, (x, x, 128)).kernel_signature
+    with compat.use_cache_dir(str(tmp_path / "here")):
+        compat.compile_cubin_like_cutile(kernel, sig, "sm_90", compat.compiler_options(kernel))
+    recipe = compile_recipe(ns["cell_kernel"])
+    job = ("cfg", TileRecipe(recipe.spec, (("num_ctas", 1),)), portable_signature(sig), "sm_90")
+    _in_fresh_process(tmp_path, job, f"""
+        from tile_lab._cutile_compat import use_cache_dir
+        from tile_lab.tuning.parallel_compile import _compile_job
+        with use_cache_dir({str(tmp_path / "worker")!r}):
+            assert _compile_job(job)[1] is None
+    """)
+    here = {key for key, _, _ in compat.cache_rows(str(tmp_path / "here"))}
+    worker = {key for key, _, _ in compat.cache_rows(str(tmp_path / "worker"))}
+    assert len(here) == 1 and worker == here
+
+
+# ---- on the lent GPU ----------------------------------------------------------------------------
+IN_PLACE_CELL = '''import cuda.tile as ct
+STEP = 1.0
+
+@ct.kernel
+def bump(x, tile: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(x, (i,), ct.load(x, (i,), (tile,)) + STEP)
+'''
+
+
+@pytest.mark.gpu
+def test_gpu_an_isolated_bench_of_a_cell_kernel_restores_samples_and_copies_back():
+    import tile_lab
+
+    bump = _exec_cell(IN_PLACE_CELL, "<tile-cell-gpu-job>")["bump"]
+    x = np.zeros(1 << 20, np.float32)
+    m = tile_lab.bench(bump, ((1 << 20) // 1024,), (x, 1024), samples=5,
+                       options=BenchOptions(isolate=True, timeout=180, hints={"occupancy": 2}),
+                       check=lambda x, tile: x + 1)
+    assert m.provenance.isolated and m.fresh_outputs and m.n == 5
+    assert m.max_abs_err == 0.0 and (x == 1).all()  # one application, copied back
+
+
+@pytest.mark.gpu
+def test_gpu_the_profiler_child_launches_a_shipped_cell_kernel_job(tmp_path):
+    from tile_lab.profiling.api import launch_job
+
+    bump = _exec_cell(IN_PLACE_CELL, "<tile-cell-gpu-profile>")["bump"]
+    x = np.zeros(4096, np.float32)
+    (tmp_path / "job.pkl").write_bytes(pickle.dumps(launch_job(bump, (4,), (x, 1024))))
+    out = subprocess.run([sys.executable, "-m", "tile_lab.profiling.target",
+                          str(tmp_path / "job.pkl")], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert out.returncode == 0 and "launched" in out.stdout, out.stderr[-3000:]
+    assert (x == 0).all()  # the caller's arrays are not written
+
+
+@pytest.mark.gpu
+def test_gpu_an_isolated_bench_cpp_runs_the_shipped_inspection_in_the_worker():
+    import cupy as cp
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from precompile_cpp import cpp_inspection
+
+    from tile_lab.cpp import bench_cpp
+    from tile_lab.gpu.device import local_arch
+
+    insp = cpp_inspection(ROOT / "tests" / "cpp_examples" / "vector_add.cu", local_arch())
+    n = 1 << 20
+    a, b = cp.random.rand(n, dtype=cp.float32), cp.random.rand(n, dtype=cp.float32)
+    c = cp.zeros_like(a)
+    m = bench_cpp(insp, (n // 1024,), [a, b, c, n], samples=5,
+                  check=lambda a, b, c, n: np.copyto(c, a + b),
+                  options=BenchOptions(isolate=True, timeout=180))
+    assert m.provenance.isolated and m.kernel == "vector_add" and "C++" in m.notes[0]
+    assert m.max_abs_err == 0
+    cp.testing.assert_allclose(c, a + b)

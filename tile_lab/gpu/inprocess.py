@@ -170,7 +170,8 @@ def kernel_work(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
 
 @dataclass(frozen=True)
 class Sampled:
-    """What bench_in_process hands to :func:`build_measurement`, besides the arguments."""
+    """What the timing step of a kernel job (:func:`tile_lab.gpu.job.measure_job`) hands to
+    :func:`build_measurement`, besides the arguments."""
 
     times: tuple[float, ...]
     per_sample: int
