@@ -74,11 +74,14 @@ def add_one(x, tile: ct.Constant[int]):
     ct.store(x, (i,), ct.load(x, (i,), (tile,)) + 1)
 
 
-def _in_fresh_process(tmp_path: Path, payload: object, body: str) -> str:
+def _in_fresh_process(tmp_path: Path, payload: object, body: str, *,
+                      tests_on_path: bool = True) -> str:
     """Pickle ``payload`` to a file and run ``body`` (``job`` is the unpickled payload) in a
-    fresh interpreter, as the isolation worker, the profiler's child or a compile worker is."""
+    fresh interpreter, as the isolation worker, the profiler's child or a compile worker is
+    (with this folder's modules importable there, or not)."""
     (tmp_path / "job.pkl").write_bytes(pickle.dumps(payload))
-    code = (f"import pickle, sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+    path = f"sys.path.insert(0, {str(ROOT / 'tests')!r})\n" if tests_on_path else ""
+    code = (f"import pickle, sys\n{path}"
             f"job = pickle.loads(open({str(tmp_path / 'job.pkl')!r}, 'rb').read())\n"
             + textwrap.dedent(body))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -122,7 +125,7 @@ def test_a_module_kernel_travels_by_reference_and_keeps_replaced_hints(tmp_path)
     from tune_kernels import scale_copy
 
     spec = kernel_spec(scale_copy.replace_hints(occupancy=4))
-    assert (spec.module, spec.qualname, spec.source) == ("tune_kernels", "scale_copy", None)
+    assert (spec.module, spec.qualname) == ("tune_kernels", "scale_copy")
     out = _in_fresh_process(tmp_path, spec, """
         from tile_lab._cutile_compat import compiler_options
         from tune_kernels import scale_copy
@@ -132,6 +135,13 @@ def test_a_module_kernel_travels_by_reference_and_keeps_replaced_hints(tmp_path)
         print(base.build() is scale_copy)
     """)
     assert out.split() == ["True", "4", "True"]
+    # where the module cannot be imported, the kernel is rebuilt from the source of its def
+    out = _in_fresh_process(tmp_path, spec, """
+        from tile_lab._cutile_compat import compiler_options
+        k = job.build()
+        print("tune_kernels" in sys.modules, type(k).__name__, compiler_options(k).occupancy)
+    """, tests_on_path=False)
+    assert out.split() == ["False", "kernel", "4"]
 
 
 def test_a_global_that_cannot_travel_is_named_and_a_compile_worker_declines(tmp_path):

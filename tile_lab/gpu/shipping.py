@@ -108,7 +108,8 @@ class FunctionSource:
 @dataclass(frozen=True)
 class KernelSpec:
     """How to rebuild a ``@ct.kernel`` in another process: imported by ``(module, qualname)``
-    when its module can be imported there, else from its :class:`FunctionSource`; with the
+    when its module can be imported there, else from its :class:`FunctionSource` (a kernel
+    from a notebook cell, or a module the other process cannot find on its path); with the
     compiler options (hints) the kernel carried here."""
 
     name: str
@@ -123,8 +124,9 @@ class KernelSpec:
         return hashlib.sha256(pickle.dumps(self)).hexdigest()
 
     def check_shippable(self) -> None:
-        """Raise :class:`KernelNotShippable` naming a global that stays behind."""
-        if self.source is not None:
+        """Raise :class:`KernelNotShippable` naming a global that stays behind (only a
+        kernel rebuilt from its source needs its globals shipped)."""
+        if self.module is None and self.source is not None:
             for name, type_name in self.source.unshippable():
                 raise KernelNotShippable(f"global {name!r} ({type_name}) cannot be sent to "
                                          "another process")
@@ -134,18 +136,23 @@ class KernelSpec:
         from .._cutile_compat import compiler_options, is_kernel, options_as_dict
 
         hints = dict(self.hints)
+        kernel = None
         if self.module is not None and self.qualname is not None:
-            kernel = _import(self.module, self.qualname)
-        elif self.source is not None:
+            try:
+                kernel = _import(self.module, self.qualname)
+            except (ImportError, AttributeError):
+                if self.source is None:
+                    raise
+        if kernel is None:
+            if self.source is None:
+                raise KernelNotShippable(f"the spec of {self.name} holds neither a module "
+                                         "nor a source")
             # the decorated def, as written (so cuTile's findsource sees what it saw here)
             kernel = self.source.rebuild()
             if not is_kernel(kernel):  # a decorator of the user's own around @ct.kernel
                 import cuda.tile as ct
 
                 return ct.kernel(self.source.rebuild(strip_decorators=True), **hints)
-        else:
-            raise KernelNotShippable(f"the spec of {self.name} holds neither a module nor "
-                                     "a source")
         if options_as_dict(compiler_options(kernel)) != hints:  # hints from replace_hints
             kernel = kernel.replace_hints(**hints)
         return kernel
@@ -153,16 +160,33 @@ class KernelSpec:
 
 def kernel_spec(kernel: Any) -> KernelSpec:
     """The :class:`KernelSpec` of a ``@ct.kernel`` (hints applied with ``replace_hints``
-    included). Raises :class:`KernelNotShippable` when Python cannot find its source."""
+    included): its module and name when importable, and the source of its ``def`` (the
+    fallback where that import fails). Raises :class:`KernelNotShippable` when it is neither
+    importable nor has a source Python can find."""
     from .._cutile_compat import compiler_options, options_as_dict, python_function
 
     func = python_function(kernel)
     hints = tuple(sorted(options_as_dict(compiler_options(kernel)).items()))
-    if _importable(func):
-        base = _import(func.__module__, func.__qualname__)
-        if python_function(base) is func:
-            return KernelSpec(func.__name__, func.__module__, func.__qualname__, None, hints)
-    return KernelSpec(func.__name__, source=function_source(func), hints=hints)
+    module = qualname = None
+    if _importable(func) and _resolves_to(func):
+        module, qualname = func.__module__, func.__qualname__
+    try:
+        source: FunctionSource | None = function_source(func)
+    except KernelNotShippable:
+        if module is None:
+            raise
+        source = None
+    return KernelSpec(func.__name__, module, qualname, source, hints)
+
+
+def _resolves_to(func: types.FunctionType) -> bool:
+    """Whether importing ``func``'s module and name gives back a kernel of ``func``."""
+    from .._cutile_compat import python_function
+
+    try:
+        return python_function(_import(func.__module__, func.__qualname__)) is func
+    except Exception:
+        return False
 
 
 def function_source(func: types.FunctionType, seen: set[int] | None = None) -> FunctionSource:
