@@ -157,6 +157,40 @@ def test_a_global_that_cannot_travel_is_named_and_a_compile_worker_declines(tmp_
     pickle.dumps(TileKernel(ns["cell_kernel"]).recipe())
 
 
+VALUES_CELL = """import fractions
+import numpy as np
+
+class Local:
+    pass
+
+SIZES = [64, (128, 256)]
+TABLE = np.arange(3, dtype=np.int32)
+HALF = fractions.Fraction(1, 2)
+LOCAL = Local()
+PI = 3.25
+
+def uses_them():
+    return SIZES, TABLE, HALF, LOCAL, PI
+"""
+
+
+def test_values_travel_by_pickle_only_where_another_process_can_unpickle_them(tmp_path):
+    from tile_lab.gpu.shipping import function_source
+
+    ns = _exec_cell(VALUES_CELL, "<tile-cell-values>")
+    src = function_source(ns["uses_them"])
+    assert {g.name: g.kind for g in src.globals} == {
+        "SIZES": "value", "TABLE": "value", "HALF": "value", "PI": "value"}
+    assert src.missing == (("LOCAL", "Local"),)  # its class lives in the cell (__main__)
+    out = _in_fresh_process(tmp_path, src, """
+        ns = {}
+        job.rebuild(ns)
+        print(ns["SIZES"], ns["TABLE"].tolist(), ns["TABLE"].dtype, ns["HALF"], ns["PI"],
+              "LOCAL" in ns)
+    """)
+    assert out.strip() == "[64, (128, 256)] [0, 1, 2] int32 1/2 3.25 False"
+
+
 def test_a_closure_kernel_is_not_shippable():
     scale = 2
 

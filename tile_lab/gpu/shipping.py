@@ -7,7 +7,8 @@ cannot import ``__main__``'s cells. Re-running the defining cell would repeat it
 (a file written, a print, a launch), so only the kernel's own ``def`` runs there, in a
 namespace holding just the globals that definition names: modules by name, importable objects
 by module and qualified name, helper functions defined beside it by their own ``def``
-(recursively), plain values by pickle. The cell's text is put in ``linecache`` under its real
+(recursively), other values by pickle where every class the pickle names can be imported
+there. The cell's text is put in ``linecache`` under its real
 filename and the ``def`` keeps its line numbers, so cuTile's ``inspect.findsource``, its line
 info and its error locations are the user's.
 
@@ -27,20 +28,15 @@ import inspect
 import linecache
 import os
 import pickle
+import pickletools
 import sys
 import textwrap
 import types
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 __all__ = ["FunctionSource", "GlobalRef", "KernelNotShippable", "KernelSpec",
            "function_source", "kernel_spec"]
-
-# Values of these types travel by pickle (and tuples of them).
-_PLAIN = (int, float, complex, bool, str, bytes, type(None))
-
 
 class KernelNotShippable(ValueError):
     """The kernel (or a global it uses) cannot be rebuilt in another process."""
@@ -247,22 +243,37 @@ def _global_ref(name: str, value: Any, owner: types.FunctionType,
             return GlobalRef(name, "def", function_source(func, seen))
         except KernelNotShippable:
             return None
+    if isinstance(value, (int, float, complex, str, bytes, type(None))):
+        return GlobalRef(name, "value", pickle.dumps(value))
     where = _importable_object(value)
     if where is not None:  # e.g. DT = ct.float16: the other process imports the same object
         return GlobalRef(name, "import", where)
-    if _plain(value):
-        return GlobalRef(name, "value", pickle.dumps(value))
-    return None
+    data = _portable_pickle(value)
+    return None if data is None else GlobalRef(name, "value", data)
 
 
-def _plain(value: Any) -> bool:
-    """Values that unpickle anywhere: Python scalars, NumPy scalars and arrays of a
-    non-object dtype, tuples of them."""
-    if isinstance(value, tuple):
-        return all(_plain(v) for v in value)
-    if isinstance(value, (np.generic, np.ndarray)):
-        return value.dtype != object
-    return isinstance(value, _PLAIN)
+def _portable_pickle(value: Any) -> bytes | None:
+    """``value`` pickled, when another process can unpickle it: every class or function the
+    pickle names comes from a module that process can import (not ``__main__``, where the
+    classes of notebook cells live). None otherwise."""
+    try:
+        # protocol 2 names every class in a GLOBAL opcode (by its Python 3 module name)
+        data = pickle.dumps(value, protocol=2, fix_imports=False)
+    except Exception:
+        return None
+    for op, arg, _ in pickletools.genops(data):
+        if op.name == "GLOBAL" and not _importable_module(str(arg).split(" ", 1)[0]):
+            return None
+    return data
+
+
+def _importable_module(name: str) -> bool:
+    if name == "__main__":
+        return False
+    if name in sys.builtin_module_names:
+        return True
+    path = getattr(sys.modules.get(name), "__file__", None)
+    return bool(path) and os.path.exists(str(path))
 
 
 def _python_function(value: Any) -> types.FunctionType | None:
