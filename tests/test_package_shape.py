@@ -152,12 +152,15 @@ def test_no_import_circle_in_the_package():
 def test_the_gpu_package_keeps_its_bottom_layer():
     modules = _modules()
     edges = _import_graph(modules)
-    # the bottom layer stays at the bottom: launch, bench and the worker sit on it
-    for top in ("tile_lab.gpu.benchmark", "tile_lab.gpu.launcher", "tile_lab.gpu.isolate"):
-        assert "tile_lab.gpu.inprocess" in edges[top]
-    assert not edges["tile_lab.gpu.inprocess"] & {"tile_lab.gpu.benchmark",
-                                                   "tile_lab.gpu.launcher",
-                                                   "tile_lab.gpu.isolate"}
+    # the bottom layer stays at the bottom: launch sits on it; bench and the worker sit on
+    # the kernel job, which sits on it
+    tops = {"tile_lab.gpu.benchmark", "tile_lab.gpu.launcher", "tile_lab.gpu.isolate"}
+    assert "tile_lab.gpu.inprocess" in edges["tile_lab.gpu.launcher"]
+    for top in ("tile_lab.gpu.benchmark", "tile_lab.gpu.isolate"):
+        assert "tile_lab.gpu.job" in edges[top]
+    assert "tile_lab.gpu.inprocess" in edges["tile_lab.gpu.job"]
+    assert not edges["tile_lab.gpu.inprocess"] & (tops | {"tile_lab.gpu.job"})
+    assert not edges["tile_lab.gpu.job"] & {"tile_lab.gpu.benchmark", "tile_lab.gpu.launcher"}
 
 
 # The emulator's layers below its front (namespace, runtime, ...), bottom first, as its package

@@ -162,19 +162,19 @@ class ClusterMeasuring(LocalMeasuring):
         """What each measuring actor runs: it builds the Measurer's kernel and arguments in
         its own process (nothing on a GPU travels)."""
         from .options import TuneError
-        from .parallel_compile import kernel_reference, resolve_kernel
+        from .parallel_compile import compile_recipe
 
         if getattr(self.target.kernel, "knob_kinds", None) is not None:
             raise TuneError("cluster tuning takes cuTile Python kernels; a kernel with its own "
                             "knobs (e.g. tune_cpp's) tunes on this machine")
-        # the factory travels to the actors: it holds what pickles (a reference to the kernel,
-        # never the kernel object itself)
-        ref = kernel_reference(self.target.kernel)
+        # the factory travels to the actors: it holds what pickles (the kernel job's recipe,
+        # rebuilt in each actor, never the kernel object itself)
+        recipe = compile_recipe(self.target.kernel)
         measurer, kinds = self.measurer, self.target.kinds
         grid_fn, args_fn = self.target.grid_fn, self.target.args_fn
 
         def factory() -> Callable[[Config, MeasureRequest], Success | Failure]:
-            own_kernel = resolve_kernel(ref)
+            own_kernel = recipe.build().kernel
             measurer.warm_up()
 
             def measure(cfg: Config, request: MeasureRequest) -> Success | Failure:
