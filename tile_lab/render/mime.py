@@ -15,6 +15,9 @@ written twice:
   over a limit is cut to it and the size before is recorded in ``truncated`` (the extension
   then says "showing N of M"). The extension reads the same numbers; the tests check both
   against ``labextension/test/fixtures/schema_cases.json``.
+
+Versions: ``MIME_VERSION`` is what the writer writes; the extension reads it and every
+earlier one still stored in notebooks (version 1 lacks ``tma``, the TMA verdict).
 """
 
 from __future__ import annotations
