@@ -104,7 +104,7 @@ def _by_code(view: dict) -> dict[str, tuple[str, str]]:
     return out
 
 
-def test_ui_tma_badges_from_the_schema_field(lab_server) -> None:
+def test_ui_tma_badges_from_the_schema_field(lab_server) -> None:  # noqa: F811
     url, root = lab_server
     output, tma = _stored_output()
     setup = "import cuda.tile as ct\n%load_ext tile_lab"

@@ -317,3 +317,12 @@ test('a virtual source pane draws the badge on its row when that row scrolls int
   assert.ok(view.node.querySelector(`section[data-pane="source"] .${CLASSES.virtual}`));
   assert.deepEqual(badges(view, 'section[data-pane="source"]'), [['2', 'tl-tma tl-tma-no', 'no TMA', 'r']]);
 });
+
+test('TMA lines cut by the writer are said so under the summary', () => {
+  const raw = fixtureJson() as any;
+  raw.truncated = { 'tma.lines': 12_000 };
+  const { view } = mount(parseInspection(raw));
+  const notice = view.node.querySelector(`.${CLASSES.tmaSummary} .${CLASSES.notice}`)!;
+  assert.equal(notice.textContent, 'showing 2 of 12,000 lines with loads/stores');
+  assert.equal(mount().view.node.querySelector(`.${CLASSES.tmaSummary} .${CLASSES.notice}`), null);
+});
