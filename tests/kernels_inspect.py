@@ -79,6 +79,19 @@ def static_shape(x: Annotated[ct.Array, ct.ArrayAnnotation(static_shape_dims=(0,
     ct.store(x, index=(0,), tile=t + n)
 
 
+@ct.kernel
+def gemm_no_tma_for_b(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    # notebook 11's kernel that loses TMA: compiled for sm_90 with A f16[1024, 1020] (rows of
+    # 2040 bytes) A's load is LDG, B's has TMA turned off, the store stays UTMASTG
+    bx, by = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        a = ct.load(A, index=(bx, k), shape=(TM, TK))  # <-- tma a
+        b = ct.load(B, index=(k, by), shape=(TK, TN), allow_tma=False)  # <-- tma b
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(bx, by), tile=acc.astype(C.dtype))  # <-- tma c
+
+
 # ---- kernels that must fail to compile, at a known line --------------------------------
 
 @ct.kernel

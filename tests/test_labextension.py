@@ -366,6 +366,8 @@ def hostile_payloads() -> list[dict]:
     every["stages"]["constructor"] = {"text": lines, "line_map": [4]}
     every["show"] = [*every["show"], "constructor"]
     every["remarks"][0].update(kind=h, category=h, message=h, pass_name=h)
+    every["tma"].update(arch=h[:1000], summary=h)
+    every["tma"]["lines"][0].update(reason=h)
     refused = []
     for spoil in (lambda d: d["stages"]["tileir"]["tokens"][0].append([HOSTILE[0], 1]),
                   lambda d: d["line_colors"].update({HOSTILE[3]: 1}),
@@ -374,7 +376,8 @@ def hostile_payloads() -> list[dict]:
                   lambda d: d.update(version=HOSTILE[1]),
                   # fields the schema does not have are refused, not ignored (issue 28)
                   lambda d: d.update(style=h, diagram={"svg": HOSTILE[4], "footprints": []}),
-                  lambda d: d["stages"]["sass"].update(name=h)):
+                  lambda d: d["stages"]["sass"].update(name=h),
+                  lambda d: d["tma"]["lines"][0].update(kind=HOSTILE[6])):
         d = fixture_payload()
         spoil(d)
         refused.append(d)

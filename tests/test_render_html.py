@@ -269,7 +269,7 @@ def test_mimebundle():
     assert bundle["text/plain"] == repr(insp)
     data = bundle[MIME_TYPE]
     assert not any(key.startswith("cubin") for key in data)
-    assert data["version"] == 1 and "schema_version" not in data and "schema" not in data
+    assert data["version"] == 2 and "schema_version" not in data and "schema" not in data
     assert data["stages"]["tileir"]["line_map"] == list(insp.stages["tileir"].line_map)
     assert data["line_colors"]["10"] == 0  # the first mapped line (SASS maps line 10)
     assert data["line_colors"]["12"] == 2

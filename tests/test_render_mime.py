@@ -38,14 +38,19 @@ def test_the_bundle_python_writes_validates_against_the_schema(show):
     insp = gemm_inspection(show=show)
     data = inspection_json(insp)
     assert _errors(data) == []
-    assert data["version"] == 1
+    assert data["version"] == 2
     assert set(data["stages"]) == set(show) & set(insp.stages)
+    # the TMA verdict travels only where the view shows both stages it reads
+    assert ("tma" in data) == ({"tileir", "sass"} <= set(show))
 
 
 def test_the_schema_rejects_what_the_extension_would_refuse():
     good = inspection_json(gemm_inspection())
     bad_cases = {
-        "version": lambda d: d.update(version=2),
+        "version": lambda d: d.update(version=3),
+        "tma in a version-1 view": lambda d: d.update(version=1),
+        "tma kind": lambda d: d["tma"]["lines"][0].update(kind="gather"),
+        "tma opcode": lambda d: d["tma"]["lines"][0]["sass_ops"].append("<b>"),
         "schema_version": lambda d: d.update(schema_version=1),  # one version field only
         "diagram": lambda d: d.update(diagram={"svg": "<svg/>", "footprints": []}),
         "stage name": lambda d: d["stages"].update({"Bad Name": d["stages"]["sass"]}),
@@ -193,6 +198,22 @@ def test_schema_agrees_with_the_shared_cases():
     assert seen["valid"] >= 5 and seen["cut"] >= 10 and seen["refused"] >= 50, seen
 
 
+def test_the_tma_opcode_enums_are_the_analysis_opcode_lists():
+    from tile_lab.render.tma import PLAIN_OPCODES, TMA_OPCODES
+
+    d = mime_schema()["$defs"]
+    assert tuple(d["tmaOpcode"]["enum"]) == TMA_OPCODES
+    assert tuple(d["plainOpcode"]["enum"]) == PLAIN_OPCODES
+
+
+def test_a_version_1_view_without_tma_still_validates():
+    """Notebooks saved before version 2 hold version-1 views (no ``tma``): still valid."""
+    data = inspection_json(gemm_inspection())
+    data.pop("tma")
+    data["version"] = 1
+    assert _errors(data) == []
+
+
 def test_the_writer_cuts_to_the_limits_and_says_so(monkeypatch):
     """An Inspection over the limits (here the schema's limits scaled down, so the test is
     quick: a SASS longer than `rows`, more remarks than `remarks`, a long kernel name) is
@@ -203,7 +224,7 @@ def test_the_writer_cuts_to_the_limits_and_says_so(monkeypatch):
     from tile_lab.render import mime as mime_mod
 
     real = mime_mod.mime_limits()
-    lim = replace(real, rows=1000, remarks=50, text_chars=30_000)
+    lim = replace(real, rows=1000, remarks=50, text_chars=30_000, tma_lines=2)
     monkeypatch.setattr(mime_mod, "mime_limits", lambda: lim)
     insp = gemm_inspection(show=("source", "tileir", "sass", "remarks"))
     n = 1500
@@ -213,7 +234,9 @@ def test_the_writer_cuts_to_the_limits_and_says_so(monkeypatch):
                   stages={**insp.stages, "sass": sass})
     data = inspection_json(big)
     assert _errors(data) == []
-    assert data["truncated"] == {"stages.sass.text": n, "remarks": 80}
+    assert data["truncated"] == {"stages.sass.text": n, "remarks": 80, "tma.lines": 3}
+    assert [t["line"] for t in data["tma"]["lines"]] == [16, 17]
+    assert data["tma"]["summary"].startswith("0 of 3 ")  # still counts every line
     assert len(data["stages"]["sass"]["line_map"]) == 1000
     assert data["stages"]["sass"]["text"].count("\n") == 1000
     assert len(data["remarks"]) == 50

@@ -121,7 +121,7 @@ def test_overlay_json_matches_the_html(gemm):
     heat = _heat_rules(profile_view_html(insp, prof), view_class(insp))
     assert {int(k): v for k, v in overlay["line_heat"].items() if v} == heat
     assert overlay["hot_lines"][0]["text"] == "acc = ct.mma(a, b, acc)"
-    assert overlay["version"] == 1 and overlay["inspection"]["version"] == 1
+    assert overlay["version"] == 1 and overlay["inspection"]["version"] == 2
     assert "schema" not in overlay and "schema_version" not in overlay  # one version field
     rows = insp.stages["sass"].text.splitlines()
     hottest = prof.hot_instructions(1)[0]
@@ -203,7 +203,7 @@ def test_profile_schema_rejects_what_the_extension_would_refuse(gemm, compared):
         "comparison label not a string": lambda d: d["comparison"][0].update(label=1),
         "comparison stall count": lambda d: d["comparison"][1]["line_stalls"]["16"].update(
             long_sb="9"),
-        "bad inspection": lambda d: d["inspection"].update(version=2),
+        "bad inspection": lambda d: d["inspection"].update(version=3),
     }
     for name, spoil in bad_cases.items():
         d = json.loads(json.dumps(good))

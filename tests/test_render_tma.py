@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import html
 from pathlib import Path
 
 import pytest
 
 from tile_lab.artifacts import Inspection
-from tile_lab.render.html import inspection_html
-from tile_lab.render.tma import annotate_inspection_html, tma_report
+from tile_lab.render.html import inspection_html, inspection_json
+from tile_lab.render.tma import tma_badge_text, tma_field, tma_report
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -67,5 +68,29 @@ def test_badges_in_the_inspect_view_only_when_sass_and_tileir_are_shown():
     assert sass.count("tl-tma-op") == 3  # B's UTMALDG and C's two UTMASTG, boxed
     plain = inspection_html(insp.with_show(("source", "tileir")))
     assert "tl-tma" not in plain
-    assert annotate_inspection_html(insp, "<div>no panes</div>") == "<div>no panes</div>"
+    assert "tma" not in inspection_json(insp.with_show(("source", "tileir")))
+    assert tma_field(insp.with_show(("source", "sass"))) is None
     assert inspection_html(insp) == view  # deterministic
+
+
+def test_the_json_field_is_the_report_and_the_html_draws_it():
+    """The inspect MIME JSON carries the verdict (``tma``); the HTML view draws exactly that
+    data: each listed source line ends with its badge, nothing else has one."""
+    insp = load("tma_gemm_k1004_sm_90")
+    field = inspection_json(insp)["tma"]
+    r = tma_report(insp)
+    assert field == {"arch": "sm_90", "summary": r.summary(),
+                     "lines": [{"line": t.line, "kind": t.kind, "tma": t.tma,
+                                "sass_ops": list(t.sass_ops), "reason": t.reason}
+                               for t in r.lines]}
+    assert [tma_badge_text(t) for t in field["lines"]] == ["no TMA", "TMA UTMALDG",
+                                                           "TMA UTMASTG"]
+    view = inspection_html(insp)
+    source = view[view.index('<section class="tl-pane tl-pane-source"'):
+                  view.index('<section class="tl-pane tl-pane-tileir"')]
+    rows = [r for r in source.split("\n</span>") if "tl-tma" in r]
+    assert len(rows) == 3
+    for row, t in zip(rows, field["lines"]):
+        assert f'data-line="{t["line"]}"' in row
+        assert row.endswith(f"{tma_badge_text(t)}</span>")  # the badge ends the line
+        assert html.escape(t["reason"], quote=True) in row  # the reason is its title

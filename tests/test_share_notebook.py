@@ -77,7 +77,7 @@ def test_hostile_payload_text_stays_text(tmp_path):
 
 @pytest.mark.parametrize("change, where", [
     (lambda d: d.update(evil="x"), "(top)"),  # a field the schema does not know
-    (lambda d: d.update(version=2), "version"),  # a newer payload
+    (lambda d: d.update(version=3), "version"),  # a newer payload
     (lambda d: d["stages"]["tileir"].update(line_map=["<b>"]), "stages/tileir/line_map/0"),
     (lambda d: d.update(show=["x\"><script>"]), "show/0"),
 ])
@@ -89,6 +89,21 @@ def test_a_payload_that_breaks_its_schema_is_refused(tmp_path, change, where):
         export_notebook(nb, tmp_path / "bad.html")
     assert f"schema at {where}" in info.value.message
     assert not (tmp_path / "bad.html").exists()
+
+
+def test_an_old_notebooks_version_1_view_still_exports(tmp_path):
+    """Notebooks saved before the TMA field hold version-1 views: they export as before (the
+    page's TMA badges come from the stages, as for a version-2 view)."""
+    bundle = json.loads(json.dumps(_vadd()._repr_mimebundle_()))
+    payload = bundle["application/vnd.tile-lab.v1+json"]
+    new_page = export_notebook(_notebook(tmp_path / "new.ipynb", [_cell(bundle)]),
+                               tmp_path / "new.html").path.read_text()
+    payload.pop("tma")
+    payload["version"] = 1
+    old_page = export_notebook(_notebook(tmp_path / "old.ipynb", [_cell(bundle)]),
+                               tmp_path / "old.html").path.read_text()
+    assert old_page.replace("old.ipynb", "new.ipynb") == new_page
+    assert "tl-tma-no" in old_page
 
 
 def test_truncated_oversized_and_not_a_notebook(tmp_path):

@@ -35,6 +35,17 @@ export const TOKEN_CLASSES: ReadonlySet<string> = new Set([
   '', 'k', 'kt', 'kc', 'kp', 'nf', 'nv', 'nl', 'na', 'nb', 'nd', 'no', 's', 'm', 'c', 'cs', 'cp'
 ]);
 
+/** SASS opcodes of TMA bulk copies (the schema's `tmaOpcode`; tile_lab.render.tma.TMA_OPCODES). */
+export const TMA_OPCODES: ReadonlySet<string> = new Set([
+  'UTMALDG', 'UTMASTG', 'UTMAREDG', 'UTMAPF', 'UBLKCP', 'UBLKRED', 'UBLKPF'
+]);
+
+/** Per-thread global memory opcodes (the schema's `plainOpcode`). */
+export const PLAIN_OPCODES: ReadonlySet<string> = new Set(['LDG', 'STG', 'LDGSTS', 'LDGDEPBAR']);
+
+/** The view versions this extension reads: 1 (saved before the TMA field) and 2. */
+export const VERSIONS: readonly number[] = [1, 2];
+
 /** Number of line-colour palette slots (tile_lab.render.palette; the schema's maximum + 1). */
 export const PALETTE_SLOTS = 7;
 
@@ -68,6 +79,10 @@ export const LIMITS = {
   show: 16,
   lineColors: 250_000,
   truncated: 64,
+  /** Entries of tma.lines (source lines holding a tile-space load/store). */
+  tmaLines: 10_000,
+  /** Opcodes of one tma line. */
+  sassOps: 16,
   /** Counts: what a browser holds exactly (2**53 - 1). */
   count: Number.MAX_SAFE_INTEGER
 };
@@ -211,8 +226,28 @@ export interface IRemark {
   pass_name: string;
 }
 
+/** One source line holding a tile-space load or store: did it become a TMA copy, and why. */
+export interface ITmaLine {
+  line: number;
+  kind: 'load' | 'store';
+  /** Its SASS holds a TMA instruction. */
+  tma: boolean;
+  /** The memory opcodes its SASS holds (TMA_OPCODES or PLAIN_OPCODES members). */
+  sass_ops: string[];
+  reason: string;
+}
+
+/** The TMA verdict of a view (the schema's `tma`; version 2). */
+export interface ITma {
+  arch: string;
+  summary: string;
+  lines: ITmaLine[];
+  /** Lines the writer had (more than `lines` where it or this parser cut them). */
+  linesTotal: number;
+}
+
 export interface IInspectionData {
-  version: 1;
+  version: 1 | 2;
   kernel_name: string;
   filename: string;
   first_line: number;
@@ -231,13 +266,16 @@ export interface IInspectionData {
   versions: [string, string][];
   /** Source line -> palette slot (0..PALETTE_SLOTS-1). */
   line_colors: Map<number, number>;
+  /** The TMA verdict per source line; null where the view has none (version 1, or a view
+   * without Tile IR and SASS). */
+  tma: ITma | null;
   /** What the Python writer cut when it wrote the view: field -> size before. */
   truncated: Map<string, number>;
   /** What this parser cut to the schema's size limits. */
   cuts: ICut[];
 }
 
-/** Raised for data that is not a version-1 tile_lab view; the message names the field. */
+/** Raised for data that is not a tile_lab view this extension reads; the message names the field. */
 export class InvalidViewData extends Error {
   constructor(field: string, problem: string) {
     super(`tile_lab view data: ${field} ${problem}`);
@@ -261,7 +299,8 @@ export function checkFields(
   d: Dict,
   where: string,
   required: readonly string[],
-  optional: readonly string[] = []
+  optional: readonly string[] = [],
+  version = 1
 ): void {
   for (const k of required) {
     if (!Object.prototype.hasOwnProperty.call(d, k)) {
@@ -271,7 +310,7 @@ export function checkFields(
   const known = new Set([...required, ...optional]);
   for (const k in d) {
     if (Object.prototype.hasOwnProperty.call(d, k) && !known.has(k)) {
-      throw new InvalidViewData(`${where}${JSON.stringify(k)}`, 'is not a field of version 1');
+      throw new InvalidViewData(`${where}${JSON.stringify(k)}`, `is not a field of version ${version}`);
     }
   }
 }
@@ -365,12 +404,12 @@ function parseTokens(v: unknown, where: string, cuts: Cuts): TokenRun[][] | null
   });
 }
 
-function parseStage(name: string, v: unknown, cuts: Cuts): IStage {
+function parseStage(name: string, v: unknown, cuts: Cuts, version: number): IStage {
   const where = `stages.${name}.`;
   if (!isDict(v)) {
     throw new InvalidViewData(`stages.${name}`, 'must be an object');
   }
-  checkFields(v, where, ['text', 'line_map'], ['tokens']);
+  checkFields(v, where, ['text', 'line_map'], ['tokens'], version);
   const full = own(v, 'text');
   const text = str(v, 'text', where, LIMITS.textChars, cuts);
   const map = own(v, 'line_map');
@@ -394,12 +433,12 @@ function parseStage(name: string, v: unknown, cuts: Cuts): IStage {
 
 const REMARK_FIELDS = ['kind', 'category', 'message', 'line', 'col', 'pass_name'];
 
-function parseRemark(v: unknown, i: number, cuts: Cuts): IRemark {
+function parseRemark(v: unknown, i: number, cuts: Cuts, version: number): IRemark {
   const where = `remarks[${i}].`;
   if (!isDict(v)) {
     throw new InvalidViewData(`remarks[${i}]`, 'must be an object');
   }
-  checkFields(v, where, REMARK_FIELDS);
+  checkFields(v, where, REMARK_FIELDS, [], version);
   const col = own(v, 'col');
   if (col !== null && !(typeof col === 'number' && Number.isInteger(col) && col >= 0 && col <= LIMITS.lineMax)) {
     throw new InvalidViewData(`${where}col`, `must be a column 0..${LIMITS.lineMax} or null`);
@@ -449,7 +488,7 @@ function textEntries(v: unknown, where: string, max: number, scalars: boolean, c
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-const TRUNCATED_KEY = /^(source|remarks|stages\.[a-z][a-z0-9_]{0,31}\.text)$/;
+const TRUNCATED_KEY = /^(source|remarks|tma\.lines|stages\.[a-z][a-z0-9_]{0,31}\.text)$/;
 
 function parseTruncated(v: unknown, cuts: Cuts): Map<string, number> {
   const out = new Map<string, number>();
@@ -466,6 +505,63 @@ function parseTruncated(v: unknown, cuts: Cuts): Map<string, number> {
     out.set(k, count(n, `truncated.${k}`));
   }
   return out;
+}
+
+const TMA_LINE_FIELDS = ['line', 'kind', 'tma', 'sass_ops', 'reason'];
+
+function parseTmaLine(v: unknown, where: string, cuts: Cuts): ITmaLine {
+  if (!isDict(v)) {
+    throw new InvalidViewData(where, 'must be an object');
+  }
+  checkFields(v, `${where}.`, TMA_LINE_FIELDS, [], 2);
+  const kind = own(v, 'kind');
+  if (kind !== 'load' && kind !== 'store') {
+    throw new InvalidViewData(`${where}.kind`, "must be 'load' or 'store'");
+  }
+  const tma = own(v, 'tma');
+  if (typeof tma !== 'boolean') {
+    throw new InvalidViewData(`${where}.tma`, 'must be true or false');
+  }
+  const ops = own(v, 'sass_ops');
+  if (!Array.isArray(ops)) {
+    throw new InvalidViewData(`${where}.sass_ops`, 'must be a list of opcodes');
+  }
+  const sassOps = capped(ops, LIMITS.sassOps, `${where}.sass_ops`, 'opcodes', cuts).map((op, i) => {
+    if (typeof op !== 'string' || !(TMA_OPCODES.has(op) || PLAIN_OPCODES.has(op))) {
+      throw new InvalidViewData(`${where}.sass_ops[${i}]`, 'must be a global memory opcode (LDG, UTMALDG, ...)');
+    }
+    return op;
+  });
+  return {
+    line: lineNumber(own(v, 'line'), `${where}.line`, false) as number,
+    kind,
+    tma,
+    sass_ops: sassOps,
+    reason: str(v, 'reason', `${where}.`, LIMITS.message, cuts)
+  };
+}
+
+/** The `tma` field (version 2 only; checked by the caller); null where absent. */
+function parseTma(v: unknown, cuts: Cuts, written: number | undefined): ITma | null {
+  if (v === undefined) {
+    return null;
+  }
+  if (!isDict(v)) {
+    throw new InvalidViewData('tma', 'must be an object');
+  }
+  checkFields(v, 'tma.', ['arch', 'summary', 'lines'], [], 2);
+  const lines = own(v, 'lines');
+  if (!Array.isArray(lines)) {
+    throw new InvalidViewData('tma.lines', 'must be a list');
+  }
+  return {
+    arch: str(v, 'arch', 'tma.', LIMITS.name, cuts),
+    summary: str(v, 'summary', 'tma.', LIMITS.message, cuts),
+    lines: capped(lines, LIMITS.tmaLines, 'tma.lines', 'lines', cuts).map((x, i) =>
+      parseTmaLine(x, `tma.lines[${i}]`, cuts)
+    ),
+    linesTotal: Math.max(written ?? 0, lines.length)
+  };
 }
 
 /** A count 0..2**53-1 (the schema's `count`). */
@@ -485,13 +581,14 @@ export function parseInspection(data: unknown): IInspectionData {
     throw new InvalidViewData('data', 'must be a JSON object');
   }
   const version = own(data, 'version');
-  if (version !== 1) {
+  if (version !== 1 && version !== 2) {
     throw new InvalidViewData(
       'version',
-      `is ${JSON.stringify(version) ?? 'missing'}; this extension reads version 1`
+      `is ${JSON.stringify(version) ?? 'missing'}; this extension reads versions ${VERSIONS.join(' and ')}`
     );
   }
-  checkFields(data, '', FIELDS, ['truncated']);
+  // version 1: views saved before the TMA verdict was a field; they open without badges
+  checkFields(data, '', FIELDS, version === 2 ? ['truncated', 'tma'] : ['truncated'], version);
   const cuts = new Cuts();
   const stagesIn = own(data, 'stages');
   if (!isDict(stagesIn)) {
@@ -503,7 +600,7 @@ export function parseInspection(data: unknown): IInspectionData {
     if (RESERVED_PANES.has(key)) {
       throw new InvalidViewData(`stages.${key}`, 'is a reserved pane name (a pane of its own)');
     }
-    stages.set(key, parseStage(name, v, cuts));
+    stages.set(key, parseStage(name, v, cuts, version));
   }
   const remarksIn = own(data, 'remarks');
   if (!Array.isArray(remarksIn)) {
@@ -520,8 +617,9 @@ export function parseInspection(data: unknown): IInspectionData {
     stage.writtenTotal = truncated.get(`stages.${name}.text`) ?? null;
   }
   const sourceIn = own(data, 'source');
+  const tma = parseTma(own(data, 'tma'), cuts, truncated.get('tma.lines'));
   return {
-    version: 1,
+    version,
     kernel_name: str(data, 'kernel_name', '', LIMITS.name, cuts),
     filename: str(data, 'filename', '', LIMITS.name, cuts),
     first_line: first,
@@ -532,12 +630,13 @@ export function parseInspection(data: unknown): IInspectionData {
     hints: textEntries(hints, 'hints', LIMITS.hints, true, cuts),
     stages,
     remarks: capped(remarksIn, LIMITS.remarks, 'remarks', 'remarks', cuts).map((r, i) =>
-      parseRemark(r, i, cuts)
+      parseRemark(r, i, cuts, version)
     ),
     remarksTotal: truncated.get('remarks') ?? remarksIn.length,
     show: capped(showIn, LIMITS.show, 'show', 'panes', cuts).map((s, i) => paneName(s, `show[${i}]`)),
     versions: textEntries(own(data, 'versions'), 'versions', LIMITS.versions, false, cuts),
     line_colors: parseLineColors(own(data, 'line_colors'), cuts),
+    tma,
     truncated,
     cuts: cuts.list
   };

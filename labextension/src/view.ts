@@ -18,7 +18,10 @@ import {
   ICut,
   IInspectionData,
   IRemark,
+  ITma,
+  ITmaLine,
   PALETTE_SLOTS,
+  TMA_OPCODES,
   TOKEN_CLASSES,
   TextRows,
   TokenRun,
@@ -38,8 +41,23 @@ export const CLASSES = {
   download: 'tl-download',
   notice: 'tl-notice',
   virtual: 'tl-virtual',
-  error: 'tl-error'
+  error: 'tl-error',
+  tma: 'tl-tma',
+  tmaYes: 'tl-tma-yes',
+  tmaNo: 'tl-tma-no',
+  tmaOp: 'tl-tma-op',
+  tmaSummary: 'tl-tma-summary',
+  tmaRow: 'tl-tma-row'
 };
+
+/** What a TMA badge says (as tile_lab.render.tma.tma_badge_text): "TMA" and the line's TMA
+ * opcodes, or "no TMA". */
+export function tmaBadgeText(t: ITmaLine): string {
+  return t.tma ? `TMA ${t.sass_ops.filter(o => TMA_OPCODES.has(o)).join('/')}` : 'no TMA';
+}
+
+/** A TMA opcode as a whole word in a SASS row (UTMALDG in `UTMALDG.2D [UR8], [UR4] ;`). */
+const TMA_OP = new RegExp(`\\b(?:${[...TMA_OPCODES].join('|')})\\b`, 'g');
 
 /** Panes with more rows than this draw only what is visible. */
 export const VIRTUAL_ABOVE = 2000;
@@ -227,6 +245,9 @@ export class InspectionView {
   private readonly status: HTMLElement;
   /** The pane the pointer is in; it is not scrolled under the user's hand. */
   private hoverPane: string | null = null;
+  private readonly tmaLines: Map<number, ITmaLine>;
+  /** The TMA summary's rows (linked to their line like pane rows). */
+  private readonly tmaRows: HTMLElement[] = [];
 
   constructor(data: IInspectionData, doc: Document, options: IViewOptions = {}) {
     this.doc = doc;
@@ -249,6 +270,11 @@ export class InspectionView {
     const cuts = this.viewCuts();
     if (cuts) {
       this.node.appendChild(cuts);
+    }
+    /** source line -> its TMA verdict (the badge drawn at the end of that source row) */
+    this.tmaLines = new Map((data.tma?.lines ?? []).map(t => [t.line, t]));
+    if (data.tma) {
+      this.node.appendChild(this.tmaSummary(data.tma));
     }
     this.node.append(paneBox, this.status);
 
@@ -353,6 +379,9 @@ export class InspectionView {
       }
     }
     const active = this.state.active;
+    for (const row of this.tmaRows) {
+      row.classList.toggle(CLASSES.linked, row.getAttribute('data-line') === String(active));
+    }
     this.revealLinked(active);
     if (active === null) {
       this.status.textContent = 'Hover a line to link the panes; click to pin it.';
@@ -399,6 +428,62 @@ export class InspectionView {
     const about = [d.filename, ...d.versions.map(([k, v]) => `${k} ${v}`)].filter(Boolean);
     if (about.length) {
       box.title = about.join(', ');
+    }
+    return box;
+  }
+
+  /** A line's TMA badge: its verdict as text, the reason as its tooltip. */
+  private tmaBadge(t: ITmaLine): HTMLElement {
+    const badge = el(this.doc, 'span', `${CLASSES.tma} ${t.tma ? CLASSES.tmaYes : CLASSES.tmaNo}`, tmaBadgeText(t));
+    badge.title = t.reason;
+    return badge;
+  }
+
+  /**
+   * Under the header, as the HTML view draws it: the summary, then one row per source line
+   * holding a tile-space load/store (its badge and the reason in words), linked to the line.
+   */
+  private tmaSummary(tma: ITma): HTMLElement {
+    const box = el(this.doc, 'details', CLASSES.tmaSummary);
+    box.open = true;
+    box.appendChild(el(this.doc, 'summary', '', tma.summary));
+    for (const t of tma.lines) {
+      const row = el(this.doc, 'div', CLASSES.tmaRow);
+      row.setAttribute('data-line', String(t.line));
+      row.append(
+        this.doc.createTextNode(`line ${t.line} (${t.kind}): `),
+        this.tmaBadge(t),
+        el(this.doc, 'span', 'tl-tma-reason', ` ${t.reason}`)
+      );
+      box.appendChild(row);
+      this.tmaRows.push(row);
+    }
+    if (tma.linesTotal > tma.lines.length) {
+      box.appendChild(el(this.doc, 'div', CLASSES.notice,
+        `showing ${fmtCount(tma.lines.length)} of ${fmtCount(tma.linesTotal)} lines with loads/stores`));
+    }
+    return box;
+  }
+
+  /** A SASS row's text with its TMA opcodes boxed (when the view has a TMA verdict). */
+  private sassText(text: string): HTMLElement {
+    if (!this.data.tma || text.length > ROW_CHARS) {
+      return this.plainText(text);
+    }
+    const box = el(this.doc, 'span', 'tl-text');
+    let at = 0;
+    for (const m of text.matchAll(TMA_OP)) {
+      const i = m.index ?? 0;
+      if (i > at) {
+        box.appendChild(this.doc.createTextNode(text.slice(at, i)));
+      }
+      const op = el(this.doc, 'span', CLASSES.tmaOp, m[0]);
+      op.title = 'TMA: bulk tensor copy';
+      box.appendChild(op);
+      at = i + m[0].length;
+    }
+    if (at < text.length || at === 0) {
+      box.appendChild(this.doc.createTextNode(text.slice(at)));
     }
     return box;
   }
@@ -555,7 +640,13 @@ export class InspectionView {
       }
       const runs = full.length <= ROW_CHARS ? tokens?.[i] : undefined;
       const spans = runs ? this.tokenSpans(full, runs, indent) : null;
-      row.append(gutter, spans ?? this.plainText(isSource ? full : compactAddressGap(full.slice(indent))));
+      const shown = isSource ? full : compactAddressGap(full.slice(indent));
+      const body = spans ?? (pane === 'sass' ? this.sassText(shown) : this.plainText(shown));
+      const verdict = isSource && line !== null ? this.tmaLines.get(line) : undefined;
+      if (verdict) {
+        body.appendChild(this.tmaBadge(verdict)); // at the end of the line, as in the HTML view
+      }
+      row.append(gutter, body);
       this.markNew(pane, i, row);
       return row;
     };

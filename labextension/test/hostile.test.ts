@@ -31,9 +31,9 @@ export const HOSTILE = [
   'hasOwnProperty'
 ];
 
-const ELEMENTS = new Set(['DIV', 'SPAN', 'SECTION', 'BUTTON', 'CODE']);
+const ELEMENTS = new Set(['DIV', 'SPAN', 'SECTION', 'BUTTON', 'CODE', 'DETAILS', 'SUMMARY']);
 const ATTRIBUTES = new Set([
-  'class', 'role', 'aria-live', 'aria-pressed', 'type', 'title', 'hidden',
+  'class', 'role', 'aria-live', 'aria-pressed', 'type', 'title', 'hidden', 'open',
   'data-kernel', 'data-pane', 'data-row', 'data-line', 'data-kind'
 ]);
 const CLASS_NAME = /^(tl-[a-z-]+|tl-sp[0-9]{1,2}|tl-t(k|kt|kc|kp|nf|nv|nl|na|nb|nd|no|s|m|c|cs|cp)|tl-c[0-6])$/;
@@ -109,6 +109,13 @@ function placements(h: string): [string, (d: any) => void][] {
     ['line_colors key', d => (d.line_colors = { [h]: 1 })],
     ['line_colors value', d => (d.line_colors = { '5': h })],
     ['version', d => (d.version = h)],
+    ['tma arch', d => (d.tma.arch = h)],
+    ['tma summary', d => (d.tma.summary = h)],
+    ['tma reason', d => (d.tma.lines[0].reason = h)],
+    ['tma kind', d => (d.tma.lines[0].kind = h)],
+    ['tma opcode', d => (d.tma.lines[0].sass_ops = [h])],
+    ['tma line', d => (d.tma.lines[0].line = h)],
+    ['tma field', d => (d.tma[h] = h)],
     ['unknown field', d => (d[h] = h)],
     ['old diagram pane', d => (d.diagram = { svg: h, footprints: [] })]
   ];

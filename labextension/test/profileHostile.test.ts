@@ -41,10 +41,10 @@ function slimFixture(): Record<string, any> {
   return raw;
 }
 
-const ELEMENTS = new Set(['DIV', 'SPAN', 'SECTION', 'BUTTON', 'CODE', 'B', 'TABLE', 'CAPTION',
+const ELEMENTS = new Set(['DIV', 'SPAN', 'SECTION', 'BUTTON', 'CODE', 'DETAILS', 'SUMMARY', 'B', 'TABLE', 'CAPTION',
   'TR', 'TH', 'TD']);
 const ATTRIBUTES = new Set([
-  'class', 'role', 'aria-live', 'aria-pressed', 'type', 'title', 'hidden',
+  'class', 'role', 'aria-live', 'aria-pressed', 'type', 'title', 'hidden', 'open',
   'data-kernel', 'data-pane', 'data-row', 'data-line', 'data-kind'
 ]);
 const CLASS_NAME = new RegExp(

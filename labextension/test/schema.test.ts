@@ -7,8 +7,11 @@ import {
   LIMITS,
   PALETTE_SLOTS,
   PANE_NAME,
+  PLAIN_OPCODES,
   RESERVED_PANES,
+  TMA_OPCODES,
   TOKEN_CLASSES,
+  VERSIONS,
   parseInspection
 } from '../src/model';
 import { PROFILE_LIMITS, parseProfile } from '../src/profile';
@@ -31,7 +34,10 @@ test("the parser's allowlists are the schema's", () => {
   assert.equal(new RegExp(defs.paneName.pattern).source, PANE_NAME.source);
   const slot = mimeSchema().properties.line_colors.additionalProperties;
   assert.equal(slot.maximum + 1, PALETTE_SLOTS);
-  assert.equal(mimeSchema().properties.version.const, 1);
+  assert.deepEqual(mimeSchema().properties.version.enum, VERSIONS);
+  assert.deepEqual([...TMA_OPCODES], defs.tmaOpcode.enum);
+  assert.deepEqual([...PLAIN_OPCODES], defs.plainOpcode.enum);
+  assert.deepEqual(defs.tmaLine.properties.kind.enum, ['load', 'store']);
 });
 
 test('schema and parser agree on every case of the one list (schema_cases.json)', () => {
@@ -89,6 +95,8 @@ test("the parser's limits are the schema's", () => {
   assert.equal(LIMITS.show, s.properties.show.maxItems);
   assert.equal(LIMITS.lineColors, s.properties.line_colors.maxProperties);
   assert.equal(LIMITS.truncated, s.properties.truncated.maxProperties);
+  assert.equal(LIMITS.tmaLines, d.tma.properties.lines.maxItems);
+  assert.equal(LIMITS.sassOps, d.tmaLine.properties.sass_ops.maxItems);
   assert.deepEqual([...RESERVED_PANES].sort(), [...d.stageName.allOf[1].not.enum].sort());
   const p = profileSchema();
   assert.equal(PROFILE_LIMITS.hotLines, p.properties.hot_lines.maxItems);

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 
 import { parseInspection } from '../src/model';
-import { CLASSES, InspectionView, commonIndent, compactAddressGap, renderError } from '../src/view';
+import { CLASSES, InspectionView, commonIndent, compactAddressGap, renderError, tmaBadgeText } from '../src/view';
 import { fixture, fixtureJson, newDocument } from './helpers';
 
 function mount(data = fixture(), copied: string[] = []) {
@@ -231,4 +231,98 @@ test('hostile line numbers are refused, naming the field', () => {
     r.remarks[0].line = bad;
     assert.throws(() => parseInspection(r), /remarks\[0\]\.line/);
   }
+});
+
+/** The fixture with line 6's load a TMA copy (UTMALDG in its SASS row), as a Hopper compile. */
+function tmaPayload(): any {
+  const raw = fixtureJson() as any;
+  raw.stages.sass.text = raw.stages.sass.text.replace(
+    'LDG.E.128 R8, desc[UR4][R6.64] ;', '@!UP1 UTMALDG.2D [UR8], [UR4] ;');
+  raw.tma.lines[1] = { line: 6, kind: 'load', tma: true, sass_ops: ['UTMALDG'],
+    reason: 'bulk tensor copy: UTMALDG' };
+  raw.tma.summary = '1 of 2 tile loads/stores became TMA copies (sm_100)';
+  return raw;
+}
+
+function badges(view: InspectionView, where: string): [string | null, string, string, string][] {
+  return [...view.node.querySelectorAll(`${where} .${CLASSES.tma}`)].map(b => [
+    b.closest('[data-line]')!.getAttribute('data-line'), b.className, b.textContent!, (b as HTMLElement).title
+  ]);
+}
+
+test('TMA badges end the source rows of the lines the verdict lists, reason as tooltip', () => {
+  const { view } = mount(parseInspection(tmaPayload()));
+  assert.deepEqual(badges(view, 'section[data-pane="source"]'), [
+    ['5', 'tl-tma tl-tma-no', 'no TMA', fixture().tma!.lines[0].reason],
+    ['6', 'tl-tma tl-tma-yes', 'TMA UTMALDG', 'bulk tensor copy: UTMALDG']
+  ]);
+  // the badge follows the code inside the row's text, which still starts with the code
+  const text = row(view, 'source', 3).querySelector('.tl-text')!;
+  assert.equal(text.lastElementChild!.className, 'tl-tma tl-tma-no');
+  assert.ok(text.textContent!.startsWith('    ta = ct.load(a, index=(bid,), shape=(TILE,))'));
+  assert.equal(row(view, 'source', 5).querySelector(`.${CLASSES.tma}`), null); // the store: not listed
+});
+
+test('the TMA summary lists every verdict and links its rows to the source line', () => {
+  const { view } = mount(parseInspection(tmaPayload()));
+  const box = view.node.querySelector(`details.${CLASSES.tmaSummary}`) as HTMLDetailsElement;
+  assert.equal(box.open, true);
+  assert.equal(box.querySelector('summary')!.textContent, '1 of 2 tile loads/stores became TMA copies (sm_100)');
+  const rows = [...box.querySelectorAll(`.${CLASSES.tmaRow}`)];
+  assert.deepEqual(rows.map(r => r.textContent), [
+    `line 5 (load): no TMA ${fixture().tma!.lines[0].reason}`,
+    'line 6 (load): TMA UTMALDG bulk tensor copy: UTMALDG'
+  ]);
+  // the summary sits between the header and the panes, as in the HTML view
+  assert.equal(box.previousElementSibling!.className, 'tl-header');
+  assert.equal(box.nextElementSibling!.className, 'tl-panes');
+  fire(rows[1], 'mouseover');
+  assert.deepEqual(linkedLines(view, 'source'), ['6']);
+  assert.deepEqual(linkedLines(view, 'sass'), ['6']);
+  fire(row(view, 'source', 3), 'mouseover'); // line 5 lights its summary row
+  assert.deepEqual(rows.map(r => r.classList.contains(CLASSES.linked)), [true, false]);
+});
+
+test('TMA opcodes are boxed in the SASS pane; the row text is unchanged', () => {
+  const { view } = mount(parseInspection(tmaPayload()));
+  const sass = row(view, 'sass', 3);
+  const op = sass.querySelector(`.${CLASSES.tmaOp}`) as HTMLElement;
+  assert.equal(op.textContent, 'UTMALDG');
+  assert.equal(op.title, 'TMA: bulk tensor copy');
+  assert.equal(sass.querySelector('.tl-text')!.textContent, '/*0030*/ @!UP1 UTMALDG.2D [UR8], [UR4] ;');
+  assert.equal(view.node.querySelectorAll(`.${CLASSES.tmaOp}`).length, 1);
+});
+
+test('a view without a TMA verdict (version 1, or no SASS) draws no badge, summary or box', () => {
+  const raw = tmaPayload();
+  raw.version = 1;
+  delete raw.tma;
+  const { view } = mount(parseInspection(raw));
+  assert.equal(view.node.querySelectorAll(`.${CLASSES.tma}, .${CLASSES.tmaSummary}, .${CLASSES.tmaOp}`).length, 0);
+  assert.equal(row(view, 'sass', 3).querySelector('.tl-text')!.textContent, '/*0030*/ @!UP1 UTMALDG.2D [UR8], [UR4] ;');
+});
+
+test('badge text is the HTML view\'s: TMA and its TMA opcodes, or no TMA', () => {
+  const line = { line: 3, kind: 'store' as const, tma: true, sass_ops: ['STG', 'UTMASTG', 'UBLKCP'], reason: '' };
+  assert.equal(tmaBadgeText(line), 'TMA UTMASTG/UBLKCP');
+  assert.equal(tmaBadgeText({ ...line, tma: false }), 'no TMA');
+});
+
+test('a virtual source pane draws the badge on its row when that row scrolls into view', () => {
+  const raw = fixtureJson() as any;
+  raw.source = 'x = 1\n'.repeat(3000);
+  raw.first_line = 1;
+  raw.tma.lines = [{ line: 2, kind: 'load', tma: false, sass_ops: ['LDG'], reason: 'r' }];
+  const { view } = mount(parseInspection(raw));
+  assert.ok(view.node.querySelector(`section[data-pane="source"] .${CLASSES.virtual}`));
+  assert.deepEqual(badges(view, 'section[data-pane="source"]'), [['2', 'tl-tma tl-tma-no', 'no TMA', 'r']]);
+});
+
+test('TMA lines cut by the writer are said so under the summary', () => {
+  const raw = fixtureJson() as any;
+  raw.truncated = { 'tma.lines': 12_000 };
+  const { view } = mount(parseInspection(raw));
+  const notice = view.node.querySelector(`.${CLASSES.tmaSummary} .${CLASSES.notice}`)!;
+  assert.equal(notice.textContent, 'showing 2 of 12,000 lines with loads/stores');
+  assert.equal(mount().view.node.querySelector(`.${CLASSES.tmaSummary} .${CLASSES.notice}`), null);
 });

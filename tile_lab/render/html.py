@@ -47,6 +47,7 @@ from .palette import BOLD_TOKENS as _BOLD
 from .palette import DARK_THEME_SELECTORS, line_color_index, palette_css
 from .palette import ITALIC_TOKENS as _ITALIC
 from .palette import TOKEN_COLORS as _TOKEN_COLORS
+from .tma import TMA_OPCODES, tma_badge_html, tma_field, tma_op_html, tma_summary_html
 
 __all__ = [
     "JSON_SCHEMA_VERSION",
@@ -158,7 +159,11 @@ def view_class(insp: Inspection) -> str:
     cell's filename is a temp path holding the kernel's process id, the cubin's line info
     embeds that path, and the same cell must render the same in every session.
     """
-    text = json.dumps(inspection_json(insp), sort_keys=True, default=str)
+    return _class_of(inspection_json(insp))
+
+
+def _class_of(data: dict[str, Any]) -> str:
+    text = json.dumps(data, sort_keys=True, default=str)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return f"tl-v-{digest[:12]}"
 
@@ -166,12 +171,15 @@ def view_class(insp: Inspection) -> str:
 def inspection_json(insp: Inspection) -> dict[str, Any]:
     """The ``application/vnd.tile-lab.v1+json`` payload: the Inspection's data without
     the cubin bytes (whose line info holds the cell's temp path, so even their size differs
-    between sessions), plus the version, the colour slot of each mapped source line and the
-    token runs of the Tile IR (so the extension colours lines and tokens as this view does).
+    between sessions), plus the version, the colour slot of each mapped source line, the
+    token runs of the Tile IR (so the extension colours lines and tokens as this view does)
+    and, where the view shows Tile IR and SASS, the TMA verdict per source line (``tma``,
+    drawn as badges by this view and by the extension).
     ``tile_lab/render/mime_schema.json`` describes it."""
     # Only the panes the user asked for travel in the notebook: a GEMM's SASS and PTX are
     # hundreds of KB, and a notebook stores every output it shows.
-    data = _shown(insp).to_json_dict()
+    shown = _shown(insp)
+    data = shown.to_json_dict()
     data.pop("cubin", None)
     # A notebook cell's file is a temp path with a process id in it: not stable, not useful.
     data["filename"] = _display_filename(insp.filename)
@@ -181,6 +189,9 @@ def inspection_json(insp: Inspection) -> dict[str, Any]:
         stage.pop("name", None)  # the key already says it
         if name in TOKEN_STAGES:
             stage["tokens"] = token_runs(stage["text"], _stage_lexer(name), _token_class)
+    tma = tma_field(shown)
+    if tma is not None:
+        data["tma"] = tma
     # The schema's size limits: what is over them is cut and the size before recorded.
     cut_to_limits(data)
     # Round-trip through JSON: tuples become lists, odd hint values become strings,
@@ -207,41 +218,44 @@ def inspection_mimebundle(insp: Inspection) -> dict[str, Any]:
 
 
 def inspection_html(insp: Inspection) -> str:
-    """The inspect view as one self-contained HTML fragment."""
-    vclass = view_class(insp)
+    """The inspect view as one self-contained HTML fragment.
+
+    Where the view shows Tile IR and SASS, the TMA verdict (the JSON payload's ``tma`` field,
+    the very data the extension draws) is drawn too: a badge at the end of every source line
+    holding a tile-space load/store, a summary under the header, TMA opcodes boxed in SASS."""
+    data = inspection_json(insp)
+    vclass = _class_of(data)
     slots = _color_slots(insp)
-    panes = [_pane(insp, name, slots) for name in _pane_names(insp)]
+    tma = data.get("tma")
+    panes = [_pane(insp, name, slots, tma) for name in _pane_names(insp)]
     parts = [
         f'<div class="tl-view {vclass}" style="{_STYLE_VIEW}">',
         f"<style>{_stylesheet(vclass, slots)}</style>",
         _header(insp),
-        f'<div class="tl-panes" style="{_STYLE_PANES}">',
+        (tma_summary_html(tma) if tma else "")
+        + f'<div class="tl-panes" style="{_STYLE_PANES}">',
         *panes,
         "</div>",
         f"<script>{_SCRIPT}</script>",
         "</div>",
     ]
-    return _with_tma_badges(insp, "\n".join(parts))
+    return "\n".join(parts)
 
 
-def _with_tma_badges(insp: Inspection, view_html: str) -> str:
-    """Source lines whose loads/stores became TMA copies (or did not) get a badge, when the
-    view shows both SASS and Tile IR (``render/tma.py`` reads the verdict from them)."""
-    from .tma import annotate_inspection_html
-
-    return annotate_inspection_html(_shown(insp), view_html)
-
-
-def highlight_lines(text: str, lexer: Lexer) -> list[str]:
+def highlight_lines(text: str, lexer: Lexer,
+                    boxed: frozenset[str] = frozenset()) -> list[str]:
     """Lex ``text`` once and return one HTML fragment per text line (escaped, with
-    ``tl-t*`` token classes). Lexing the whole text keeps multi-line state correct."""
+    ``tl-t*`` token classes). Lexing the whole text keeps multi-line state correct.
+    Coloured tokens whose text is in ``boxed`` (TMA opcodes in SASS) are drawn boxed."""
     lines: list[list[str]] = [[]]
     for ttype, value in lexer.get_tokens(text):
         cls = _token_class(ttype)
         for i, piece in enumerate(value.split("\n")):
             if i:
                 lines.append([])
-            if piece:
+            if piece and cls and piece in boxed:
+                lines[-1].append(tma_op_html(cls, piece))
+            elif piece:
                 esc = html.escape(piece, quote=False)
                 lines[-1].append(f'<span class="tl-t{cls}">{esc}</span>' if cls else esc)
     n = len(text.splitlines())
@@ -286,10 +300,12 @@ def _stage_lexer(name: str) -> Lexer:
     return PtxLexer(stripnl=False)
 
 
-def _pane(insp: Inspection, name: str, slots: dict[int, int]) -> str:
+def _pane(insp: Inspection, name: str, slots: dict[int, int],
+          tma: dict[str, Any] | None = None) -> str:
     title = PANE_TITLES[name]
     if name == "source":
-        body = _source_code(insp, slots)
+        badges = {t["line"]: tma_badge_html(t) for t in tma["lines"]} if tma else {}
+        body = _source_code(insp, slots, badges)
     elif name == "remarks":
         body = _remarks(insp, slots)
         title = f"{title} ({len(insp.remarks)})"
@@ -297,8 +313,9 @@ def _pane(insp: Inspection, name: str, slots: dict[int, int]) -> str:
         st = insp.stages[name]
         text = _compact_sass(st.text) if name == "sass" else st.text
         prologue = _prologue_rows(text, st.line_map) if name == "tileir" else frozenset()
+        boxed = frozenset(TMA_OPCODES) if name == "sass" and tma else frozenset()
         body = _stage_code(text, st.line_map, _stage_lexer(name), slots, prologue,
-                           f'insp.stages["{name}"].text')
+                           f'insp.stages["{name}"].text', boxed)
         title = f"{title} ({len(st.line_map):,} lines)"
     else:  # asked for but not produced: a narrow pane that says why
         return (f'<section class="tl-pane tl-pane-{name} tl-pane-missing" '
@@ -366,13 +383,14 @@ def _cut_notice(shown: int, total: int, where: str) -> str:
             f"<code>{html.escape(where)}</code></div>")
 
 
-def _source_code(insp: Inspection, slots: dict[int, int]) -> str:
+def _source_code(insp: Inspection, slots: dict[int, int], badges: dict[int, str]) -> str:
+    """The source pane; ``badges``: line number -> the TMA badge ending that line."""
     numbered = insp.source_lines
     text, more, total = _capped(insp.source)
     fragments = highlight_lines(text, _source_lexer(insp))
     width = len(str(numbered[-1][0])) if numbered else 1
     rows = [_line_span(no, slots, str(no).rjust(width),
-                       frag + (_more_sign(more[i]) if i in more else ""))
+                       frag + (_more_sign(more[i]) if i in more else "") + badges.get(no, ""))
             for i, ((no, _text), frag) in enumerate(zip(numbered, fragments))]
     notice = _cut_notice(len(rows), total, "insp.source") if total > len(rows) else ""
     return f'{notice}<pre class="tl-code" style="{_STYLE_CODE}">{"".join(rows)}</pre>'
@@ -380,9 +398,9 @@ def _source_code(insp: Inspection, slots: dict[int, int]) -> str:
 
 def _stage_code(text: str, line_map: Sequence[int | None], lexer: Lexer,
                 slots: dict[int, int], prologue: frozenset[int] = frozenset(),
-                where: str = "the stage's text") -> str:
+                where: str = "the stage's text", boxed: frozenset[str] = frozenset()) -> str:
     text, more, total = _capped(text)
-    fragments = highlight_lines(text, lexer)
+    fragments = highlight_lines(text, lexer, boxed)
     mapped = [ln for ln in line_map[: len(fragments)] if ln is not None]
     width = len(str(max(mapped))) if mapped else 1
     rows = []

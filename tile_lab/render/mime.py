@@ -15,6 +15,9 @@ written twice:
   over a limit is cut to it and the size before is recorded in ``truncated`` (the extension
   then says "showing N of M"). The extension reads the same numbers; the tests check both
   against ``labextension/test/fixtures/schema_cases.json``.
+
+Versions: ``MIME_VERSION`` is what the writer writes; the extension reads it and every
+earlier one still stored in notebooks (version 1 lacks ``tma``, the TMA verdict).
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ __all__ = ["MIME_VERSION", "SCHEMA_PATH", "TOKEN_STAGES", "MimeLimits", "cut_to_
            "extension_css", "mime_limits", "mime_schema", "token_runs"]
 
 SCHEMA_PATH = Path(__file__).with_name("mime_schema.json")
-MIME_VERSION = 1
+# 2: the view may carry the TMA verdict (``tma``). Views of version 1 (notebooks saved before)
+# still open: the extension reads both, a version-1 view simply has no TMA badges.
+MIME_VERSION = 2
 # Stages whose text travels with token runs. Tile IR is what the extension colours: it is
 # short (tens to hundreds of lines); SASS and PTX would double the size of a stored notebook.
 TOKEN_STAGES: tuple[str, ...] = ("tileir",)
@@ -60,6 +65,8 @@ class MimeLimits:
     hints: int
     key_chars: int
     line_max: int
+    tma_lines: int  # entries of tma.lines
+    sass_ops: int  # opcodes of one tma line
 
 
 @cache
@@ -72,7 +79,9 @@ def mime_limits() -> MimeLimits:
         runs_per_line=d["stage"]["properties"]["tokens"]["items"]["maxItems"],
         remarks=p["remarks"]["maxItems"], name_chars=d["name"]["maxLength"],
         message_chars=d["message"]["maxLength"], hints=p["hints"]["maxProperties"],
-        key_chars=p["hints"]["propertyNames"]["maxLength"], line_max=d["lineNo"]["maximum"])
+        key_chars=p["hints"]["propertyNames"]["maxLength"], line_max=d["lineNo"]["maximum"],
+        tma_lines=d["tma"]["properties"]["lines"]["maxItems"],
+        sass_ops=d["tmaLine"]["properties"]["sass_ops"]["maxItems"])
 
 
 def _cut_str(text: str, limit: int) -> str:
@@ -128,9 +137,23 @@ def cut_to_limits(data: dict[str, Any]) -> dict[str, Any]:
         hints[_cut_str(str(k), lim.key_chars)] = (_cut_str(v, lim.name_chars)
                                                   if isinstance(v, str) else v)
     data["hints"] = hints
+    if "tma" in data:
+        _cut_tma(data["tma"], lim, truncated)
     if truncated:
         data["truncated"] = truncated
     return data
+
+
+def _cut_tma(tma: dict[str, Any], lim: MimeLimits, truncated: dict[str, int]) -> None:
+    """The ``tma`` field cut to its limits (its summary still counts every line)."""
+    tma["arch"] = _cut_str(tma["arch"], lim.name_chars)
+    tma["summary"] = _cut_str(tma["summary"], lim.message_chars)
+    if len(tma["lines"]) > lim.tma_lines:
+        truncated["tma.lines"] = len(tma["lines"])
+        tma["lines"] = tma["lines"][: lim.tma_lines]
+    for t in tma["lines"]:
+        t["sass_ops"] = list(t["sass_ops"][: lim.sass_ops])
+        t["reason"] = _cut_str(t["reason"], lim.message_chars)
 
 
 def token_runs(text: str, lexer: Lexer,

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..artifacts import Inspection, sass_opcode
 
-__all__ = ["TMA_OPCODES", "TmaLine", "TmaReport", "annotate_inspection_html", "tma_report"]
+__all__ = ["TMA_OPCODES", "TmaLine", "TmaReport", "tma_badge_html", "tma_badge_text", "tma_field",
+           "tma_op_html", "tma_report", "tma_summary_html"]
 
 TMA_OPCODES = ("UTMALDG", "UTMASTG", "UTMAREDG", "UTMAPF", "UBLKCP", "UBLKRED", "UBLKPF")
 PLAIN_OPCODES = ("LDG", "STG", "LDGSTS", "LDGDEPBAR")
@@ -193,60 +196,64 @@ class _Facts:
         return None
 
 
+# -- drawing: the verdict as the inspect view's ``tma`` field, and its HTML -----------------
+
 # Inline styles: they survive JupyterLab's sanitizer for untrusted output (classes stay too).
+# The extension draws the same classes with the same colours (labextension/style/base.css).
 _STYLE_YES = ("margin-left:1.5em;padding:0 4px;border-radius:3px;font-size:85%;"
               "background:color-mix(in srgb,#009E73 25%,transparent);border:1px solid #009E73")
 _STYLE_NO = ("margin-left:1.5em;padding:0 4px;border-radius:3px;font-size:85%;"
              "background:color-mix(in srgb,#D55E00 18%,transparent);border:1px solid #D55E00")
 _STYLE_OP = "outline:1px solid #009E73;border-radius:2px"
-_SASS_PANE = re.compile(r'(<section class="tl-pane tl-pane-sass".*?</section>)', re.S)
-_TMA_OP = re.compile(r'<span class="(tl-t\w+)">(' + "|".join(TMA_OPCODES) + r')</span>')
-_SOURCE_PANE = re.compile(r'(<section class="tl-pane tl-pane-source".*?</section>)', re.S)
 
 
-def annotate_inspection_html(insp: Inspection, view_html: str) -> str:
-    """The inspect view's HTML with a TMA badge at the end of every source line that holds
-    a tile-space load/store, TMA opcodes boxed in the SASS pane, and a one-line-per-op
-    summary under the header. Unchanged when
-    the view shows no SASS or Tile IR (the verdict needs both), or they map no such line."""
-    shown = set(insp.show)
-    if not {"sass", "tileir"} <= shown or not {"sass", "tileir"} <= set(insp.stages):
-        return view_html
+def tma_field(insp: Inspection) -> dict[str, Any] | None:
+    """The inspect view's ``tma`` field (``mime_schema.json``, ``$defs/tma``): the verdict of
+    every source line holding a tile-space load/store, as plain data. None when the view does
+    not show both SASS and Tile IR (the verdict reads both), or no line holds such an op.
+    ``inspection_json`` writes it; ``render/html.py`` and the extension draw it."""
+    need = {"sass", "tileir"}
+    if not need <= set(insp.show) or not need <= set(insp.stages):
+        return None
     report = tma_report(insp)
     if not report.lines:
-        return view_html
-    badges = {t.line: _badge(t) for t in report.lines}
-
-    def in_source(m: re.Match) -> str:
-        pane = m.group(1)
-        for line, badge in badges.items():
-            pane = re.sub(rf'(<span class="tl-ln tl-l{line}[ "][^>]*>.*?)(\n</span>)',
-                          lambda mm, b=badge: mm.group(1) + b + mm.group(2), pane, count=1,
-                          flags=re.S)
-        return pane
-
-    out = _SOURCE_PANE.sub(in_source, view_html, count=1)
-    out = _SASS_PANE.sub(lambda m: _TMA_OP.sub(_mark_op, m.group(1)), out, count=1)
-    rows = "".join(f'<div class="tl-tma-row tl-ln tl-l{t.line}" data-line="{t.line}">'
-                   f'line {t.line} ({t.kind}): {_badge(t, margin=False)} '
-                   f'{html.escape(t.reason)}</div>' for t in report.lines)
-    summary = (f'<details open class="tl-tma-summary" style="margin:0 0 6px"><summary>'
-               f'{html.escape(report.summary())}</summary>{rows}</details>')
-    return out.replace('<div class="tl-panes"', summary + '<div class="tl-panes"', 1)
+        return None
+    return {"arch": report.arch, "summary": report.summary(),
+            "lines": [{"line": t.line, "kind": t.kind, "tma": t.tma,
+                       "sass_ops": list(t.sass_ops), "reason": t.reason}
+                      for t in report.lines]}
 
 
-def _mark_op(m: re.Match) -> str:
-    """A TMA opcode in the SASS pane, boxed in the badge colour (and titled)."""
-    return (f'<span class="{m.group(1)} tl-tma-op" style="{_STYLE_OP}" '
-            f'title="TMA: bulk tensor copy">{m.group(2)}</span>')
-
-
-def _badge(t: TmaLine, margin: bool = True) -> str:
-    style = _STYLE_YES if t.tma else _STYLE_NO
+def tma_badge_html(line: Mapping[str, Any], margin: bool = True) -> str:
+    """One line's badge ("TMA UTMALDG" / "no TMA", the reason as its title), from an entry of
+    the field's ``lines``."""
+    style = _STYLE_YES if line["tma"] else _STYLE_NO
     if not margin:
         style = style.replace("margin-left:1.5em;", "")
-    cls = "tl-tma-yes" if t.tma else "tl-tma-no"
-    text = ("TMA " + "/".join(o for o in t.sass_ops if o in TMA_OPCODES) if t.tma
-            else "no TMA")
+    cls = "tl-tma-yes" if line["tma"] else "tl-tma-no"
     return (f'<span class="tl-tma {cls}" style="{style}" '
-            f'title="{html.escape(t.reason, quote=True)}">{html.escape(text)}</span>')
+            f'title="{html.escape(line["reason"], quote=True)}">'
+            f'{html.escape(tma_badge_text(line))}</span>')
+
+
+def tma_badge_text(line: Mapping[str, Any]) -> str:
+    """What a badge says: "TMA" and the line's TMA opcodes, or "no TMA"."""
+    if not line["tma"]:
+        return "no TMA"
+    return "TMA " + "/".join(o for o in line["sass_ops"] if o in TMA_OPCODES)
+
+
+def tma_summary_html(field: Mapping[str, Any]) -> str:
+    """The block under the view's header: the summary, then one row per line (its badge and
+    the reason in words), each row linked to its source line."""
+    rows = "".join(f'<div class="tl-tma-row tl-ln tl-l{t["line"]}" data-line="{t["line"]}">'
+                   f'line {t["line"]} ({t["kind"]}): {tma_badge_html(t, margin=False)} '
+                   f'{html.escape(t["reason"])}</div>' for t in field["lines"])
+    return (f'<details open class="tl-tma-summary" style="margin:0 0 6px"><summary>'
+            f'{html.escape(field["summary"])}</summary>{rows}</details>')
+
+
+def tma_op_html(token_class: str, opcode: str) -> str:
+    """A TMA opcode in the SASS pane, boxed in the badge colour (and titled)."""
+    return (f'<span class="tl-t{token_class} tl-tma-op" style="{_STYLE_OP}" '
+            f'title="TMA: bulk tensor copy">{html.escape(opcode)}</span>')
