@@ -397,7 +397,17 @@ def parse_rows(name: str, text: str, line_map: Sequence[int | None]) -> tuple[Ro
     """One row per line of ``text`` (``split("\\n")``): SassRow for the "sass" stage,
     TileIRRow for "tileir", Row otherwise. Lines past the end of ``line_map`` get line
     None; an empty text has no rows."""
-    make = {"sass": _sass_row, "tileir": _tileir_row}.get(name, Row)
-    n = len(line_map)
-    return tuple(make(i, t, line_map[i] if i < n else None)
-                 for i, t in enumerate(text.split("\n") if text else ()))
+    if not text:
+        return ()
+    lines = text.split("\n")
+    lines_map = tuple(line_map[:len(lines)]) + (None,) * (len(lines) - len(line_map))
+    if name == "sass":  # the long stage (100k lines for big kernels): one match a line
+        match = _SASS_ROW.match
+        rows = []
+        for i, (t, line) in enumerate(zip(lines, lines_map)):
+            h = match(t).group(1)
+            rows.append(SassRow(i, t, line) if h is None else
+                        SassRow(i, t, line, int(h, 16), t.index("/*"), t.index("*/") + 2))
+        return tuple(rows)
+    make = _tileir_row if name == "tileir" else Row
+    return tuple(make(i, t, line) for i, (t, line) in enumerate(zip(lines, lines_map)))
