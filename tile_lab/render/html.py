@@ -407,7 +407,7 @@ def _prologue_rows(tileir: StageText) -> frozenset[int]:
     all tied to the ``def`` line. Shown as their own group, so hovering the ``def`` line
     lights up the signature, not two thirds of a small kernel's IR."""
     rows = tileir.rows
-    entry = next((r for r in rows if r.text.lstrip().startswith("entry ")), None)
+    entry = next((r for r in rows if isinstance(r, TileIRRow) and r.op == "entry"), None)
     if entry is None or entry.line is None:
         return frozenset()
     out = []
