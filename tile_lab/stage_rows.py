@@ -181,11 +181,12 @@ def stack_adjustment(instruction: str) -> int | None:
 
 
 def _sass_row(index: int, text: str, line: int | None) -> SassRow:
-    m = _SASS_ROW.match(text)
-    hexdigits = m.group(1)
+    m = _SASS_ROW.match(text)  # always matches (all of it is optional)
+    hexdigits = m.group(1) if m else None
     if hexdigits is None:
         return SassRow(index, text, line)
-    return SassRow(index, text, line, int(hexdigits, 16), m.start(1) - 2, m.end())
+    return SassRow(index, text, line, int(hexdigits, 16), text.index("/*"),
+                   text.index("*/") + 2)
 
 
 # -- Tile IR --------------------------------------------------------------------------------
@@ -359,7 +360,10 @@ class TileViews:
 
 def tile_views(rows: Iterable[Row]) -> TileViews:
     """The views and assumptions of Tile IR rows (later definitions of a name win)."""
-    tviews, pviews, div, alias = {}, {}, {}, {}
+    tviews: dict[str, TensorView] = {}
+    pviews: dict[str, PartitionView] = {}
+    div: dict[str, int] = {}
+    alias: dict[str, str] = {}
     for r in rows:
         if not isinstance(r, TileIRRow):
             continue
@@ -401,13 +405,5 @@ def parse_rows(name: str, text: str, line_map: Sequence[int | None]) -> tuple[Ro
         return ()
     lines = text.split("\n")
     lines_map = tuple(line_map[:len(lines)]) + (None,) * (len(lines) - len(line_map))
-    if name == "sass":  # the long stage (100k lines for big kernels): one match a line
-        match = _SASS_ROW.match
-        rows = []
-        for i, (t, line) in enumerate(zip(lines, lines_map)):
-            h = match(t).group(1)
-            rows.append(SassRow(i, t, line) if h is None else
-                        SassRow(i, t, line, int(h, 16), t.index("/*"), t.index("*/") + 2))
-        return tuple(rows)
-    make = _tileir_row if name == "tileir" else Row
+    make = {"sass": _sass_row, "tileir": _tileir_row}.get(name, Row)
     return tuple(make(i, t, line) for i, (t, line) in enumerate(zip(lines, lines_map)))
