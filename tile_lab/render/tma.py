@@ -11,9 +11,10 @@ import html
 import re
 
 from ..artifacts import Inspection
-from ..tma import TMA_OPCODES, TmaLine, TmaReport, tma_report
+from ..tma import PLAIN_OPCODES, TMA_OPCODES, TmaLine, TmaReport, tma_report
 
-__all__ = ["TMA_OPCODES", "TmaLine", "TmaReport", "annotate_inspection_html", "tma_report"]
+__all__ = ["PLAIN_OPCODES", "TMA_OPCODES", "TmaLine", "TmaReport", "annotate_inspection_html",
+           "tma_report"]
 
 
 # Inline styles: they survive JupyterLab's sanitizer for untrusted output (classes stay too).
