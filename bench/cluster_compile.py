@@ -36,16 +36,16 @@ def _jobs(count: int, arch: str):
     from gemm_kernels import gemm_grouped
 
     from tile_lab.signature import signature_from_args
-    from tile_lab.tuning.parallel_compile import kernel_reference, portable_signature
+    from tile_lab.tuning.parallel_compile import compile_recipe, portable_signature
 
     a = np.zeros((1024, 1024), np.float16)
-    ref = kernel_reference(gemm_grouped)
+    recipe = compile_recipe(gemm_grouped)
     jobs = []
     for values in itertools.islice(itertools.product(*SPACE.values()), count):
         cfg = dict(zip(SPACE, values))
         args = (a, a, a, cfg["TM"], cfg["TN"], cfg["TK"], 8, cfg["LAT"])
         sig = signature_from_args(gemm_grouped, args).kernel_signature
-        jobs.append((str(cfg), ref, portable_signature(sig), {}, arch))
+        jobs.append((str(cfg), recipe, portable_signature(sig), arch))
     return jobs
 
 

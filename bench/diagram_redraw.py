@@ -28,7 +28,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tile_lab.access_trace import ArrayInfo, MemoryAccess, Trace
-from tile_lab.render.diagram import IndexedTrace, diagram
+from tile_lab.render.diagram import diagram
+from tile_lab.trace_index import IndexedTrace
 from tile_lab.widgets.diagram_browser import DiagramBrowser
 
 BUDGET_S = 0.3

@@ -191,17 +191,14 @@ def precompile(jobs: Sequence[tuple[Any, dict[str, Any], tuple[Any, ...]]], arch
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from tile_lab.tuning.parallel_compile import (
-        kernel_reference,
-        launch_signature,
-        portable_signature,
-    )
+    from tile_lab.gpu.job import TileKernel
+    from tile_lab.tuning.parallel_compile import launch_signature, portable_signature
 
     work = []
     for kernel, hints, args in jobs:
         k = kernel.replace_hints(**hints) if hints else kernel
-        work.append((kernel_reference(kernel), portable_signature(launch_signature(k, args)),
-                     hints, arch))
+        work.append((TileKernel(kernel, hints or None).recipe(),
+                     portable_signature(launch_signature(k, args)), arch))
     errors = {}
     with ProcessPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1),
                              mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -213,13 +210,11 @@ def precompile(jobs: Sequence[tuple[Any, dict[str, Any], tuple[Any, ...]]], arch
 
 def _compile_one(job: tuple[Any, ...]) -> str | None:
     from tile_lab._cutile_compat import compile_cubin_like_cutile, compiler_options
-    from tile_lab.tuning.parallel_compile import resolve_kernel, signature_from_portable
+    from tile_lab.tuning.parallel_compile import signature_from_portable
 
-    ref, sig, hints, arch = job
+    recipe, sig, arch = job
     try:
-        kernel = resolve_kernel(ref)
-        if hints:
-            kernel = kernel.replace_hints(**hints)
+        kernel = recipe.build().hinted()
         compile_cubin_like_cutile(kernel, signature_from_portable(sig), arch,
                                   compiler_options(kernel))
         return None

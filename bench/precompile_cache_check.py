@@ -34,7 +34,7 @@ def child(convention: str) -> None:
     from cuda.tile.compilation import CallingConvention, KernelSignature
     from gemm_kernels import gemm_naive
 
-    from tile_lab.tuning.parallel_compile import _compile_job, kernel_reference, portable_signature
+    from tile_lab.tuning.parallel_compile import _compile_job, compile_recipe, portable_signature
 
     n = 4096
     a = cp.ones((n, n), cp.float16)
@@ -43,8 +43,8 @@ def child(convention: str) -> None:
     sig = KernelSignature.from_kernel_args(gemm_naive, args,
                                            getattr(CallingConvention, convention)())
     t0 = time.perf_counter()
-    _key, err = _compile_job(("k", kernel_reference(gemm_naive), portable_signature(sig), {},
-                             "sm_90"))
+    _key, err, _ = _compile_job(("k", compile_recipe(gemm_naive), portable_signature(sig),
+                                "sm_90"))
     t1 = time.perf_counter()
     before = rows(os.environ["CUDA_TILE_CACHE_DIR"])
     ct.launch(cp.cuda.get_current_stream(), (n // 128, n // 128), gemm_naive, args)

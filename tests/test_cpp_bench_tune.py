@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_cupy import FakeCupy, fake_timing
 from tune_fakes import FakeMeasurement
 
 from tile_lab.artifacts import Inspection
@@ -218,50 +219,11 @@ def test_bench_cpp_rejects_what_is_not_a_cpp_inspection():
 
 
 # ---- bench_cpp's bookkeeping on the CPU: NumPy stands in for CuPy, a kernel for the GPU ------
-class _DeviceArray(np.ndarray):
-    """A 'device' array: a separate copy of the host data, as CuPy's would be."""
-
-
-class _FakeStream:
-    ptr = 1
-
-    def synchronize(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _FakeCupy:
-    ndarray = _DeviceArray
-    uint8 = np.uint8
-    array_equal = staticmethod(np.array_equal)
-    ascontiguousarray = staticmethod(np.ascontiguousarray)
-    empty_like = staticmethod(np.empty_like)
-
-    class cuda:  # mirrors cupy.cuda
-        stream = _FakeStream()
-        get_current_stream = staticmethod(lambda: _FakeCupy.cuda.stream)
-        Stream = _FakeStream
-
-    @staticmethod
-    def asarray(a):
-        return a if isinstance(a, _DeviceArray) else np.array(a).view(_DeviceArray)
-
-    @staticmethod
-    def asnumpy(a):
-        return np.array(a)
-
-
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """bench_cpp with a fake CuPy; ``kernel(args)`` runs as the launch; bench_function is
-    replaced by one that runs the work ``samples`` times and records it."""
+    """bench_cpp with a fake CuPy; ``kernel(args)`` runs as the launch; the kernel job's timing
+    step runs the work for its warm-ups and samples and counts them in ``state["timed"]``."""
     import tile_lab.cpp.bench as cpp_bench
-    from tile_lab.gpu.measurement import Measurement
 
     state = {"launches": 0, "timed": 0}
 
@@ -271,19 +233,9 @@ def fake_gpu(monkeypatch):
             state["kernel"](dev_args)
         return launch
 
-    def bench_work(work, *, bytes, flops, timing, label, params, stream):
-        for _ in range(timing.warmup + timing.n):
-            work.run()
-            state["timed"] += 1
-        t = (1e-5,) * timing.n
-        return Measurement(kernel=label, mode=timing.mode, grid=(), samples_s=t, mean_s=1e-5,
-                           median_s=1e-5, min_s=1e-5, std_s=0.0, ci95_s=0.0, label=label,
-                           params=dict(params or {}), bytes=bytes or None,
-                           bytes_source="user" if bytes else None)
-
-    monkeypatch.setattr(cpp_bench, "_require_gpu", lambda: _FakeCupy)
+    monkeypatch.setattr(cpp_bench, "_require_gpu", lambda: FakeCupy)
     monkeypatch.setattr(cpp_bench, "prepare_launch", prepare)
-    monkeypatch.setattr(cpp_bench, "bench_work", bench_work)
+    fake_timing(monkeypatch, state)
     return state
 
 

@@ -191,6 +191,30 @@ def test_shape_ops_and_casts_move_the_taint_with_the_lanes():
 
 
 @ct.kernel
+def tile_methods(x, y):
+    t = ct.load(x, index=(0, 0), shape=(2, 4))  # padded column 3
+    u = t.transpose().astype(ct.float16)[:, :, None]  # (4, 2, 1): padded row 3
+    ct.store(y, index=(0,), tile=u.reshape((8,)).astype(ct.float32))
+
+
+@ct.kernel
+def method_matmul(x, y):
+    t = ct.load(x, index=(0, 0), shape=(2, 4))  # padded column 3: every lane of K
+    ct.store(y, index=(0, 0), tile=t @ ct.ones((4, 2), dtype=ct.float32))
+
+
+def test_tile_methods_move_the_taint_like_the_ops_they_stand_for():
+    # t.transpose(), t.astype(), t[...], t.reshape() and t @ w reach the registered ops
+    # (through the registry) and so carry their taint rules
+    x, y = np.ones((2, 3), np.float32), np.zeros(8, np.float32)
+    [u] = _written(tile_methods, (1,), (x, y))
+    assert (u.box_start, u.box_stop, u.elements) == ((6,), (8,), 2)
+    assert np.isnan(y[6:]).all() and (y[:6] == 1).all()
+    [u] = _written(method_matmul, (1,), (x, np.zeros((2, 2), np.float32)))
+    assert u.elements == 4 and u.mix_op == "matmul" and u.load_arg == "x"
+
+
+@ct.kernel
 def where_kernel(x, y, pick_padded: ct.Constant[int]):
     t = ct.load(x, index=(0,), shape=(8,))
     lane = ct.arange(8, dtype=ct.int32)

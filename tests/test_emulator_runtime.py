@@ -22,6 +22,7 @@ from tile_lab.emulator.registry import (
     IMPLEMENTATIONS,
     SignatureMismatch,
     emulates,
+    emulation_of,
     operation_names,
 )
 from tile_lab.errors import EmulationError, EmulatorUnsupported
@@ -242,6 +243,32 @@ def test_registration_checks_signatures_against_cutile_stubs():
     with pytest.raises(SignatureMismatch, match=r"ct\.load"):
         emulates(ct.load)(wrong_load)
     assert IMPLEMENTATIONS["load"].__name__ == "load"  # the real one stays registered
+
+
+def test_an_op_registers_with_its_taint_rule():
+    wrapped = []
+
+    class Rule:
+        def wrap(self, name, impl):
+            wrapped.append(name)
+            return lambda *args: ("tainted", impl(*args))
+
+    def double(x, /):  # the "stub"
+        raise AssertionError("never called")
+
+    def double_impl(x, /):
+        return 2 * x
+
+    try:
+        registered = emulates(double, taint=Rule())(double_impl)
+        assert wrapped == ["double"] and registered(3) == ("tainted", 6)
+        assert emulation_of(double) is registered is IMPLEMENTATIONS["double"]
+    finally:
+        IMPLEMENTATIONS.pop("double", None)
+    # Tile's methods find their op the same way; a stub nothing emulates says so
+    assert emulation_of(ct.reshape) is IMPLEMENTATIONS["reshape"]
+    with pytest.raises(EmulatorUnsupported, match=r"ct\.launch has no emulation"):
+        emulation_of(ct.launch)
 
 
 @ct.kernel

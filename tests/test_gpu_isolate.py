@@ -1,5 +1,6 @@
-"""Isolation: kernels travel as source to a worker process; faults and hangs there become a
-LaunchError here and this process can still launch afterwards."""
+"""Isolation: kernels travel to a worker process (cell kernels as source, module kernels by
+reference); faults and hangs there become a LaunchError here and this process can still launch
+afterwards."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 import tile_lab
 from tile_lab.errors import LaunchError
-from tile_lab.gpu.isolate import kernel_spec, rebuild
+from tile_lab.gpu.shipping import kernel_spec
 from tile_lab.toolchain import run_tool
 
 CELL = '''
@@ -84,15 +85,17 @@ def test_a_notebook_cell_kernel_rebuilds_from_its_spec_after_linecache_forgets_i
     filename = "<tile-cell-isolate-test>"
     kernel = _exec_cell(CELL, filename)["cell_kernel"]
     spec = kernel_spec(kernel)
-    assert spec.name == "cell_kernel"
-    assert spec.hints == {"occupancy": 2}
-    assert {(n, kind) for n, kind, _ in spec.globals} == {("ct", "module"),
-                                                           ("helper", "function")}
+    assert spec.name == "cell_kernel" and spec.module is None
+    assert spec.hints == (("occupancy", 2),)
+    assert {(g.name, g.kind) for g in spec.source.globals} == {("ct", "module"),
+                                                                ("helper", "def")}
+    helper = next(g.payload for g in spec.source.globals if g.name == "helper")
+    assert [(g.name, g.kind) for g in helper.globals] == [("SCALE", "value")]
     wire = pickle.dumps(spec)
     want = _sass(kernel)
     del linecache.cache[filename]  # a fresh process has never seen the cell
 
-    rebuilt = rebuild(pickle.loads(wire))
+    rebuilt = pickle.loads(wire).build()
     assert rebuilt is not kernel
     assert _sass(rebuilt) == want  # same machine code, helper and SCALE included
     assert linecache.getlines(filename)[8].lstrip().startswith("def cell_kernel")
@@ -104,7 +107,7 @@ def test_rebuilt_kernel_keeps_the_users_line_numbers():
     kernel = _exec_cell(source, filename)["cell_kernel"]
     spec = pickle.loads(pickle.dumps(kernel_spec(kernel)))
     del linecache.cache[filename]
-    rebuilt = rebuild(spec)
+    rebuilt = spec.build()
     with pytest.raises(Exception) as info:
         _sass(rebuilt)
     from tile_lab._cutile_compat import tile_error_location
@@ -115,10 +118,18 @@ def test_rebuilt_kernel_keeps_the_users_line_numbers():
     assert loc is not None and loc[0] == filename and loc[1] == bad_line
 
 
-def test_module_level_kernels_spec_imports_nothing_from_their_own_test_module():
+def test_module_level_kernels_travel_by_reference_with_the_hints_they_carry():
     spec = kernel_spec(add_one)
-    assert spec.filename.endswith("test_gpu_isolate.py")
-    assert [(n, k) for n, k, _ in spec.globals] == [("ct", "module")]
+    assert (spec.module, spec.qualname) == (__name__, "add_one")
+    # the source too, for a process that cannot import this module; it names only ct
+    assert spec.source.filename.endswith("test_gpu_isolate.py")
+    assert [(g.name, g.kind) for g in spec.source.globals] == [("ct", "module")]
+    assert pickle.loads(pickle.dumps(spec)).build() is add_one
+    hinted = pickle.loads(pickle.dumps(kernel_spec(add_one.replace_hints(occupancy=4))))
+    assert hinted.hints == (("occupancy", 4),)
+    from tile_lab._cutile_compat import compiler_options
+
+    assert compiler_options(hinted.build()).occupancy == 4
 
 
 # ---- GPU: faults and hangs stay in the worker -----------------------------------------

@@ -14,6 +14,7 @@ from tile_lab.gpu.peaks import (
     compute_peaks,
     dram_bandwidth_gbps,
     per_sm_rates,
+    sm_count,
 )
 
 # name, reported memory clock (MHz), bus width (bits), datasheet bandwidth (GB/s)
@@ -92,3 +93,12 @@ def test_peaks_round_trip_through_json():
     peaks = compute_peaks(gpu="H200", arch="sm_90", sm_count=132, sm_clock_mhz=1980,
                           mem_clock_mhz=3201, bus_width_bits=6144)
     assert Peaks.from_json_dict(peaks.to_json_dict()) == peaks
+
+
+def test_sm_counts_by_name():
+    assert sm_count("H100 SXM") == 132 and sm_count("NVIDIA H100 80GB HBM3") == 132
+    assert sm_count("h200") == 132 and sm_count(108) == 108
+    with pytest.raises(ValueError, match="unknown GPU"):
+        sm_count("Voodoo 2")
+    with pytest.raises(ValueError, match="positive"):
+        sm_count(0)

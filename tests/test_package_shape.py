@@ -1,6 +1,8 @@
 """The shape of the code, checked: no import circle in tile_lab (function-level imports count),
 no module over 600 lines, no public function with more than 10 parameters, no private name
-imported across packages, mypy clean on the measuring core (gpu/ and tuning/)."""
+imported across packages, mypy clean on the measuring core (gpu/ and tuning/), no HTML or SVG
+outside render/, no module but the front ends importing render/, and no SASS/Tile IR regex
+outside the stage parser (tile_lab/stage_rows.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -139,36 +142,50 @@ def test_circles_finds_a_circle_through_a_function_level_import(tmp_path):
     assert _circles(_import_graph(modules)) == [["tile_lab", "tile_lab.b"]]
 
 
-# Import circles that other work still has to break; shrink-only (the test fails when one of
-# them is gone, so the entry is deleted with the fix).
-KNOWN_CIRCLES: list[list[str]] = [
-    # the Tile class calls ops (reshape, math) lazily, ops build Tiles; registry wraps every
-    # op in its poison rule (poison subclasses Tile, uses ops_reduce's axes)
-    ["tile_lab.emulator.dtypes", "tile_lab.emulator.ops_atomic", "tile_lab.emulator.ops_gather",
-     "tile_lab.emulator.ops_math", "tile_lab.emulator.ops_memory", "tile_lab.emulator.ops_reduce",
-     "tile_lab.emulator.ops_shape", "tile_lab.emulator.poison", "tile_lab.emulator.registry",
-     "tile_lab.emulator.tile"],
-]
-
-
 def test_no_import_circle_in_the_package():
     """No module of tile_lab imports, at module level or inside a function, a module that
-    leads back to it (beyond the shrink-only list above)."""
+    leads back to it."""
     modules = _modules()
     circles = _circles(_import_graph(modules))
-    assert circles == KNOWN_CIRCLES, "import circles:\n" + "\n".join(
-        " <-> ".join(c) for c in circles)
+    assert circles == [], "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
 def test_the_gpu_package_keeps_its_bottom_layer():
     modules = _modules()
     edges = _import_graph(modules)
-    # the bottom layer stays at the bottom: launch, bench and the worker sit on it
-    for top in ("tile_lab.gpu.benchmark", "tile_lab.gpu.launcher", "tile_lab.gpu.isolate"):
-        assert "tile_lab.gpu.inprocess" in edges[top]
-    assert not edges["tile_lab.gpu.inprocess"] & {"tile_lab.gpu.benchmark",
-                                                   "tile_lab.gpu.launcher",
-                                                   "tile_lab.gpu.isolate"}
+    # the bottom layer stays at the bottom: launch sits on it; bench and the worker sit on
+    # the kernel job, which sits on it
+    tops = {"tile_lab.gpu.benchmark", "tile_lab.gpu.launcher", "tile_lab.gpu.isolate"}
+    assert "tile_lab.gpu.inprocess" in edges["tile_lab.gpu.launcher"]
+    for top in ("tile_lab.gpu.benchmark", "tile_lab.gpu.isolate"):
+        assert "tile_lab.gpu.job" in edges[top]
+    assert "tile_lab.gpu.inprocess" in edges["tile_lab.gpu.job"]
+    assert not edges["tile_lab.gpu.inprocess"] & (tops | {"tile_lab.gpu.job"})
+    assert not edges["tile_lab.gpu.job"] & {"tile_lab.gpu.benchmark", "tile_lab.gpu.launcher"}
+
+
+# The emulator's layers below its front (namespace, runtime, ...), bottom first, as its package
+# docstring draws them: a module imports only from layers below its own.
+EMULATOR_LAYERS = [
+    ("state", "dtypes", "registry"),
+    ("tile",),
+    ("operands",),
+    ("poison",),
+    ("ops_memory",),
+    ("ops_gather",),
+    ("ops_atomic", "ops_math", "ops_reduce", "ops_shape", "ops_misc"),
+]
+
+
+def test_the_emulator_keeps_its_layers():
+    edges = _import_graph(_modules())
+    layer_of = {f"tile_lab.emulator.{m}": k for k, row in enumerate(EMULATOR_LAYERS)
+                for m in row}
+    assert set(layer_of) <= set(edges), "a layered module is gone: update EMULATOR_LAYERS"
+    wrong = sorted(f"{m} imports {t}" for m, k in layer_of.items() for t in edges[m]
+                   if layer_of.get(t, -1) >= k
+                   or (t.startswith("tile_lab.emulator.") and t not in layer_of))
+    assert not wrong, "emulator layering broken:\n" + "\n".join(wrong)
 
 
 # Public functions owned by other work streams that still take more than 10 parameters; each
@@ -338,3 +355,114 @@ def test_no_sass_or_tile_ir_regex_outside_the_stage_parser():
              for hit in _stage_regexes(path)]
     assert not found, "SASS/Tile IR regexes outside " + STAGE_PARSER + ":\n" + "\n".join(found)
     assert _stage_regexes(ROOT / STAGE_PARSER), "the rule no longer sees the parser's patterns"
+
+
+# ---- renderers on top: all markup in tile_lab/render/ -------------------------------------
+
+RENDER = "tile_lab.render"
+# Front ends may import renderers (they show what render/ draws); nothing else may, not even
+# inside a function: data modules reach their renderer through tile_lab.display's registry
+# (module paths as strings, imported when a notebook displays the object), and the package's
+# __init__ names its lazy exports as strings too.
+FRONT_ENDS = ("tile_lab.magic", "tile_lab.magic_cells", "tile_lab.magic_options",
+              "tile_lab.widgets", "tile_lab.share")
+# An HTML or SVG element in a string: "<div", "</td>", "<svg ", "<b>", "<rect/>" ... The
+# "(?P<name>" of a regular expression's named group is not one.
+HTML_TAGS = ("a", "b", "i", "u", "em", "strong", "small", "sub", "sup", "code", "kbd", "pre",
+             "p", "br", "hr", "div", "span", "table", "thead", "tbody", "tr", "td", "th",
+             "ul", "ol", "li", "details", "summary", "style", "script", "img", "h1", "h2",
+             "h3", "h4", "h5", "h6", "html", "head", "body", "meta", "link", "button", "input",
+             "label", "select", "option", "iframe", "svg", "g", "rect", "text", "tspan", "path",
+             "line", "polyline", "polygon", "circle", "ellipse", "title", "defs", "pattern",
+             "marker", "use", "clipPath", "foreignObject")
+HTML_TAG = re.compile(r"(?<!\?P)</?(?:" + "|".join(HTML_TAGS) + r")(?=[\s>/])", re.IGNORECASE)
+MARKUP_FILES = (".html", ".htm", ".svg", ".css", ".js")
+
+
+def _under(module: str, packages: Sequence[str]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, kinds) and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _html_outside_render(modules: dict[str, Path]) -> list[str]:
+    """Every string constant (f-string pieces included, docstrings not) that holds an HTML or
+    SVG tag, in a module outside render/: ``module:line: <tag``."""
+    found = []
+    for m, path in sorted(modules.items()):
+        if _under(m, (RENDER,)):
+            continue
+        tree = ast.parse(path.read_text())
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and id(node) not in docs and (tag := HTML_TAG.search(node.value))):
+                found.append(f"{m}:{node.lineno}: {tag.group(0)}")
+    return sorted(found)
+
+
+def _render_importers(modules: dict[str, Path]) -> list[str]:
+    """Modules outside render/ and the front ends that import a renderer (at module level or
+    inside a function): ``module:line imports target``."""
+    found = []
+    for m, path in sorted(modules.items()):
+        if _under(m, (RENDER, *FRONT_ENDS)):
+            continue
+        for target, names, line in _imports(m, path):
+            if any(_under(t, (RENDER,)) for t in [target, *(f"{target}.{n}" for n in names)]):
+                found.append(f"{m}:{line} imports {target}")
+    return found
+
+
+def test_no_html_outside_render():
+    """All markup lives in tile_lab/render/: no string of another module (front ends included:
+    they take their HTML from render/widget_html.py and friends) holds an HTML/SVG tag, and
+    no markup file lives outside render/."""
+    assert _html_outside_render(_modules()) == []
+    # tile_lab/labextension/ is the extension's build output (git-ignored, written by npm or
+    # pip install): bundled JavaScript, not markup the package's modules write
+    built = PKG / "labextension"
+    files = [p.relative_to(ROOT).as_posix() for p in PKG.rglob("*")
+             if p.suffix in MARKUP_FILES and RENDER.replace(".", "/") + "/" not in p.as_posix()
+             and built not in p.parents]
+    assert files == []
+
+
+def test_only_front_ends_import_renderers():
+    assert _render_importers(_modules()) == []
+
+
+def test_the_markup_rules_catch_markup_and_renderer_imports(tmp_path):
+    pkg = tmp_path / "tile_lab"
+    (pkg / "render").mkdir(parents=True)
+    (pkg / "widgets").mkdir()
+    (pkg / "__init__.py").write_text('_EXPORTS = {"diagram": ".render.view"}\n')
+    (pkg / "render" / "__init__.py").write_text("")
+    (pkg / "render" / "view.py").write_text('def v(x):\n    return f"<div>{x}</div>"\n')
+    (pkg / "widgets" / "__init__.py").write_text("")
+    (pkg / "widgets" / "w.py").write_text("from ..render.view import v\n")
+    (pkg / "data.py").write_text(
+        '"""Drawn as <svg> by render/."""\nimport re\n'
+        'LINE = re.compile(r"(?P<line>\\d+): (?P<path>.*)")\n'
+        "def show(x, y):\n"
+        '    """Returns <b>x</b>."""\n'
+        "    from . import render\n"
+        "    from .render import view\n"
+        "    return f\"<span class='n'>{x}</span> < {y}\" + '</TD>'\n")
+    (pkg / "plain.py").write_text("A = 'a < b and c > d'\nB = '<bold claim>'\n")
+    modules = {"tile_lab": pkg / "__init__.py", "tile_lab.render": pkg / "render/__init__.py",
+               "tile_lab.render.view": pkg / "render/view.py",
+               "tile_lab.widgets": pkg / "widgets/__init__.py",
+               "tile_lab.widgets.w": pkg / "widgets/w.py", "tile_lab.data": pkg / "data.py",
+               "tile_lab.plain": pkg / "plain.py"}
+    # the tags in data.py's code, not its docstrings, its regex groups or its comparisons
+    assert _html_outside_render(modules) == ["tile_lab.data:8: </TD", "tile_lab.data:8: </span",
+                                             "tile_lab.data:8: <span"]
+    # data.py imports render/ twice inside a function; the widget and the strings may
+    assert _render_importers(modules) == ["tile_lab.data:6 imports tile_lab",
+                                          "tile_lab.data:7 imports tile_lab.render"]

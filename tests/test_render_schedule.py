@@ -8,7 +8,6 @@ from tile_lab.render.schedule import (
     SmTimeline,
     grouped_order,
     l2_order,
-    sm_count,
     sm_timeline,
 )
 from tile_lab.render.svg import Group, flatten
@@ -34,15 +33,6 @@ def test_waves_and_tail():
     two = SmTimeline(20, 8, blocks_per_sm=2)  # 16 slots: block 8 is SM 0's second slot
     assert two.slots == 16 and two.placement(8) == (0, 1, 0) and two.placement(16) == (0, 0, 1)
     assert "3 waves (2 full waves + a tail of 36 blocks)" in tl.summary()
-
-
-def test_sm_counts_by_name():
-    assert sm_count("H100 SXM") == 132 and sm_count("NVIDIA H100 80GB HBM3") == 132
-    assert sm_count("h200") == 132 and sm_count(108) == 108
-    with pytest.raises(ValueError, match="unknown GPU"):
-        sm_count("Voodoo 2")
-    with pytest.raises(ValueError, match="positive"):
-        sm_count(0)
 
 
 def test_timeline_draws_every_block_once_and_the_idle_tail():

@@ -7,20 +7,20 @@ import pickle
 import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from tune_kernels import scale_copy
 
+from tile_lab.gpu.shipping import KernelNotShippable
 from tile_lab.signature import signature_from_args
-from tile_lab.tuning.kernel_source import KernelNotShippable
 from tile_lab.tuning.parallel_compile import (
     Precompiler,
     _compile_job,
-    kernel_reference,
+    compile_recipe,
     portable_signature,
-    resolve_kernel,
     signature_from_portable,
 )
 from tile_lab.tuning.space import Config
@@ -70,23 +70,25 @@ def _run_cell(text: str, filename: str, log: Path) -> dict:
     return ns
 
 
-def test_kernel_reference_resolves_module_kernels_and_cell_sources(tmp_path, capsys):
-    ref = kernel_reference(scale_copy)
-    assert ref[0] == "module" and resolve_kernel(ref) is scale_copy
+def test_compile_recipe_imports_module_kernels_and_ships_cell_sources(tmp_path, capsys):
+    recipe = compile_recipe(scale_copy)
+    assert recipe.spec.module == "tune_kernels"
+    assert pickle.loads(pickle.dumps(recipe)).build().kernel is scale_copy
     log = tmp_path / "log.txt"
     ns = _run_cell(SIDE_EFFECT_CELL, "<cell-7>", log)
-    ref = kernel_reference(ns["k"])
-    assert ref[0] == "cell"
-    shipped = {name: kind for name, kind, _ in ref[1].globals_}
+    recipe = compile_recipe(ns["k"])
+    source = recipe.spec.source
+    assert recipe.spec.module is None and source is not None
+    shipped = {g.name: g.kind for g in source.globals}
     assert shipped == {"ct": "module", "twice": "def"}  # not LOG, print, unrelated
-    helper = dict((n, p) for n, _, p in ref[1].globals_)["twice"]
-    assert {n: k for n, k, _ in helper.globals_} == {"ct": "module", "SCALE": "value",
-                                                      "DT": "import"}
+    helper = next(g.payload for g in source.globals if g.name == "twice")
+    assert {g.name: g.kind for g in helper.globals} == {"ct": "module", "SCALE": "value",
+                                                        "DT": "import"}
     capsys.readouterr()
     import linecache
 
     linecache.cache.pop("<cell-7>")
-    k = resolve_kernel(pickle.loads(pickle.dumps(ref)))
+    k = pickle.loads(pickle.dumps(recipe)).build().kernel
     assert type(k).__name__ == "kernel"
     assert linecache.getlines("<cell-7>")[12].startswith("def k(")  # findsource will work
     assert log.read_text() == "ran\n"  # the cell's append ran once, in the parent only
@@ -100,7 +102,7 @@ def test_cell_kernel_compiles_in_a_fresh_worker_without_rerunning_its_cell(tmp_p
     ns = _run_cell(SIDE_EFFECT_CELL, "<cell-8>", log)
     x = np.zeros(4096, np.float32)
     sig = signature_from_args(ns["k"], (x, x, 256)).kernel_signature
-    job = ("cfg", kernel_reference(ns["k"]), portable_signature(sig), {}, "sm_90")
+    job = ("cfg", compile_recipe(ns["k"]), portable_signature(sig), "sm_90")
     (tmp_path / "job.pkl").write_bytes(pickle.dumps(job))
     code = ("import pickle, sys\n"
             "from tile_lab.tuning.parallel_compile import _compile_job\n"
@@ -115,10 +117,11 @@ def test_cell_kernel_compiles_in_a_fresh_worker_without_rerunning_its_cell(tmp_p
 
 
 def test_a_kernel_with_an_unshippable_global_is_left_to_the_launch(tmp_path):
-    cell = SIDE_EFFECT_CELL.replace("SCALE = 2", "SCALE = object()")
+    # an object of a class defined in a cell cannot be rebuilt in a worker
+    cell = SIDE_EFFECT_CELL.replace("SCALE = 2", "class Scale:\n    pass\nSCALE = Scale()")
     ns = _run_cell(cell, "<cell-9>", tmp_path / "log.txt")
-    with pytest.raises(KernelNotShippable, match=r"global .SCALE. \(object\)"):
-        kernel_reference(ns["k"])
+    with pytest.raises(KernelNotShippable, match=r"global .SCALE. \(Scale\)"):
+        compile_recipe(ns["k"])
     x = np.zeros(4096, np.float32)
     pre = Precompiler(ns["k"], [Config((("T", 256),))], lambda cfg: (x, x, 256),
                       {"T": "constant"}, "sm_90", 1)
@@ -133,12 +136,13 @@ def test_worker_job_fills_cutiles_cubin_cache(tmp_path):
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from tune_kernels import scale_copy\n"
         "from tile_lab.signature import signature_from_args\n"
-        "from tile_lab.tuning.parallel_compile import _compile_job, kernel_reference, "
+        "from dataclasses import replace\n"
+        "from tile_lab.tuning.parallel_compile import _compile_job, compile_recipe, "
         "portable_signature\n"
         "x = np.zeros(4096, np.float32)\n"
         "sig = signature_from_args(scale_copy, (x, x, 256, 2)).kernel_signature\n"
-        "key, err, seconds = _compile_job(('cfg', kernel_reference(scale_copy), "
-        "portable_signature(sig), {'num_ctas': 1}, 'sm_90'))\n"
+        "recipe = replace(compile_recipe(scale_copy), hints=(('num_ctas', 1),))\n"
+        "key, err, seconds = _compile_job(('cfg', recipe, portable_signature(sig), 'sm_90'))\n"
         "print(repr((key, err)), seconds > 0)\n")
     env = dict(os.environ, CUDA_TILE_CACHE_DIR=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
@@ -150,9 +154,8 @@ def test_worker_job_fills_cutiles_cubin_cache(tmp_path):
 
 
 def test_worker_job_reports_compile_errors_as_data():
-    key, err, seconds = _compile_job(("bad", kernel_reference(scale_copy),
-                                      portable_signature(_signature()), {"num_ctas": 1},
-                                      "sm_75"))
+    recipe = replace(compile_recipe(scale_copy), hints=(("num_ctas", 1),))
+    key, err, seconds = _compile_job(("bad", recipe, portable_signature(_signature()), "sm_75"))
     assert key == "bad" and err and "sm_75" in err and seconds >= 0
 
 

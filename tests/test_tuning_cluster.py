@@ -39,7 +39,7 @@ from tile_lab.tuning.measurer import FunctionMeasurer  # noqa: E402
 from tile_lab.tuning.parallel_compile import (  # noqa: E402
     Precompiler,
     _compile_job,
-    kernel_reference,
+    compile_recipe,
     portable_signature,
 )
 from tile_lab.tuning.store import config_key  # noqa: E402
@@ -76,12 +76,12 @@ def _compile_space(tmp_path: Path, name: str, executor) -> tuple[dict, dict]:
     cache = tmp_path / name
     space = _space()
     configs, _ = space.split("sm_90")
-    ref = kernel_reference(scale_copy)
+    recipe = compile_recipe(scale_copy)
     with compat.use_cache_dir(str(cache)):
         futures = {}
         for cfg in configs:
             sig = signature_from_args(scale_copy, tuple(_args(cfg))).kernel_signature
-            job = (config_key(cfg), ref, portable_signature(sig), {}, "sm_90")
+            job = (config_key(cfg), recipe, portable_signature(sig), "sm_90")
             futures[job[0]] = executor.submit(_compile_job, job)
         errors = {key: fut.result(timeout=600)[1] for key, fut in futures.items()}
         executor.shutdown()

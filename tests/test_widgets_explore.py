@@ -66,17 +66,3 @@ def test_without_gpu_sliders_show_recorded_results_and_drive_the_emulator(tmp_pa
     old = ex.diagram.value
     ex.sliders["TILE"].value = 128
     assert ex.diagram.value != old
-
-
-def test_status_says_when_a_config_was_timed_once():
-    from types import SimpleNamespace
-
-    from tile_lab.tuning.result import Success
-    from tile_lab.widgets.explore import _status_html
-
-    cfg = SPACE.configs()[0]
-    once = SimpleNamespace(mean_s=2e-3, ci95_s=0.0, gbps=None, tflops=None, n=1)
-    full = SimpleNamespace(mean_s=2e-3, ci95_s=1e-5, gbps=None, tflops=None, n=20)
-    assert "1 sample" in _status_html(cfg, Success(cfg, once), recorded=False)
-    text = _status_html(cfg, Success(cfg, full), recorded=False)
-    assert "1 sample" not in text and "± 10.0" in text

@@ -9,7 +9,6 @@ tileiras cannot compile for). Tools are found and run through ``tile_lab.toolcha
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import platform
@@ -80,23 +79,9 @@ class DoctorReport:
         return "\n".join(out)
 
     def _repr_html_(self) -> str:
-        e = html.escape
-        # left-aligned text (JupyterLab right-aligns table cells); names and versions on one
-        # line, paths free to wrap
-        td, th = "<td style='text-align:left;white-space:nowrap'>", "<th style='text-align:left'>"
-        rows = "".join(f"<tr>{td}{e(c.name)}</td>{td}{e(c.version)}</td>"
-                       f"<td style='text-align:left'><code>{e(c.where)}</code></td></tr>"
-                       for c in self.components)
-        gpu = (f"{e(self.gpu.name)} ({e(self.gpu.arch)}), driver {e(self.gpu.driver)}"
-               if self.gpu else "none")
-        rows += f"<tr>{td}GPU</td><td colspan='2' style='text-align:left'>{gpu}</td></tr>"
-        items = "".join(
-            f"<li><b>{e(f.level)}</b>: {e(f.message)}"
-            + (f"<br><i>fix:</i> {e(f.fix)}" if f.fix else "") + "</li>"
-            for f in self.findings) or "<li>No problems found.</li>"
-        return (f"<div class='tile-lab-doctor'><table><thead><tr>{th}component</th>"
-                f"{th}version</th>{th}where</th></tr></thead><tbody>{rows}</tbody></table>"
-                f"<ul>{items}</ul></div>")
+        from .display import mimebundle  # drawn by render/doctor_view.py
+
+        return str(mimebundle(self).get("text/html", ""))
 
 
 def _detect_gpu() -> GPUInfo | None:

@@ -8,7 +8,7 @@ the partition diagram — because "not close" teaches nothing.
 
 from __future__ import annotations
 
-import html
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,8 +34,34 @@ class BadBlock:
 
 
 @dataclass(frozen=True)
+class TileVerdict:
+    """One tile of the output: who wrote it, and what is wrong with it."""
+
+    index: tuple[int, ...]  # tile index in the output's tile grid
+    elements: str  # the element range, e.g. "(960)–(1023)"
+    writer: tuple[int, ...] | None  # the block that wrote it last (None: nobody)
+    wrong: int  # elements written with a wrong value
+    unwritten: int  # elements no block wrote
+    owner: tuple[int, ...] | None = None  # the block that should write it, when known
+    owner_in_grid: bool = True
+    owner_assumed: bool = False  # True: no store to learn from, block b → tile b assumed
+
+
+@dataclass(frozen=True)
+class CheckMap:
+    """Every tile of a checked output (drawn by ``render/check_view.py``)."""
+
+    output: str
+    shape: tuple[int, ...]
+    tile: tuple[int, ...]
+    grid: tuple[int, ...]  # the launch grid, as given
+    tiles: tuple[TileVerdict, ...]  # every tile of the output, row-major
+
+
+@dataclass(frozen=True)
 class CheckResult:
-    """The verdict for one output array; ``ok`` is the bottom line."""
+    """The verdict for one output array; ``ok`` is the bottom line. A failed check carries
+    its output's tiles (``tile_map``), drawn as ``diagram_svg`` and in the rich display."""
 
     kernel: str
     output: str
@@ -47,7 +73,8 @@ class CheckResult:
     max_abs_err: float
     max_rel_err: float
     bad_blocks: tuple[BadBlock, ...] = ()
-    diagram_svg: str = field(default="", repr=False)
+    tile_map: CheckMap | None = field(default=None, repr=False)
+    diagram_error: str | None = field(default=None, repr=False)  # why there is no tile map
 
     def verdict(self) -> str:
         if self.ok:
@@ -73,12 +100,18 @@ class CheckResult:
     def __repr__(self) -> str:
         return self.verdict()
 
+    @functools.cached_property
+    def diagram_svg(self) -> str:
+        """The output's tiles marked right / wrong / never written, as SVG ("" when the
+        check passed); drawn by the view registered in :mod:`tile_lab.display`."""
+        from .display import view
+
+        return str(view("check_svg", self))
+
     def _repr_html_(self) -> str:
-        color = "#009E73" if self.ok else "#D55E00"
-        body = html.escape(self.verdict())
-        pic = f"<div>{self.diagram_svg}</div>" if self.diagram_svg else ""
-        return (f"<div class='tl-check'><pre style='color:{color};white-space:pre-wrap'>"
-                f"{body}</pre>{pic}</div>")
+        from .display import mimebundle  # drawn by render/check_view.py
+
+        return str(mimebundle(self).get("text/html", ""))
 
 
 def check(kernel: Any, spec: Callable[..., Any], *, grid: Sequence[int],
@@ -125,7 +158,8 @@ def check(kernel: Any, spec: Callable[..., Any], *, grid: Sequence[int],
     abs_err, rel_err = abs_err[~unwritten_mask], rel_err[~unwritten_mask]
     ok = not wrong_mask.any()
     bad: tuple[BadBlock, ...] = ()
-    svg = ""
+    tile_map: CheckMap | None = None
+    why: str | None = None
     if not ok:
         if trace is None:  # attribute on the emulator even when the verdict came from the GPU
             replay = [_poisoned(o.shape, dt) for o in outs]
@@ -133,13 +167,13 @@ def check(kernel: Any, spec: Callable[..., Any], *, grid: Sequence[int],
                                                     *constants))
         bad = _blame(trace, name, wrong_mask & ~unwritten_mask)
         bad = tuple(BadBlock(b.block[:len(grid_t)], b.wrong, b.first, b.lines) for b in bad)
-        svg = _diagram(trace, name, got, wrong_mask, unwritten_mask, grid_t)
+        tile_map, why = _tile_map(trace, name, got, wrong_mask, unwritten_mask, grid_t)
     return CheckResult(kernel=_kernel_name(kernel), output=name, ok=ok, device=used,
                        total=int(want.size), wrong=int(wrong_mask.sum()),
                        unwritten=int(unwritten_mask.sum()),
                        max_abs_err=float(np.nanmax(abs_err)) if abs_err.size else 0.0,
                        max_rel_err=float(np.nanmax(rel_err)) if rel_err.size else 0.0,
-                       bad_blocks=bad, diagram_svg=svg)
+                       bad_blocks=bad, tile_map=tile_map, diagram_error=why)
 
 
 # ---- pieces -------------------------------------------------------------------------------------
@@ -201,25 +235,21 @@ def _blame(trace: Any, arg: str, wrong_written: np.ndarray) -> tuple[BadBlock, .
     return tuple(out)
 
 
-def _diagram(trace: Any, arg: str, got: np.ndarray, wrong: np.ndarray, unwritten: np.ndarray,
-             grid: tuple[int, ...]) -> str:
-    """The output's tiles marked right / wrong / never written (``render.check_view``)."""
+def _tile_map(trace: Any, arg: str, got: np.ndarray, wrong: np.ndarray, unwritten: np.ndarray,
+              grid: tuple[int, ...]) -> tuple[CheckMap | None, str | None]:
+    """The output's tile map, or None and why it could not be made."""
     try:
-        from .render.check_view import check_picture
-
-        m = check_map(trace, arg, got.shape, wrong & ~unwritten, unwritten, grid)
-        return "" if m is None else check_picture(m).svg
+        return check_map(trace, arg, got.shape, wrong & ~unwritten, unwritten, grid), None
     except Exception as e:  # the verdict stands without the picture
-        return f"<pre>diagram unavailable: {html.escape(str(e))}</pre>"
+        return None, str(e)
 
 
 def check_map(trace: Any, arg: str, shape: tuple[int, ...], wrong: np.ndarray,
-              unwritten: np.ndarray, grid: tuple[int, ...]) -> Any:
+              unwritten: np.ndarray, grid: tuple[int, ...]) -> CheckMap | None:
     """Per output tile: who wrote it, how many elements are wrong or unwritten, and which
     block should have written it (when every store shows block b writing tile b). The tile
-    is the shape the kernel stored, or the array split evenly over the grid."""
-    from .render.check_view import CheckMap, TileVerdict
-
+    is the shape the kernel stored, or the array split evenly over the grid (None: more than
+    4096 tiles, or more than 3 axes)."""
     nd = len(shape)
     writes = [a for a in trace.select(arg=arg, kind="write") if a.box_start is not None]
     if writes:

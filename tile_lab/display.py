@@ -26,15 +26,19 @@ RENDERERS: dict[str, str] = {
     "tile_lab.parity.result.CrossCheck": "tile_lab.render.crosscheck:crosscheck_html",
     "tile_lab.artifacts.Inspection": "tile_lab.render.html:inspection_mimebundle",
     "tile_lab.profiling.data.Profile": "tile_lab.render.profile_view:profile_summary_html",
-    "tile_lab.cpp.compare.Comparison": "tile_lab.cpp.compare_html:comparison_html",
+    "tile_lab.cpp.compare.Comparison": "tile_lab.render.compare_view:comparison_html",
     "tile_lab.sanitizer_report.SanitizerReport":
         "tile_lab.render.sanitizer_view:sanitizer_report_html",
+    "tile_lab.checker.CheckResult": "tile_lab.render.check_view:check_result_html",
+    "tile_lab._doctor.DoctorReport": "tile_lab.render.doctor_view:doctor_report_html",
+    "tile_lab.tuning.result.TuningResult": "tile_lab.render.tune_plots:result_table_html",
 }
 
-# name of a view -> "module:callable" building a displayable object
+# name of a view -> "module:callable" building a displayable object (or its SVG text)
 VIEWS: dict[str, str] = {
     "profile": "tile_lab.render.profile_view:ProfileView",
     "profile_comparison": "tile_lab.render.profile_view:ProfileComparison",
+    "check_svg": "tile_lab.render.check_view:check_svg",
 }
 
 

@@ -19,6 +19,27 @@ disk, ``verdict_cache.py``). Tiles are NumPy arrays tagged with their cuTile dty
 emulated (registered with ``@emulates(ct.xxx)``, whose signature is checked against
 cuTile's stub at import) or raises ``EmulatorUnsupported`` naming it.
 
+Layers, top to bottom; a module imports only from the rows below its own (no import circle,
+checked by ``tests/test_package_shape.py``)::
+
+    program, runtime           emulation(), emulate()/trace(): arguments in, trace out
+    batched, blocks, gate      all blocks at once / one by one; cuTile's front-end check
+                               (over verdict_cache)
+    namespace                  the emulated cuda.tile, built from the registry
+    ops_atomic, ops_math,      the operations, each registered where it is defined together
+    ops_reduce, ops_shape,     with the rule by which undetermined lanes move through it:
+    ops_misc                   @emulates(ct.sum, taint=poison.REDUCTION)
+    ops_gather, ops_memory     arrays, tiled views, load/store, gather/scatter, and the
+                               read-modify-write the atomics share (gather over memory)
+    poison                     undetermined lanes: where they come from (padding), where they
+                               may not go (stores), the rules the ops carry
+    operands                   compile-time constant arguments: ints, tile shapes, axes
+    tile                       Tile and Poisoned (a tile with tainted lanes) and the
+                               elementwise core (+, <, & ...), which carries taint lane by
+                               lane; t.reshape(...) etc. call their op through the registry
+    registry, dtypes, state    the op table @emulates fills, dtype tables and promotion,
+                               the launch running now
+
 Where the emulator has to choose (the device result is unspecified):
 
 * ``PaddingMode.UNDETERMINED`` pads with poison (NaN, or bytes 0xDB for integers; ``padding=

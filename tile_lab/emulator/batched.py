@@ -32,7 +32,8 @@ import cuda.tile as ct
 import numpy as np
 
 from . import state
-from .ops_memory import Array, const_shape
+from .operands import const_shape
+from .ops_memory import Array
 from .registry import IMPLEMENTATIONS, is_operation
 from .tile import Tile, binary, compare
 

@@ -197,7 +197,7 @@ def normalize(x: object) -> object:
     dtype — the same objects cuTile accepts. Raises TypeError otherwise."""
     if isinstance(x, DType):
         return x
-    if isinstance(x, DTypeConstructor):
+    if isinstance(x, KernelDType):
         return x.dtype
     if type(x).__module__.split(".")[0] == "torch":  # torch.float16 -> ct.float16
         found = getattr(ct, str(x).split(".")[-1].replace("bool", "bool_"), None)
@@ -211,24 +211,15 @@ def normalize(x: object) -> object:
     raise TypeError(f"{x!r} is not a dtype")
 
 
-class DTypeConstructor:
+class KernelDType:
     """``ct.float32`` etc. as a kernel sees them: the dtype itself (equal to and hashing
-    like the real ``ct`` dtype) that can also be called, ``ct.int32(x)``, to convert a
-    scalar, as cuTile allows in tile code."""
+    like the real ``ct`` dtype). ``tile.DTypeConstructor`` makes it callable, ``ct.int32(x)``
+    converting a scalar as cuTile allows in tile code (a tile is above this module)."""
 
     __slots__ = ("dtype",)
 
     def __init__(self, dtype: object) -> None:
         self.dtype = dtype
-
-    def __call__(self, x: object):
-        from .state import kernel_error
-        from .tile import Tile, as_tile
-
-        t = as_tile(x, f"the argument of {self.dtype}()")
-        if t.ndim != 0:
-            raise kernel_error(f"{self.dtype}() converts scalars; use .astype() for tiles")
-        return Tile(cast(t._a, self.dtype), self.dtype)
 
     def __eq__(self, other: object) -> bool:
         try:

@@ -30,7 +30,7 @@ from . import (  # noqa: F401 (importing the ops modules registers them)
 )
 from ._kernel_access import unwrap_tile_function
 from .registry import IMPLEMENTATIONS, is_operation, unsupported
-from .tile import Tile
+from .tile import DTypeConstructor, Tile
 
 # Modules whose functions are library code, never rebuilt (their globals are not kernels').
 # (tile_lab itself is not one of them: its exercise and sample kernels' helpers are user code.)
@@ -51,7 +51,7 @@ def namespace() -> types.ModuleType:
         elif name in ct.__all__ and is_operation(name):
             value = unsupported(name)
         elif isinstance(getattr(ct, name), dtypes.DType):
-            value = dtypes.DTypeConstructor(getattr(ct, name))  # ct.int32(x) converts
+            value = DTypeConstructor(getattr(ct, name))  # ct.int32(x) converts
         else:
             value = getattr(ct, name)
         setattr(ns, name, value)

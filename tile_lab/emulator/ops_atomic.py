@@ -13,36 +13,13 @@ import numpy as np
 
 from . import dtypes, poison
 from .ops_gather import index_lanes, values_for
-from .ops_memory import check_array, implicit_cast_check, record_points
+from .ops_memory import RMW, check_array, implicit_cast_check, record_points
 from .registry import emulates
 from .state import current, kernel_error, user_frame
 from .tile import Tile
 
 _ACQ_REL, _DEVICE = ct.MemoryOrder.ACQ_REL, ct.MemoryScope.DEVICE
 CAS_SPIN_LIMIT = 1_000  # consecutive failures of one CAS (same site, element, expected)
-
-
-def _arith(fn):
-    def apply(cur: np.ndarray, upd: np.ndarray, dtype: object) -> np.ndarray:
-        compute = dtypes.compute_dtype(dtype)
-        return dtypes.cast(fn(np.asarray(cur).astype(compute), np.asarray(upd).astype(compute)),
-                           dtype)
-    return apply
-
-
-def _bits(fn):
-    def apply(cur: np.ndarray, upd: np.ndarray, dtype: object) -> np.ndarray:
-        if dtypes.is_float(dtype):
-            raise kernel_error(f"bitwise atomics need an integer array, not {dtype}")
-        return fn(cur, upd)
-    return apply
-
-
-RMW = {
-    "xchg": lambda cur, upd, dtype: upd,
-    "add": _arith(np.add), "max": _arith(np.maximum), "min": _arith(np.minimum),
-    "and": _bits(np.bitwise_and), "or": _bits(np.bitwise_or), "xor": _bits(np.bitwise_xor),
-}
 
 
 def _scalar_lane(arr, indices, *values):
@@ -112,7 +89,7 @@ def _atomic_rmw(op: str, array, indices, update, check_bounds) -> Tile:
             return Tile(np.zeros((), data.dtype), arr._dtype)
         cur = np.array(data[pos])
         data[pos] = rmw(cur, _scalar_value(update, arr, "update"), arr._dtype)
-        if poison.ACTIVE:
+        if type(update) is poison.Poisoned:
             poison.sink_points(update, arr, tuple(np.array(p) for p in pos), None, (), name)
         record_points("atomic", name, arr, tuple(np.array([p]) for p in pos), 0, 0,
                        not check_bounds)
@@ -134,7 +111,7 @@ def _atomic_rmw(op: str, array, indices, update, check_bounds) -> Tile:
             olds[k] = data[at]
             data[at] = rmw(np.asarray(olds[k]), np.asarray(lane_upd[k]), arr._dtype)
         old[live] = olds
-    if poison.ACTIVE:
+    if type(update) is poison.Poisoned:
         poison.sink_points(update, arr, tuple(parts), live, shape, name)
     record_points("atomic", name, arr, sel, oob, 0, not check_bounds)
     return Tile(old, arr._dtype)
@@ -202,7 +179,7 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True,
                 data[at] = d[k]
                 succeeded += 1
         old[live] = olds
-    if poison.ACTIVE:
+    if type(desired) is poison.Poisoned:
         poison.sink_points(desired, arr, tuple(parts), live, shape, "atomic_cas")
     record_points("atomic", "atomic_cas", arr, sel, oob, 0, not check_bounds)
     if lanes:

@@ -76,7 +76,7 @@ def values_for(value: Any, arr: Array, shape, what: str) -> np.ndarray:
                            f"{shape}") from None
 
 
-@emulates(ct.gather)
+@emulates(ct.gather, taint=poison.GATHER)
 def gather(array, indices, /, *, mask=None, padding_value=0, check_bounds=True,
            latency=None) -> Tile:
     arr = check_array(array, "gather")
@@ -104,7 +104,7 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
     else:
         sel = tuple(p[live] for p in parts)
         arr._data[sel] = vals[live]
-    if poison.ACTIVE:
+    if type(value) is poison.Poisoned:
         poison.sink_points(value, arr, tuple(parts), live, shape, "scatter")
     record_points("scatter", "scatter", arr, sel, oob, masked, not check_bounds)
 
@@ -158,6 +158,6 @@ def store_advanced_indexing(array, indices, tile, /, *, latency=None, allow_tma=
     vals = values_for(tile, arr, shape, "tile")
     sel = tuple(p[live] for p in bparts)
     arr._data[sel] = vals[live]
-    if poison.ACTIVE:
+    if type(tile) is poison.Poisoned:
         poison.sink_points(tile, arr, tuple(bparts), live, shape, "store_advanced_indexing")
     record_points("scatter", "store_advanced_indexing", arr, sel, oob, 0, False)

@@ -12,7 +12,7 @@ import cuda.tile as ct
 import numpy as np
 
 from ..access_trace import MmaCall
-from . import dtypes
+from . import dtypes, poison
 from .registry import emulates
 from .state import current, kernel_error, record_site
 from .tile import Tile, as_tile, binary, bitwise, compare, finish, is_loose, result_dtype, unary
@@ -240,7 +240,7 @@ def isnan(x, /):
 
 # ---- selection ---------------------------------------------------------------------------------
 
-@emulates(ct.where)
+@emulates(ct.where, taint=poison.WHERE)
 def where(cond, x, y, /) -> Tile:
     c = as_tile(cond, "condition")
     if c.dtype is not ct.bool_:
@@ -301,7 +301,7 @@ def _record_mma(op: str, x: Tile, y: Tile, product: np.ndarray, acc_dtype: objec
                        filename, str(acc_dtype)))
 
 
-@emulates(ct.mma)
+@emulates(ct.mma, taint=poison.MATMUL)
 def mma(x, y, /, acc, *, use_fast_acc=False) -> Tile:
     x, y, acc = as_tile(x, "x"), as_tile(y, "y"), as_tile(acc, "acc")
     if x.dtype is not y.dtype and {x.dtype, y.dtype} != {ct.int8, ct.uint8}:
@@ -334,7 +334,7 @@ def mma(x, y, /, acc, *, use_fast_acc=False) -> Tile:
     return finish(total, acc.dtype)
 
 
-@emulates(ct.matmul)
+@emulates(ct.matmul, taint=poison.MATMUL)
 def matmul(x, y, /) -> Tile:
     x, y = as_tile(x, "x"), as_tile(y, "y")
     common = result_dtype(x, y)
@@ -346,7 +346,7 @@ def matmul(x, y, /) -> Tile:
     return finish(product, common)
 
 
-@emulates(ct.mma_scaled)
+@emulates(ct.mma_scaled, taint=poison.MATMUL)
 def mma_scaled(x, x_scale, y, y_scale, /, acc) -> Tile:
     x, y, acc = as_tile(x, "x"), as_tile(y, "y"), as_tile(acc, "acc")
     xs, ys = as_tile(x_scale, "x_scale"), as_tile(y_scale, "y_scale")

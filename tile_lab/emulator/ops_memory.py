@@ -1,5 +1,6 @@
 """Arrays and tile-space memory operations: ``load``/``store``, tiled views, slices, and the
-helpers every memory op shares (argument checks, implicit casts, trace recording).
+helpers every memory op shares (argument checks, implicit casts, trace recording, the
+read-modify-write of atomics).
 
 Every operation records one :class:`~tile_lab.access_trace.MemoryAccess` when tracing is on.
 Coordinates in the trace are element indices of the *kernel argument* (a sliced view's
@@ -23,6 +24,7 @@ import numpy as np
 from ..access_trace import MemoryAccess
 from ..errors import EmulatorUnsupported
 from . import dtypes, poison
+from .operands import VALID_SHAPES, const_int, const_shape
 from .registry import IMPLEMENTATIONS, emulates, emulates_method
 from .state import RECORDING as _RECORDING
 from .state import current, kernel_error, note_outside_tile, record_site
@@ -185,8 +187,6 @@ class TiledView:
         sl, src = _clip(arr._data.shape, start, shape)
         if sl is not None:
             view = arr._data[sl]
-            from .ops_atomic import RMW
-
             view[...] = RMW[op](view, values[src], arr._dtype)
         if type(update) is poison.Poisoned:
             poison.sink_box(update, arr, start, shape, None, f"atomic_store_{op}")
@@ -233,38 +233,32 @@ class Slice:
 IMPLEMENTATIONS["Slice"] = Slice
 
 
+# ---- read-modify-write: what an atomic (or a tiled view's atomic store) does ----------
+
+def _arith(fn):
+    def apply(cur: np.ndarray, upd: np.ndarray, dtype: object) -> np.ndarray:
+        compute = dtypes.compute_dtype(dtype)
+        return dtypes.cast(fn(np.asarray(cur).astype(compute), np.asarray(upd).astype(compute)),
+                           dtype)
+    return apply
+
+
+def _bits(fn):
+    def apply(cur: np.ndarray, upd: np.ndarray, dtype: object) -> np.ndarray:
+        if dtypes.is_float(dtype):
+            raise kernel_error(f"bitwise atomics need an integer array, not {dtype}")
+        return fn(cur, upd)
+    return apply
+
+
+RMW = {
+    "xchg": lambda cur, upd, dtype: upd,
+    "add": _arith(np.add), "max": _arith(np.maximum), "min": _arith(np.minimum),
+    "and": _bits(np.bitwise_and), "or": _bits(np.bitwise_or), "xor": _bits(np.bitwise_xor),
+}
+
+
 # ---- argument checking ----------------------------------------------------------------
-
-def const_int(x: Any, what: str) -> int:
-    if isinstance(x, Tile) or not isinstance(x, (int, np.integer)) or isinstance(x, bool):
-        raise kernel_error(f"{what} must be a compile-time constant int, got "
-                           f"{type(x).__name__}", hint="annotate the parameter ct.Constant[int]")
-    return int(x)
-
-
-_VALID_SHAPES: dict[Any, tuple[int, ...]] = {}  # tile shapes already checked
-
-
-def const_shape(shape: Any, what: str, *, allow_empty: bool = True,
-                 power_of_two: bool = True) -> tuple[int, ...]:
-    if power_of_two and allow_empty:
-        try:
-            return _VALID_SHAPES[shape]
-        except (KeyError, TypeError):  # new, or unhashable (holds a tile): check it below
-            pass
-    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
-    out = tuple(const_int(d, what) for d in dims)
-    if not out and not allow_empty:
-        raise kernel_error(f"{what} must not be empty")
-    if power_of_two:
-        for d in out:
-            if d <= 0 or d & (d - 1):
-                raise kernel_error(f"{what} {out}: every dimension of a tile must be a power "
-                                   f"of two, got {d}")
-        if allow_empty and isinstance(shape, (tuple, int)):
-            _VALID_SHAPES[shape] = out
-    return out
-
 
 def check_array(array: Any, op: str) -> Array:
     if not isinstance(array, Array):
@@ -461,7 +455,7 @@ def _inside_slices(array: Any, index: Any, shape: Any) -> tuple[slice, ...] | No
     if type(array) is not Array or type(index) is not tuple:
         return None
     try:
-        tshape = _VALID_SHAPES.get(shape)
+        tshape = VALID_SHAPES.get(shape)
     except TypeError:  # a shape holding a tile: unhashable
         return None
     dshape = array._data.shape

@@ -10,24 +10,11 @@ from __future__ import annotations
 import cuda.tile as ct
 import numpy as np
 
-from . import dtypes
-from .ops_memory import const_int
+from . import dtypes, poison
+from .operands import const_axes
 from .registry import emulates
 from .state import kernel_error
 from .tile import Tile, as_tile, finish
-
-
-def _axes(axis, ndim: int, *, allow_tuple: bool = True):
-    if axis is None:
-        return None
-    if isinstance(axis, (tuple, list)):
-        if not allow_tuple:
-            raise kernel_error("argmin/argmax reduce one axis (or all); a tuple is not supported")
-        return tuple(const_int(a, "axis") % ndim for a in axis)
-    a = const_int(axis, "axis")
-    if not -ndim <= a < ndim:
-        raise kernel_error(f"axis {a} is out of range for a {ndim}-d tile")
-    return a % ndim
 
 
 def _accumulating(t: Tile) -> tuple[object, np.ndarray]:
@@ -39,28 +26,28 @@ def _accumulating(t: Tile) -> tuple[object, np.ndarray]:
 def _reduce(ufunc, x, axis, keepdims) -> Tile:
     t = as_tile(x)
     dt, a = _accumulating(t)
-    ax = _axes(axis, t.ndim)
+    ax = const_axes(axis, t.ndim)
     r = ufunc.reduce(a, axis=ax, keepdims=bool(keepdims), dtype=a.dtype) \
         if ufunc in (np.add, np.multiply) else ufunc.reduce(a, axis=ax, keepdims=bool(keepdims))
     return finish(r, dt)
 
 
-@emulates(ct.sum)
+@emulates(ct.sum, taint=poison.REDUCTION)
 def sum(x, /, axis=None, *, keepdims=False, rounding_mode=None, flush_to_zero=False) -> Tile:
     return _reduce(np.add, x, axis, keepdims)
 
 
-@emulates(ct.prod)
+@emulates(ct.prod, taint=poison.REDUCTION)
 def prod(x, /, axis=None, *, keepdims=False, rounding_mode=None, flush_to_zero=False) -> Tile:
     return _reduce(np.multiply, x, axis, keepdims)
 
 
-@emulates(ct.max)
+@emulates(ct.max, taint=poison.REDUCTION)
 def max(x, /, axis=None, *, keepdims=False, flush_to_zero=False, propagate_nan=False) -> Tile:
     return _reduce(np.maximum if propagate_nan else np.fmax, x, axis, keepdims)
 
 
-@emulates(ct.min)
+@emulates(ct.min, taint=poison.REDUCTION)
 def min(x, /, axis=None, *, keepdims=False, flush_to_zero=False, propagate_nan=False) -> Tile:
     return _reduce(np.minimum if propagate_nan else np.fmin, x, axis, keepdims)
 
@@ -70,17 +57,17 @@ def _arg(fn, x, axis, keepdims, propagate_nan, fill) -> Tile:
     _, a = _accumulating(t)
     if a.dtype.kind == "f" and not propagate_nan:
         a = np.where(np.isnan(a), fill, a)  # NaN lanes are ignored
-    ax = _axes(axis, t.ndim, allow_tuple=False)
+    ax = const_axes(axis, t.ndim, allow_tuple=False)
     r = fn(a, axis=ax, keepdims=bool(keepdims))
     return Tile(np.asarray(r, dtype=np.int32), ct.int32)
 
 
-@emulates(ct.argmax)
+@emulates(ct.argmax, taint=poison.REDUCTION)
 def argmax(x, /, axis=None, *, keepdims=False, propagate_nan=False) -> Tile:
     return _arg(np.argmax, x, axis, keepdims, propagate_nan, -np.inf)
 
 
-@emulates(ct.argmin)
+@emulates(ct.argmin, taint=poison.REDUCTION)
 def argmin(x, /, axis=None, *, keepdims=False, propagate_nan=False) -> Tile:
     return _arg(np.argmin, x, axis, keepdims, propagate_nan, np.inf)
 
@@ -120,10 +107,10 @@ def _take(tiles: tuple[Tile, ...], axis: int, sl: slice) -> tuple[Tile, ...]:
     return tuple(Tile(t._a[index], t.dtype) for t in tiles)
 
 
-@emulates(ct.reduce)
+@emulates(ct.reduce, taint=poison.REDUCE)
 def reduce(x, /, axis, func, identity, *, keepdims=False):
     tiles, many = _tiles(x)
-    ax = _axes(axis, tiles[0].ndim, allow_tuple=False)
+    ax = const_axes(axis, tiles[0].ndim, allow_tuple=False)
     n = tiles[0].shape[ax]
     while n > 1:  # pairwise tree: combine the two halves elementwise
         half = n // 2
@@ -134,10 +121,10 @@ def reduce(x, /, axis, func, identity, *, keepdims=False):
     return out if many else out[0]
 
 
-@emulates(ct.scan)
+@emulates(ct.scan, taint=poison.SCAN)
 def scan(x, /, axis, func, identity, *, reverse=False):
     tiles, many = _tiles(x)
-    ax = _axes(axis, tiles[0].ndim, allow_tuple=False)
+    ax = const_axes(axis, tiles[0].ndim, allow_tuple=False)
     idents = identity if many else (identity,)
     if reverse:
         tiles = tuple(Tile(np.flip(t._a, ax), t.dtype) for t in tiles)
@@ -161,7 +148,7 @@ def scan(x, /, axis, func, identity, *, reverse=False):
 def _cumulative(ufunc, x, axis, reverse) -> Tile:
     t = as_tile(x)
     dt, a = _accumulating(t)
-    ax = _axes(axis, t.ndim, allow_tuple=False)
+    ax = const_axes(axis, t.ndim, allow_tuple=False)
     if reverse:
         a = np.flip(a, ax)
     r = ufunc.accumulate(a, axis=ax, dtype=a.dtype)
@@ -170,11 +157,11 @@ def _cumulative(ufunc, x, axis, reverse) -> Tile:
     return finish(r, dt)
 
 
-@emulates(ct.cumsum)
+@emulates(ct.cumsum, taint=poison.SCAN)
 def cumsum(x, /, axis=0, *, reverse=False, rounding_mode=None, flush_to_zero=False) -> Tile:
     return _cumulative(np.add, x, axis, reverse)
 
 
-@emulates(ct.cumprod)
+@emulates(ct.cumprod, taint=poison.SCAN)
 def cumprod(x, /, axis=0, *, reverse=False, rounding_mode=None, flush_to_zero=False) -> Tile:
     return _cumulative(np.multiply, x, axis, reverse)

@@ -6,8 +6,8 @@ import cuda.tile as ct
 import numpy as np
 
 from ..errors import EmulatorUnsupported
-from . import dtypes
-from .ops_memory import const_int, const_shape
+from . import dtypes, poison
+from .operands import const_int, const_shape
 from .registry import emulates
 from .state import kernel_error
 from .tile import Tile, as_tile
@@ -70,7 +70,7 @@ def astile(value, /, *, dtype) -> Tile:
 
 # ---- shape -------------------------------------------------------------------------------
 
-@emulates(ct.reshape)
+@emulates(ct.reshape, taint=poison.LANES)
 def reshape(x, /, shape) -> Tile:
     t = as_tile(x)
     dims = shape if isinstance(shape, (tuple, list)) else (shape,)
@@ -83,7 +83,7 @@ def reshape(x, /, shape) -> Tile:
     return Tile(out, t.dtype)
 
 
-@emulates(ct.permute)
+@emulates(ct.permute, taint=poison.LANES)
 def permute(x, /, axes) -> Tile:
     t = as_tile(x)
     perm = tuple(const_int(a, "axes") for a in axes)
@@ -92,7 +92,7 @@ def permute(x, /, axes) -> Tile:
     return Tile(np.transpose(t._a, perm), t.dtype)
 
 
-@emulates(ct.transpose)
+@emulates(ct.transpose, taint=poison.LANES)
 def transpose(x, /, axis0=None, axis1=None) -> Tile:
     t = as_tile(x)
     if axis0 is None and axis1 is None:
@@ -105,13 +105,13 @@ def transpose(x, /, axis0=None, axis1=None) -> Tile:
                 t.dtype)
 
 
-@emulates(ct.expand_dims)
+@emulates(ct.expand_dims, taint=poison.LANES)
 def expand_dims(x, /, axis) -> Tile:
     t = as_tile(x)
     return Tile(np.expand_dims(t._a, const_int(axis, "axis")), t.dtype)
 
 
-@emulates(ct.broadcast_to)
+@emulates(ct.broadcast_to, taint=poison.LANES)
 def broadcast_to(x, /, shape) -> Tile:
     t = as_tile(x)
     shp = const_shape(shape, "shape")
@@ -121,7 +121,7 @@ def broadcast_to(x, /, shape) -> Tile:
         raise kernel_error(f"cannot broadcast a tile of shape {t.shape} to {shp}") from None
 
 
-@emulates(ct.cat)
+@emulates(ct.cat, taint=poison.CAT)
 def cat(tiles, /, axis) -> Tile:
     if not isinstance(tiles, (tuple, list)) or len(tiles) != 2:
         raise kernel_error("ct.cat takes a pair of tiles")
@@ -149,14 +149,14 @@ def _subtile(t: Tile, index, shape) -> tuple[slice, ...]:
     return tuple(out)
 
 
-@emulates(ct.extract)
+@emulates(ct.extract, taint=poison.LANES)
 def extract(x, /, index, shape) -> Tile:
     t = as_tile(x)
     shp = const_shape(shape, "shape")
     return Tile(np.array(t._a[_subtile(t, index, shp)]), t.dtype)
 
 
-@emulates(ct.insert)
+@emulates(ct.insert, taint=poison.INSERT)
 def insert(x, /, index, value) -> Tile:
     t = as_tile(x)
     v = as_tile(value, "value")
@@ -169,7 +169,7 @@ def insert(x, /, index, value) -> Tile:
 
 # ---- dtype ----------------------------------------------------------------------------------
 
-@emulates(ct.astype)
+@emulates(ct.astype, taint=poison.CAST)
 def astype(x, dtype, /, *, rounding_mode=None) -> Tile:
     t = as_tile(x)
     dt = _dtype_arg(dtype)
@@ -178,7 +178,7 @@ def astype(x, dtype, /, *, rounding_mode=None) -> Tile:
     return Tile(dtypes.cast(t._a, dt), dt)
 
 
-@emulates(ct.bitcast)
+@emulates(ct.bitcast, taint=poison.CAST)
 def bitcast(x, /, dtype) -> Tile:
     t = as_tile(x)
     dt = _dtype_arg(dtype)
@@ -189,7 +189,7 @@ def bitcast(x, /, dtype) -> Tile:
     return Tile(values.reshape(t.shape), dt)
 
 
-@emulates(ct.pack_to_bytes)
+@emulates(ct.pack_to_bytes, taint=poison.CAST)
 def pack_to_bytes(x, /) -> Tile:
     t = as_tile(x)
     if t.dtype.bitwidth % 8:
@@ -198,7 +198,7 @@ def pack_to_bytes(x, /) -> Tile:
     return Tile(np.ascontiguousarray(t._a).reshape(-1).view(np.uint8), ct.uint8)
 
 
-@emulates(ct.unpack_from_bytes)
+@emulates(ct.unpack_from_bytes, taint=poison.CAST)
 def unpack_from_bytes(x, /, dtype) -> Tile:
     t = as_tile(x)
     dt = _dtype_arg(dtype)

@@ -13,7 +13,9 @@ and the sanitizer reports. Tainted lanes that a store discards (outside the arra
 ``where`` masks out, or that never mix into kept lanes are never reported.
 
 Clean tiles are plain :class:`Tile` objects, so kernels without undetermined padding pay one
-flag test per structural op (``ACTIVE``), and nothing per elementwise op.
+flag test per op (``tile.ACTIVE``). The tainted tile itself (``tile.Poisoned``) and its
+lane-by-lane propagation live with :class:`Tile` in ``tile.py``; each structural op carries
+its rule from here where it is registered: ``@emulates(ct.sum, taint=poison.REDUCTION)``.
 """
 
 from __future__ import annotations
@@ -30,43 +32,16 @@ import numpy as np
 from ..access_trace import UndeterminedWrite
 from ..errors import TileLabWarning
 from . import dtypes, state
-from .tile import Tile
+from . import tile as _tiles
+from .operands import const_axes
+from .tile import Origin, Poisoned, Tile
 
 
 class UndeterminedValueWarning(TileLabWarning):
     """Plain ``emulate`` wrote undetermined values (padding, or values computed from it)."""
 
 
-# True once any launch in this process has made a Poisoned tile; structural ops test it
-# first. It only gates a check (the check itself looks at the operands), and it is never
-# reset, so launches on other threads cannot switch tracking off under a running one.
-ACTIVE = False
 POISON_BYTE = 0xDB
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where undetermined lanes came from, and where they first mixed into other lanes."""
-
-    load_file: str
-    load_line: int
-    load_arg: str
-    load_op: str = "load"
-    mix_file: str | None = None
-    mix_line: int | None = None
-    mix_op: str | None = None
-
-
-class Poisoned(Tile):
-    """A tile some of whose lanes are undetermined (``_taint`` True there)."""
-
-    __slots__ = ("_origin", "_taint")
-
-    def __init__(self, values: np.ndarray, dtype: object, taint: np.ndarray,
-                 origin: Origin) -> None:
-        super().__init__(values, dtype)
-        self._taint = taint
-        self._origin = origin
 
 
 def taint_of(x: Any) -> np.ndarray | None:
@@ -86,7 +61,6 @@ def origin_of(*xs: Any) -> Origin | None:
 
 def tag(tile: Any, mask: np.ndarray | None, origin: Origin | None) -> Any:
     """``tile`` tagged with ``mask`` (a plain Tile again when no lane is tainted)."""
-    global ACTIVE
     if not isinstance(tile, Tile):
         return tile
     if mask is None or origin is None:
@@ -96,7 +70,6 @@ def tag(tile: Any, mask: np.ndarray | None, origin: Origin | None) -> Any:
         mask = np.broadcast_to(mask, tile.shape)
     if not mask.any():
         return Tile(tile._a, tile._dtype) if type(tile) is Poisoned else tile
-    ACTIVE = True
     return Poisoned(tile._a, tile._dtype, mask, origin)
 
 
@@ -255,7 +228,6 @@ def _any_of(xs) -> Origin | None:
 
 
 def _rule_reduce(impl, bound, out, name):
-    from .ops_reduce import _axes
     x = bound.arguments["x"]
     xs = x if isinstance(x, (tuple, list)) else (x,)
     origin = _any_of(xs)
@@ -266,7 +238,7 @@ def _rule_reduce(impl, bound, out, name):
     for t in xs:
         m = taint_of(t)
         if m is not None:
-            r = np.logical_or.reduce(m, axis=_axes(axis, m.ndim), keepdims=keepdims)
+            r = np.logical_or.reduce(m, axis=const_axes(axis, m.ndim), keepdims=keepdims)
             mask = r if mask is None else (mask | r)
     return _tag_all(out, mask, mixed(origin, name))
 
@@ -279,7 +251,6 @@ def _tag_all(out, mask, origin):
 
 
 def _rule_scan(impl, bound, out, name):
-    from .ops_reduce import _axes
     x = bound.arguments["x"]
     xs = x if isinstance(x, (tuple, list)) else (x,)
     origin = _any_of(xs)
@@ -290,7 +261,7 @@ def _rule_scan(impl, bound, out, name):
     for t in xs:
         m = taint_of(t)
         if m is not None:
-            ax = _axes(axis, m.ndim)
+            ax = const_axes(axis, m.ndim)
             r = np.flip(np.logical_or.accumulate(np.flip(m, ax), axis=ax), ax) if reverse \
                 else np.logical_or.accumulate(m, axis=ax)
             mask = r if mask is None else (mask | r)
@@ -394,46 +365,50 @@ def _rule_gather(impl, bound, out, name):
     return tag(out, m, origin)
 
 
-RULES: dict[str, Callable] = {
-    **dict.fromkeys(("sum", "prod", "max", "min", "argmax", "argmin", "reduce"), _rule_reduce),
-    **dict.fromkeys(("cumsum", "cumprod", "scan"), _rule_scan),
-    **dict.fromkeys(("reshape", "permute", "transpose", "expand_dims", "broadcast_to",
-                     "extract"), _rule_lanes),
-    **dict.fromkeys(("astype", "bitcast", "pack_to_bytes", "unpack_from_bytes"), _rule_same),
-    "cat": _rule_cat, "insert": _rule_insert, "where": _rule_where,
-    **dict.fromkeys(("mma", "matmul", "mma_scaled"), _rule_matmul),
-    "gather": _rule_gather,
-}
+@dataclass(frozen=True)
+class Rule:
+    """How undetermined lanes move through one kind of op: ``propagate(impl, bound, out,
+    name)`` returns the op's result ``out`` tagged. An op registers with its rule,
+    ``@emulates(ct.sum, taint=REDUCTION)`` (``registry.TaintRule``)."""
+
+    propagate: Callable[..., Any]
+    defaults: bool = False  # bind the op's default arguments (axis, keepdims, reverse) too
+    reduction: bool = False  # (x, axis=..., keepdims=...): bound without inspect if it can
+
+    def wrap(self, name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
+        """``impl`` with this rule applied to its result when an operand is tainted."""
+        rule, defaults, reduction = self.propagate, self.defaults, self.reduction
+        sig = inspect.signature(impl)
+
+        @functools.wraps(impl)
+        def with_taint(*args, **kwargs):
+            out = impl(*args, **kwargs)
+            if not _tiles.ACTIVE or not _any_tainted(args, kwargs):
+                return out
+            if reduction and len(args) <= 2:  # (x, axis=..., keepdims=...)
+                return rule(impl, _Bound({"x": args[0],
+                                          "axis": args[1] if len(args) > 1 else
+                                          kwargs.get("axis"),
+                                          "keepdims": kwargs.get("keepdims", False)}), out, name)
+            bound = sig.bind(*args, **kwargs)
+            if defaults:
+                bound.apply_defaults()
+            return rule(impl, bound, out, name)
+
+        return with_taint
 
 
-def wrap(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
-    """``impl`` with its taint rule applied (unchanged when the op has none)."""
-    rule = RULES.get(name)
-    if rule is None:
-        return impl
-    sig = inspect.signature(impl)
-    defaults = name in ("reduce", "scan", "sum", "prod", "max", "min", "argmax", "argmin",
-                        "cumsum", "cumprod")
-
-    @functools.wraps(impl)
-    def with_taint(*args, **kwargs):
-        out = impl(*args, **kwargs)
-        if not ACTIVE or not _any_tainted(args, kwargs):
-            return out
-        if name in _SIMPLE_REDUCTIONS and len(args) <= 2:  # (x, axis=..., keepdims=...)
-            return rule(impl, _Bound({"x": args[0],
-                                      "axis": args[1] if len(args) > 1 else
-                                      kwargs.get("axis"),
-                                      "keepdims": kwargs.get("keepdims", False)}), out, name)
-        bound = sig.bind(*args, **kwargs)
-        if defaults:
-            bound.apply_defaults()
-        return rule(impl, bound, out, name)
-
-    return with_taint
-
-
-_SIMPLE_REDUCTIONS = frozenset({"sum", "prod", "max", "min", "argmax", "argmin"})
+# the rules ops register with
+REDUCTION = Rule(_rule_reduce, defaults=True, reduction=True)  # sum, max, argmin, ...
+REDUCE = Rule(_rule_reduce, defaults=True)  # ct.reduce with a user function
+SCAN = Rule(_rule_scan, defaults=True)  # cumsum, cumprod, ct.scan
+LANES = Rule(_rule_lanes)  # reshape, permute, transpose, expand_dims, broadcast_to, extract
+CAST = Rule(_rule_same)  # astype, bitcast, pack_to_bytes, unpack_from_bytes
+CAT = Rule(_rule_cat)
+INSERT = Rule(_rule_insert)
+WHERE = Rule(_rule_where)
+GATHER = Rule(_rule_gather)
+MATMUL = Rule(_rule_matmul)  # mma, matmul, mma_scaled
 
 
 class _Bound:
@@ -450,23 +425,3 @@ def _any_tainted(args, kwargs) -> bool:
         if type(a) is Poisoned or (type(a) in (tuple, list) and _any_tainted(a, {})):
             return True
     return any(type(v) is Poisoned for v in kwargs.values())
-
-
-# ---- elementwise (called from tile.py's operator core) ----------------------------------------
-
-def elementwise(out: Any, *operands: Any) -> Any:
-    """``out`` of a lane-by-lane op, tainted where any (broadcast) operand lane is."""
-    mask, origin = None, None
-    for x in operands:
-        if type(x) is not Poisoned:
-            continue
-        m = x._taint
-        if origin is None or (origin.mix_line is None and x._origin.mix_line is not None):
-            origin = x._origin  # a mixed origin explains more than a plain padded one
-        mask = m if mask is None else (mask | m)  # broadcasting OR
-    if mask is None or not isinstance(out, Tile):
-        return out
-    if mask.shape != out.shape:
-        mask = np.broadcast_to(mask, out.shape)
-    # every Poisoned mask has a True lane, and broadcasting keeps it: no need to test
-    return Poisoned(out._a, out._dtype, mask, origin)

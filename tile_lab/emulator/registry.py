@@ -3,13 +3,19 @@
 ``@emulates(ct.load)`` registers a function as the CPU version of a cuTile stub and checks,
 at import, that both have the same parameters (names, kinds, defaults): a cuTile upgrade
 that changes a signature fails loudly here instead of mis-binding arguments at run time.
+``@emulates(ct.sum, taint=poison.REDUCTION)`` also wraps it in the rule by which undetermined
+lanes move through it (``poison.py``): an op carries its taint rule where it is defined.
+
+This module sits at the bottom of the emulator: it knows no tile and no op module, only the
+table that the op modules fill as they are imported (``Tile``'s methods such as
+``t.reshape`` call their op through :func:`emulation_of`).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import cuda.tile as ct
 
@@ -17,6 +23,14 @@ from ..errors import EmulatorUnsupported
 
 # cuTile public name -> emulator implementation
 IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {}
+
+
+class TaintRule(Protocol):
+    """How undetermined lanes move through an op (``poison.Rule`` is the one kind)."""
+
+    def wrap(self, name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
+        """``impl`` with the rule applied to its result."""
+        ...
 
 
 class SignatureMismatch(TypeError):
@@ -36,18 +50,30 @@ def check_signature(stub: Callable[..., Any], impl: Callable[..., Any], name: st
             f"stub is {inspect.signature(stub)}; update tile_lab/emulator to match cuTile")
 
 
-def emulates(stub: Callable[..., Any], *, name: str | None = None):
-    """Register the decorated function as the emulation of cuTile ``stub``."""
+def emulates(stub: Callable[..., Any], *, name: str | None = None,
+             taint: TaintRule | None = None):
+    """Register the decorated function as the emulation of cuTile ``stub``; with ``taint``,
+    wrapped in that rule (lane-by-lane ops need none: ``tile.py``'s core carries taint)."""
     op_name = name or stub.__name__
 
     def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
         check_signature(stub, impl, op_name)
-        from .poison import wrap  # every op with a taint rule propagates undetermined lanes
-        impl = wrap(op_name, impl)
+        if taint is not None:
+            impl = taint.wrap(op_name, impl)
         IMPLEMENTATIONS[op_name] = impl
         return impl
 
     return decorate
+
+
+def emulation_of(stub: Callable[..., Any]) -> Callable[..., Any]:
+    """The function registered (``@emulates``) as the emulation of cuTile ``stub``."""
+    try:
+        return IMPLEMENTATIONS[stub.__name__]
+    except KeyError:
+        raise EmulatorUnsupported(
+            f"ct.{stub.__name__} has no emulation registered; import tile_lab.emulator "
+            "(it registers every op)") from None
 
 
 def emulates_method(stub: Callable[..., Any]):

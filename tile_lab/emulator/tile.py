@@ -1,20 +1,25 @@
 """The emulated tile value, and the elementwise core every arithmetic op goes through.
 
-A :class:`Tile` is an immutable NumPy array tagged with its cuTile dtype. Operators follow
-cuTile semantics rather than NumPy's: cuTile's promotion table, loosely typed Python
-scalars, bool comparison results, Python-style ``//`` and ``%``, and true division that
-always yields a float. Narrow floats (float16, bfloat16, float8) compute in float32 and
-round once, which is how a correctly rounded device result comes out.
+A :class:`Tile` is an immutable NumPy array tagged with its cuTile dtype; a
+:class:`Poisoned` tile also carries a per-lane taint mask (lanes a GPU leaves undetermined;
+``poison.py`` says where they come from and where they may not go), which the elementwise
+core carries lane by lane. Operators follow cuTile semantics rather than NumPy's: cuTile's
+promotion table, loosely typed Python scalars, bool comparison results, Python-style ``//``
+and ``%``, and true division that always yields a float. Narrow floats (float16, bfloat16,
+float8) compute in float32 and round once, which is how a correctly rounded device result
+comes out.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import cuda.tile as ct
 import numpy as np
 
 from . import dtypes
+from .registry import emulation_of
 from .state import kernel_error
 
 Scalar = bool | int | float
@@ -52,27 +57,27 @@ class Tile:
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self._a, dtype=dtype)
 
-    # ---- methods mirroring free functions --------------------------------------
+    # ---- methods mirroring free functions: the op registered for the cuTile stub ----
     def item(self) -> Tile:
-        return _ops_shape().reshape(self, ())
+        return emulation_of(ct.reshape)(self, ())
 
     def extract(self, index, shape) -> Tile:
-        return _ops_shape().extract(self, index, shape)
+        return emulation_of(ct.extract)(self, index, shape)
 
     def insert(self, index, value) -> Tile:
-        return _ops_shape().insert(self, index, value)
+        return emulation_of(ct.insert)(self, index, value)
 
     def reshape(self, shape) -> Tile:
-        return _ops_shape().reshape(self, shape)
+        return emulation_of(ct.reshape)(self, shape)
 
     def permute(self, axes) -> Tile:
-        return _ops_shape().permute(self, axes)
+        return emulation_of(ct.permute)(self, axes)
 
     def transpose(self, axis0=None, axis1=None) -> Tile:
-        return _ops_shape().transpose(self, axis0, axis1)
+        return emulation_of(ct.transpose)(self, axis0, axis1)
 
     def astype(self, dtype, *, rounding_mode=None) -> Tile:
-        return _ops_shape().astype(self, dtype, rounding_mode=rounding_mode)
+        return emulation_of(ct.astype)(self, dtype, rounding_mode=rounding_mode)
 
     # ---- scalar conversion (0-d tiles drive Python control flow) ---------------------
     def _scalar(self, what: str):
@@ -102,10 +107,7 @@ class Tile:
             if not (it is None or it is Ellipsis or it == slice(None)):
                 raise kernel_error("tile indexing only inserts axes (t[:, None]); use "
                                    "ct.extract or ct.gather to select elements")
-        out = Tile(np.asarray(self._a)[index], self._dtype)
-        if type(self) is not Tile:
-            return _poison.tag(out, np.asarray(self._taint)[index], self._origin)
-        return out
+        return Tile(np.asarray(self._a)[index], self._dtype)
 
     def __iter__(self):
         raise kernel_error("tiles are not iterable; use ct.extract, or ct.static_iter over "
@@ -146,8 +148,8 @@ class Tile:
     def __pos__(self): return self
     def __abs__(self): return unary("abs", self)
     def __invert__(self): return unary("bitwise_not", self)
-    def __matmul__(self, o): return _ops_math().matmul(self, o)
-    def __rmatmul__(self, o): return _ops_math().matmul(o, self)
+    def __matmul__(self, o): return emulation_of(ct.matmul)(self, o)
+    def __rmatmul__(self, o): return emulation_of(ct.matmul)(o, self)
     def __divmod__(self, o): return (binary("floordiv", self, o), binary("mod", self, o))
     def __rdivmod__(self, o): return (binary("floordiv", o, self), binary("mod", o, self))
 
@@ -166,14 +168,75 @@ _INDEX_DTYPES = frozenset({ct.int8, ct.int16, ct.int32, ct.int64, ct.uint8, ct.u
                            ct.uint32, ct.uint64, ct.bool_})
 
 
-def _ops_shape():
-    from . import ops_shape
-    return ops_shape
+# ---- undetermined lanes ---------------------------------------------------------------
+
+# True once any Poisoned tile has been made in this process; the elementwise core and the
+# taint rules test it first. It only gates a check (the check itself looks at the operands),
+# and it is never reset, so launches on other threads cannot switch tracking off under a
+# running one.
+ACTIVE = False
 
 
-def _ops_math():
-    from . import ops_math
-    return ops_math
+@dataclass(frozen=True)
+class Origin:
+    """Where undetermined lanes came from, and where they first mixed into other lanes."""
+
+    load_file: str
+    load_line: int
+    load_arg: str
+    load_op: str = "load"
+    mix_file: str | None = None
+    mix_line: int | None = None
+    mix_op: str | None = None
+
+
+class Poisoned(Tile):
+    """A tile some of whose lanes are undetermined (``_taint`` True there, at least one)."""
+
+    __slots__ = ("_origin", "_taint")
+
+    def __init__(self, values: np.ndarray, dtype: object, taint: np.ndarray,
+                 origin: Origin) -> None:
+        global ACTIVE
+        super().__init__(values, dtype)
+        self._taint = taint
+        self._origin = origin
+        ACTIVE = True
+
+    def __getitem__(self, index) -> Tile:
+        out = super().__getitem__(index)  # only inserts axes: every tainted lane stays
+        return Poisoned(out._a, out._dtype, np.asarray(self._taint)[index], self._origin)
+
+
+def elementwise(out: Any, *operands: Any) -> Any:
+    """``out`` of a lane-by-lane op, tainted where any (broadcast) operand lane is."""
+    mask, origin = None, None
+    for x in operands:
+        if type(x) is not Poisoned:
+            continue
+        m = x._taint
+        if origin is None or (origin.mix_line is None and x._origin.mix_line is not None):
+            origin = x._origin  # a mixed origin explains more than a plain padded one
+        mask = m if mask is None else (mask | m)  # broadcasting OR
+    if mask is None or not isinstance(out, Tile):
+        return out
+    if mask.shape != out.shape:
+        mask = np.broadcast_to(mask, out.shape)
+    # every Poisoned mask has a True lane, and broadcasting keeps it: no need to test
+    return Poisoned(out._a, out._dtype, mask, origin)
+
+
+class DTypeConstructor(dtypes.KernelDType):
+    """``ct.float32`` etc. as a kernel sees them, callable: ``ct.int32(x)`` converts a scalar,
+    as cuTile allows in tile code."""
+
+    __slots__ = ()
+
+    def __call__(self, x: object) -> Tile:
+        t = as_tile(x, f"the argument of {self.dtype}()")
+        if t.ndim != 0:
+            raise kernel_error(f"{self.dtype}() converts scalars; use .astype() for tiles")
+        return Tile(dtypes.cast(t._a, self.dtype), self.dtype)
 
 
 def format_values(values: np.ndarray, dtype: object, spec: str) -> str:
@@ -308,7 +371,7 @@ def binary(fn: str, x: Any, y: Any, *, propagate_nan: bool = False) -> Any:
     except ValueError as exc:
         raise kernel_error(f"`{fn}` of shapes {np.shape(a)} and {np.shape(b)}: {exc}") from None
     out = finish(r, common)
-    return _poison.elementwise(out, x, y) if _poison.ACTIVE else out
+    return elementwise(out, x, y) if ACTIVE else out
 
 
 def _python_binary(fn: str, x: Scalar, y: Scalar) -> Scalar:
@@ -334,7 +397,7 @@ def compare(fn: str, x: Any, y: Any) -> Any:
     a, b = operand(x, common, compute), operand(y, common, compute)
     try:
         out = Tile(_CMP[fn](a, b), ct.bool_)
-        return _poison.elementwise(out, x, y) if _poison.ACTIVE else out
+        return elementwise(out, x, y) if ACTIVE else out
     except ValueError as exc:
         raise kernel_error(f"comparison of shapes {np.shape(a)} and {np.shape(b)}: {exc}") \
             from None
@@ -373,7 +436,7 @@ def bitwise(fn: str, x: Any, y: Any) -> Any:
     except ValueError as exc:
         raise kernel_error(f"`{fn}` of shapes {np.shape(a)} and {np.shape(b)}: {exc}") from None
     out = Tile(np.asarray(r).astype(a.dtype, copy=False), common)
-    return _poison.elementwise(out, x, y) if _poison.ACTIVE else out
+    return elementwise(out, x, y) if ACTIVE else out
 
 
 _FLOAT_UNARY = {
@@ -385,7 +448,7 @@ _FLOAT_UNARY = {
 
 def unary(fn: str, x: Any) -> Tile:
     out = _unary(fn, x)
-    return _poison.elementwise(out, x) if _poison.ACTIVE else out
+    return elementwise(out, x) if ACTIVE else out
 
 
 def _unary(fn: str, x: Any) -> Tile:
@@ -414,5 +477,3 @@ def _unary(fn: str, x: Any) -> Tile:
     compute = dtypes.compute_dtype(dt)
     return finish(_FLOAT_UNARY[fn](operand(t, dt, compute)), dt)
 
-
-from . import poison as _poison  # noqa: E402  (poison subclasses Tile)

@@ -2,15 +2,16 @@
 this package and imports it lazily, so ``import tile_lab.gpu`` works on a machine without a
 GPU; GPU-only calls raise :class:`~tile_lab.errors.NoGPUError` there.
 
-Modules: ``device`` (detection, properties, clocks, provenance), ``peaks`` (roofs and the
-per-arch throughput table), ``timing`` (cold/warm/graph protocols, statistics), ``metrics``
-(bytes, FLOPs, rates, output checks), ``measurement`` (the ``Measurement`` record and its
-JSON files), ``state`` (NVML readings, throttle flags), ``sampling`` (the Timeable protocol,
-the timer, samples with state), ``regimes`` (burst/sustained, ``compare_timed``),
-``baselines`` (torch/cuBLAS/copy baselines), ``options`` (frozen option objects),
-``arrays`` + ``inprocess`` (the bottom layer: launch and time in this process), ``launcher``
-(``launch``), ``benchmark`` (``bench``), ``isolate`` (worker process, on top of
-``inprocess``).
+Modules: ``device`` (detection, properties, clocks, provenance), ``peaks`` (roofs, the per-arch
+throughput table, SM counts by GPU name), ``timing`` (cold/warm/graph protocols, statistics),
+``metrics`` (bytes, FLOPs, rates, output checks), ``measurement`` (the ``Measurement`` record
+and its JSON files), ``state`` (NVML readings, throttle flags), ``sampling`` (the Timeable
+protocol, the timer, samples with state), ``regimes`` (burst/sustained, ``compare_timed``),
+``baselines`` (torch/cuBLAS/copy baselines), ``options`` (frozen option objects), ``arrays`` +
+``inprocess`` (the bottom layer: launch and time in this process), ``shipping`` (a kernel by
+module or by the source of its def, for another process), ``job`` (the kernel job: a cuTile or
+C++ launch, shippable, measured around its samples), ``launcher`` (``launch``), ``benchmark``
+(``bench``), ``isolate`` (worker process, on top of ``job``).
 """
 
 from __future__ import annotations

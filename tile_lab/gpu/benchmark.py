@@ -36,26 +36,15 @@ import numpy as np
 from ..array_like import as_launch_args
 from ..errors import CheckMismatch, TileLabError
 from . import metrics
-from .arrays import copy_into, host_copy, same_bytes
-from .inprocess import (
-    Amounts,
-    Sampled,
-    Writes,
-    as_stream,
-    bench_in_process,
-    build_measurement,
-    check_grid,
-    detect_writes_here,
-    device_args,
-    time_work,
-    with_hints,
-)
+from .arrays import host_copy, same_bytes
+from .inprocess import Amounts, Sampled, as_stream, build_measurement, check_grid, time_work
+from .job import KernelJob, TileKernel, Writes, measure_job
 from .measurement import Measurement
 from .options import BenchOptions, TimingOptions
 from .sampling import Timeable, TimedWork
 
-__all__ = ["BenchOptions", "TimingOptions", "Writes", "bench", "bench_function", "bench_work",
-           "detect_writes", "resolve_flops", "same_bytes"]
+__all__ = ["BenchOptions", "TimingOptions", "Writes", "bench", "bench_function", "bench_job",
+           "bench_work", "detect_writes", "resolve_flops", "same_bytes"]
 
 
 def validate(grid: Any, args: Any) -> tuple[int, ...]:
@@ -109,30 +98,38 @@ def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = No
     from .device import require_gpu
 
     cupy = require_gpu("tile_lab.bench")
-    reference = reference_outputs(check, args) if check is not None else None
     flops, flops_source, flops_notes = resolve_flops(kernel, grid, args, flops=flops,
                                                      trace=o.trace, derive=o.derive_flops)
     nbytes = bytes
     if nbytes is None and o.trace is not None:
         nbytes = metrics.bytes_from_trace(o.trace)
-    if o.isolate:
-        from .isolate import run_isolated
-
-        # the worker gets no trace or stream (neither travels); bytes were resolved here
-        worker_opts = replace(o, trace=None, stream=None)
-        result = run_isolated("bench", kernel, grid, args,
-                              {"timing": t, "options": worker_opts, "flops": flops,
-                               "flops_source": flops_source, "bytes": nbytes},
-                              timeout=o.timeout)
-    else:
-        result = bench_in_process(cupy, kernel, grid, args, t, o, flops=flops,
-                                  flops_source=flops_source, bytes_=nbytes)
+    job = KernelJob(TileKernel(kernel, o.hints), grid, tuple(args), o.writes)
+    result = bench_job(cupy, job, timing=t, options=o, check=check,
+                       amounts=Amounts(nbytes, flops, flops_source))
     if bytes is None and o.trace is not None:
         result = replace(result, bytes_source="trace")
     if flops_notes:
         result = replace(result, notes=result.notes + flops_notes)
+    return result
+
+
+def bench_job(cupy: Any, job: KernelJob, *, timing: TimingOptions, options: BenchOptions,
+              amounts: Amounts, check: Callable[..., Any] | None = None) -> Measurement:
+    """Measure ``job`` (a cuTile or C++ kernel job) here, or in the isolation worker with
+    ``options.isolate``; with ``check``, compare its result with the reference (see
+    :func:`bench`). ``tile_lab.bench`` and ``tile_lab.bench_cpp`` both end here."""
+    reference = reference_outputs(check, job.args) if check is not None else None
+    if options.isolate:
+        from .isolate import run_isolated
+
+        # the worker gets no trace or stream (neither travels); bytes were resolved here
+        worker_opts = replace(options, trace=None, stream=None)
+        result = run_isolated("bench", job, {"timing": timing, "options": worker_opts,
+                                             "amounts": amounts}, timeout=options.timeout)
+    else:
+        result = measure_job(cupy, job, timing, options, amounts)
     if reference is not None:
-        result = apply_check(result, args, reference, o.check_tol)
+        result = apply_check(result, job.args, reference, options.check_tol)
     return result
 
 
@@ -144,14 +141,11 @@ def detect_writes(kernel: Any, grid: Any, args: Sequence[Any], *,
     from .device import require_gpu
 
     cupy = require_gpu("tile_lab.gpu.detect_writes")
-    grid = check_grid(grid)
+    job = KernelJob(TileKernel(kernel, hints), check_grid(grid), tuple(args)).on_device(cupy)
     launch_stream, s = as_stream(cupy, stream)
-    dev, _ = device_args(cupy, args)
-    writes, before = detect_writes_here(cupy, with_hints(kernel, hints), grid, dev,
-                                        launch_stream)
+    writes, before = job.detect_writes(lambda: job.launch_and_wait(launch_stream, s))
     with s:
-        for i in writes.indices:
-            copy_into(cupy, cupy.asarray(dev[i]), before[i])
+        job.restore({i: before[i] for i in writes.indices})
     s.synchronize()
     return writes
 

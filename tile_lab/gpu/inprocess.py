@@ -1,8 +1,9 @@
-"""The bottom layer of the GPU package: launch and time a cuTile kernel *in this process*.
+"""The bottom layer of the GPU package: launch a cuTile kernel and time work *in this process*.
 
-``tile_lab.launch`` and ``tile_lab.bench`` call this directly, or through the isolation worker
-(:mod:`tile_lab.gpu.isolate`), which calls it in its own process; nothing here imports those
-modules, so the package has no import circle.
+``tile_lab.launch`` calls this directly, ``tile_lab.bench`` through a kernel job
+(:mod:`tile_lab.gpu.job`), in this process or in the isolation worker
+(:mod:`tile_lab.gpu.isolate`); nothing here imports those modules, so the package has no
+import circle.
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ import numpy as np
 
 from ..errors import LaunchError, TileLabError
 from . import metrics
-from .arrays import copy_back, copy_into, device_args, device_copy, same_bytes
+from .arrays import copy_back, device_args
 
-__all__ = ["Amounts", "KernelWork", "Sampled", "Writes", "as_stream", "bench_in_process",
-           "build_measurement", "check_grid", "copy_back", "detect_writes_here",
-           "detect_writes_of", "device_args", "kernel_name", "kernel_work", "launch_in_process",
-           "time_work", "with_hints"]
+__all__ = ["Amounts", "KernelWork", "Sampled", "as_stream", "build_measurement", "check_grid",
+           "copy_back", "device_args", "kernel_name", "kernel_work", "launch_error",
+           "launch_in_process", "time_work", "with_hints"]
 from .measurement import Measurement
 from .timing import summarize, time_samples
 
@@ -97,7 +97,7 @@ def launch_in_process(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Seque
         if back or sync:
             s.synchronize()
     except Exception as exc:
-        err = _launch_error(exc, kernel)
+        err = launch_error(exc, kernel_name(kernel))
         if err is exc:
             raise
         raise err from exc
@@ -111,14 +111,14 @@ def _ct_launch() -> Any:
     return ct.launch
 
 
-def _launch_error(exc: Exception, kernel: Any) -> Exception:
+def launch_error(exc: Exception, name: str) -> Exception:
     """Compile errors pass through (their own class renders the user's line); CUDA errors
-    become LaunchError naming the kernel."""
+    become LaunchError naming the kernel ``name``."""
     from .._cutile_compat import is_tile_error
 
     if isinstance(exc, TileLabError) or is_tile_error(exc):
         return exc
-    return LaunchError(f"launching {kernel_name(kernel)} failed: {type(exc).__name__}: {exc}",
+    return LaunchError(f"launching {name} failed: {type(exc).__name__}: {exc}",
                        hint="run it with isolate=True to keep this process's CUDA context "
                             "healthy, or tile_lab.sanitize(...) to find out-of-bounds accesses")
 
@@ -134,35 +134,6 @@ def kernel_name(kernel: Any) -> str:
 
 GRAPH_REPLAY_TARGET_S = 2e-3  # aim for replays of ~2 ms so event resolution is irrelevant
 MAX_GRAPH_LAUNCHES = 500
-
-
-@dataclass(frozen=True)
-class Writes:
-    """Which array arguments (by position) a launch writes, and whether it is in place (its
-    result depends on what those arrays held: every sample must start from fresh copies)."""
-
-    indices: tuple[int, ...]
-    in_place: bool
-
-
-def detect_writes_of(cupy: Any, dev: Sequence[Any], launch_and_wait: Callable[[], None]
-                     ) -> tuple[Writes, dict[int, Any]]:
-    """Run ``launch_and_wait`` (one launch, synchronized) twice over the device arguments
-    ``dev``: what it writes, and copies of every array from before the first launch."""
-    views = {i: cupy.asarray(a) for i, a in enumerate(dev) if metrics.is_array(a)}
-    before = {i: device_copy(cupy, v) for i, v in views.items()}
-    launch_and_wait()
-    written = [i for i, v in views.items() if not same_bytes(cupy, v, before[i])]
-    first = {i: device_copy(cupy, views[i]) for i in written}
-    launch_and_wait()
-    in_place = any(not same_bytes(cupy, views[i], first[i]) for i in written)
-    return Writes(tuple(written), in_place), before
-
-
-def detect_writes_here(cupy: Any, kernel: Any, grid: tuple[int, ...], dev: Sequence[Any],
-                       stream: Any) -> tuple[Writes, dict[int, Any]]:
-    return detect_writes_of(
-        cupy, dev, lambda: launch_in_process(cupy, kernel, grid, dev, stream=stream, sync=True))
 
 
 @dataclass(frozen=True)
@@ -199,75 +170,14 @@ def kernel_work(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
 
 @dataclass(frozen=True)
 class Sampled:
-    """What bench_in_process hands to :func:`build_measurement`, besides the arguments."""
+    """What the timing step of a kernel job (:func:`tile_lab.gpu.job.measure_job`) hands to
+    :func:`build_measurement`, besides the arguments."""
 
     times: tuple[float, ...]
     per_sample: int
     fresh: bool
     notes: tuple[str, ...]
     samples: Any  # tile_lab.gpu.sampling.StateSamples
-
-
-def bench_in_process(cupy: Any, kernel: Any, grid: tuple[int, ...], args: Sequence[Any],
-                     timing: Any, options: Any, *, flops: int | None,
-                     flops_source: str | None = None, bytes_: int | None = None,
-                     isolated: bool = False) -> Measurement:
-    """The body of ``tile_lab.bench`` (in this process or in the isolation worker): launch,
-    learn what the kernel writes, time with state, build the Measurement. ``timing`` is a
-    :class:`~tile_lab.gpu.options.TimingOptions`, ``options`` a
-    :class:`~tile_lab.gpu.options.BenchOptions`."""
-    from .device import provenance
-    from .peaks import device_peaks
-
-    k = with_hints(kernel, options.hints)
-    launch_stream, s = as_stream(cupy, options.stream)
-    if s.ptr == 0:  # the legacy default stream cannot be captured, nor torch-wrapped cheaply
-        cupy.cuda.Device().synchronize()  # work queued there (the inputs) is done first
-        launch_stream = s = cupy.cuda.Stream(non_blocking=True)
-    dev, back = device_args(cupy, args)
-    launch_args = tuple(dev)
-
-    pristine: dict[int, Any] = {}
-    writes = options.writes
-    if writes is None:  # two launches: compile, surface faults, learn what the kernel writes
-        writes, before = detect_writes_here(cupy, k, grid, dev, launch_stream)
-        launched = 2
-        if writes.in_place:
-            pristine = {i: before[i] for i in writes.indices}
-        del before
-    else:
-        if writes.in_place:  # the samples restart from what the arguments hold now
-            pristine = {i: device_copy(cupy, cupy.asarray(dev[i])) for i in writes.indices}
-        # one launch: compile (or load the cubin) and surface faults before timing
-        launch_in_process(cupy, k, grid, dev, stream=launch_stream, sync=True)
-        launched = 1
-    views = {i: cupy.asarray(dev[i]) for i in writes.indices}
-
-    def restore() -> None:
-        for i in writes.indices:
-            copy_into(cupy, views[i], pristine[i])
-
-    work = KernelWork(kernel_name(kernel), k, grid, launch_args,
-                      restore if writes.in_place else None)
-    sampled = time_work(cupy, s, work, timing, warmup_done=launched)
-    notes = list(sampled.notes)
-    if writes.in_place and timing.mode == "graph":
-        notes.append("in-place kernel: graph replays apply it repeatedly (outputs restored "
-                     "only before each replay)")
-    prov = provenance(isolated=isolated)  # clocks right after the timed work
-
-    # leave the arguments holding one launch's result from their original values
-    if writes.in_place:
-        with s:
-            restore()
-            work.run()
-    s.synchronize()
-    copy_back(cupy, args, back)
-    return build_measurement(
-        work.name, timing, grid, Sampled(sampled.times, sampled.per_sample, writes.in_place,
-                                         tuple(notes), sampled.samples),
-        args, amounts=Amounts(bytes_, flops, flops_source), options=options,
-        peaks=device_peaks(), provenance=prov)
 
 
 def time_work(cupy: Any, s: Any, work: Any, timing: Any, *, warmup_done: int = 0,

@@ -1,13 +1,10 @@
 """Run launch/bench in a worker process, so a faulting or hanging kernel cannot take the
 caller's CUDA context (or the Jupyter kernel) down with it.
 
-The kernel travels as *source*, not by reference, because kernels defined in notebook cells
-live only in the notebook's ``linecache``: the worker re-registers the kernel's file text
-under the same filename (so cuTile's line numbers and error locations are the user's),
-recreates the globals the kernel uses (modules by name, importable objects by module and
-qualified name, helper functions from their source, other values by pickle), executes the
-undecorated ``def`` and wraps it with ``ct.kernel`` and the original hints. Arguments travel
-as NumPy host copies and come back the same way into the caller's arrays.
+The kernel travels as a shipped :class:`~tile_lab.gpu.job.KernelJob` (by module, or as the
+source of its ``def`` for kernels defined in notebook cells: :mod:`tile_lab.gpu.shipping`),
+rebuilt in the worker with the original hints. Arguments travel as NumPy host copies and come
+back the same way into the caller's arrays.
 
 A worker that raised, crashed or timed out is discarded (its context may be corrupt); the
 next call starts a fresh one. A healthy worker is reused and keeps its compiled kernels.
@@ -15,22 +12,14 @@ next call starts a fresh one. A healthy worker is reused and keeps its compiled 
 
 from __future__ import annotations
 
-import ast
 import atexit
-import builtins
 import contextlib
-import hashlib
-import importlib
-import linecache
 import os
 import pickle
 import secrets
 import subprocess
 import sys
-import textwrap
 import traceback
-import types
-from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
@@ -38,154 +27,12 @@ import numpy as np
 
 from ..errors import CompileError, LaunchError, TileLabError
 from . import metrics
-from .arrays import host_copy
-from .inprocess import bench_in_process, launch_in_process
+from .job import JobKernel, KernelJob, measure_job
 
 START_TIMEOUT_S = 60.0  # importing CuPy + cuda.tile and creating a context
 
 
-# ---- the kernel as data ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class FunctionSpec:
-    """A Python function as source text plus what its globals need to be rebuilt."""
-
-    name: str
-    filename: str
-    file_lines: tuple[str, ...]  # the whole file (or cell) so line numbers stay the user's
-    first_line: int  # 1-based line of the ``def`` (or its first decorator)
-    source: str  # the decorated def, as written
-    globals: tuple[tuple[str, str, Any], ...] = ()  # (name, kind, payload)
-    is_kernel: bool = False
-    hints: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def key(self) -> str:
-        h = hashlib.sha256()
-        h.update(pickle.dumps((self.name, self.filename, self.source, self.first_line,
-                               sorted(self.hints.items(), key=repr), self.globals)))
-        return h.hexdigest()
-
-
-def kernel_spec(kernel: Any) -> FunctionSpec:
-    """Describe a ``@ct.kernel`` so a fresh process can rebuild it (see module docstring)."""
-    from .._cutile_compat import compiler_options, options_as_dict, python_function
-
-    spec = function_spec(python_function(kernel), set())
-    return replace(spec, is_kernel=True, hints=options_as_dict(compiler_options(kernel)))
-
-
-def function_spec(func: types.FunctionType, seen: set[int]) -> FunctionSpec:
-    import inspect
-
-    seen.add(id(func))
-    code = func.__code__
-    try:
-        lines, first = inspect.getsourcelines(func)
-    except (OSError, TypeError) as exc:
-        raise LaunchError(f"isolate=True needs the source of {func.__qualname__}, but Python "
-                          f"cannot find it ({exc})",
-                          hint="define the kernel in a file or a %%tile cell") from None
-    source = "".join(lines)
-    file_lines = tuple(linecache.getlines(code.co_filename))
-    names = _global_names(code) | _decorator_names(source)
-    entries = []
-    for name in sorted(names):
-        if name not in func.__globals__:
-            continue  # a builtin, or undefined (the kernel will say so)
-        entry = _global_entry(name, func.__globals__[name], func, seen)
-        if entry is not None:
-            entries.append(entry)
-    return FunctionSpec(name=func.__name__, filename=code.co_filename, file_lines=file_lines,
-                        first_line=first, source=source, globals=tuple(entries))
-
-
-def _global_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
-
-
-def _decorator_names(source: str) -> set[str]:
-    tree = ast.parse(textwrap.dedent(source))
-    fn = tree.body[0]
-    out: set[str] = set()
-    for dec in getattr(fn, "decorator_list", []):
-        out |= {n.id for n in ast.walk(dec) if isinstance(n, ast.Name)}
-    return out
-
-
-def _global_entry(name: str, value: Any, owner: types.FunctionType,
-                  seen: set[int]) -> tuple[str, str, Any] | None:
-    if isinstance(value, types.ModuleType):
-        return (name, "module", value.__name__)
-    module = getattr(value, "__module__", None)
-    qualname = getattr(value, "__qualname__", None)
-    if (module and qualname and module != owner.__module__ and module != "__main__"
-            and _resolves(module, qualname, value)):
-        return (name, "import", (module, qualname))
-    func = getattr(value, "__wrapped__", value)  # @ct.function wrappers
-    if isinstance(func, types.FunctionType) and id(func) not in seen:
-        return (name, "function", function_spec(func, seen))
-    try:
-        return (name, "value", pickle.dumps(value))
-    except Exception:
-        return None  # rebuilt kernel raises NameError naming it, in the worker
-
-
-def _resolves(module: str, qualname: str, value: Any) -> bool:
-    try:
-        obj: Any = sys.modules.get(module) or importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-        return obj is value
-    except Exception:
-        return False
-
-
-def rebuild(spec: FunctionSpec, namespace: dict[str, Any] | None = None) -> Any:
-    """Recreate the function (or kernel) ``spec`` describes, in this process."""
-    ns = namespace if namespace is not None else {"__builtins__": builtins,
-                                                  "__name__": "tile_lab_isolated"}
-    for name, kind, payload in spec.globals:
-        if name in ns:
-            continue
-        if kind == "module":
-            ns[name] = importlib.import_module(payload)
-        elif kind == "import":
-            obj: Any = importlib.import_module(payload[0])
-            for part in payload[1].split("."):
-                obj = getattr(obj, part)
-            ns[name] = obj
-        elif kind == "function":
-            ns[name] = rebuild(payload, ns)
-        else:
-            ns[name] = pickle.loads(payload)
-    if spec.file_lines and not os.path.exists(spec.filename):
-        # what the %%tile magic does: the cell text under its pseudo filename
-        linecache.cache[spec.filename] = (sum(map(len, spec.file_lines)), None,
-                                          list(spec.file_lines), spec.filename)
-    tree = ast.parse(textwrap.dedent(spec.source))
-    fn = tree.body[0]
-    if spec.is_kernel and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        fn.decorator_list = []  # re-wrapped below with the original hints
-    ast.increment_lineno(tree, spec.first_line - 1)
-    exec(compile(tree, spec.filename, "exec"), ns)
-    obj = ns[spec.name]
-    if spec.is_kernel:
-        import cuda.tile as ct
-
-        obj = ct.kernel(obj, **spec.hints)
-        ns[spec.name] = obj
-    return obj
-
-
 # ---- arguments ---------------------------------------------------------------------------
-def host_args(args: Any) -> list[Any]:
-    return [host_copy(a) for a in args]
-
-
 def write_back(args: Any, results: list[Any]) -> None:
     """Copy the worker's arrays into the caller's arrays (NumPy, CuPy, torch, DLPack)."""
     for orig, new in zip(args, results):
@@ -273,23 +120,24 @@ def shutdown() -> None:
 atexit.register(shutdown)
 
 
-def run_isolated(op: str, kernel: Any, grid: tuple[int, ...], args: Any,
-                 kwargs: dict[str, Any], *, timeout: float | None) -> Any:
-    """Run ``op`` ("launch" or "bench") in the worker; copy results back into ``args``."""
-    spec = kernel_spec(kernel)
-    payload = host_args(args)
+def run_isolated(op: str, job: KernelJob, kwargs: dict[str, Any], *,
+                 timeout: float | None) -> Any:
+    """Run ``op`` ("launch" or "bench") of ``job`` in the worker; copy the results back into
+    ``job.args``. ``kwargs`` of "bench": ``timing``, ``options``, ``amounts``."""
+    shipped = job.shipped()
+    name = job.name
     worker = _get_worker()
     try:
-        worker.conn.send(("run", op, spec, grid, payload, kwargs))
+        worker.conn.send(("run", op, shipped, kwargs))
         ready = worker.conn.poll(timeout)
     except (OSError, EOFError) as exc:
         _discard_worker()
-        raise LaunchError(f"the isolation worker died before running {spec.name}: {exc}") \
+        raise LaunchError(f"the isolation worker died before running {name}: {exc}") \
             from None
     if not ready:
         _discard_worker()
         raise LaunchError(
-            f"{spec.name} did not finish within {timeout:g} s in the isolation worker; the "
+            f"{name} did not finish within {timeout:g} s in the isolation worker; the "
             "worker was killed (this process's CUDA context is untouched)",
             hint="a kernel that loops forever, or a very slow one: raise timeout= if it is "
                  "only slow")
@@ -298,13 +146,13 @@ def run_isolated(op: str, kernel: Any, grid: tuple[int, ...], args: Any,
     except (OSError, EOFError):
         code = worker.process.poll()
         _discard_worker()
-        raise LaunchError(f"the isolation worker running {spec.name} died (exit code {code}); "
+        raise LaunchError(f"the isolation worker running {name} died (exit code {code}); "
                           "this process's CUDA context is untouched") from None
     if reply[0] == "error":
         _discard_worker()
-        raise _rebuild_error(spec.name, reply[1])
+        raise _rebuild_error(name, reply[1])
     _, result, arrays = reply
-    write_back(args, arrays)
+    write_back(job.args, arrays)
     return result
 
 
@@ -325,7 +173,7 @@ def _worker_main(address: str) -> None:
     conn = Client(address, family="AF_UNIX", authkey=authkey)
     import cupy
 
-    kernels: dict[str, Any] = {}
+    kernels: dict[str, JobKernel] = {}
     while True:
         try:
             msg = conn.recv()
@@ -333,13 +181,11 @@ def _worker_main(address: str) -> None:
             return
         if msg[0] == "stop":
             return
-        _, op, spec, grid, args, kwargs = msg
+        _, op, shipped, kwargs = msg
         try:
-            kernel = kernels.get(spec.key)
-            if kernel is None:
-                kernel = kernels[spec.key] = rebuild(spec)
-            dev = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-            result = _run_op(cupy, op, kernel, grid, dev, kwargs)
+            dev = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in shipped.args]
+            job = shipped.rebuild(kernels, dev)
+            result = _run_op(cupy, op, job, kwargs)
             out = [cupy.asnumpy(d) if isinstance(d, cupy.ndarray) else None for d in dev]
             conn.send(("ok", result, out))
         except BaseException as exc:
@@ -347,14 +193,13 @@ def _worker_main(address: str) -> None:
             return  # the CUDA context may be corrupt: never reuse it
 
 
-def _run_op(cupy: Any, op: str, kernel: Any, grid: tuple[int, ...], dev: list[Any],
-            kwargs: dict[str, Any]) -> Any:
+def _run_op(cupy: Any, op: str, job: KernelJob, kwargs: dict[str, Any]) -> Any:
     if op == "launch":
-        launch_in_process(cupy, kernel, grid, dev, hints=kwargs.get("hints"), sync=True)
+        s = cupy.cuda.get_current_stream()
+        job.on_device(cupy).launch_and_wait(s)
         return None
-    return bench_in_process(cupy, kernel, grid, dev, kwargs["timing"], kwargs["options"],
-                            flops=kwargs["flops"], flops_source=kwargs["flops_source"],
-                            bytes_=kwargs["bytes"], isolated=True)
+    return measure_job(cupy, job, kwargs["timing"], kwargs["options"], kwargs["amounts"],
+                       isolated=True)
 
 
 def _describe(exc: BaseException) -> dict[str, Any]:

@@ -51,8 +51,10 @@ def launch(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any]
     cupy = require_gpu("tile_lab.launch")
     if isolate:
         from .isolate import run_isolated
+        from .job import KernelJob, TileKernel
 
-        run_isolated("launch", kernel, grid, args, {"hints": hints}, timeout=timeout)
+        run_isolated("launch", KernelJob(TileKernel(kernel, hints), grid, tuple(args)), {},
+                     timeout=timeout)
         return
     launch_in_process(cupy, kernel, grid, args, hints=hints, stream=stream)
 

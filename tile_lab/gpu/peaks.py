@@ -1,4 +1,5 @@
-"""Theoretical peaks of a GPU: DRAM bandwidth and FP32 / tensor-core FLOPS.
+"""Theoretical peaks of a GPU: DRAM bandwidth and FP32 / tensor-core FLOPS; and the SM
+counts of known GPUs by name (``sm_count``), for pictures drawn without a GPU.
 
 Formulas (all inputs read from the device, see :mod:`tile_lab.gpu.device`):
 
@@ -46,6 +47,13 @@ PER_SM_FLOPS_PER_CLOCK: dict[str, tuple[int, int]] = {
     "sm_120": (256, 1024),
 }
 
+# SM counts from NVIDIA's published specifications.
+GPU_SM_COUNTS: dict[str, int] = {
+    "H100 SXM": 132, "H100 PCIe": 114, "H100 NVL": 132, "H200": 132, "GH200": 132,
+    "B200": 148, "GB200": 152, "A100": 108, "L40S": 142, "L4": 58, "RTX 4090": 128,
+    "RTX 5090": 170,
+}
+
 # Variants that share their base architecture's throughput (sm_90a, sm_100a, sm_103, sm_121...).
 _ARCH_FAMILY = {"sm_87": "sm_86", "sm_101": "sm_100", "sm_103": "sm_100", "sm_110": "sm_100",
                 "sm_121": "sm_120"}
@@ -66,6 +74,24 @@ def per_sm_rates(arch: str) -> tuple[int, int] | None:
 def flops_tflops(sm_count: int, sm_clock_mhz: float, flops_per_clock_per_sm: int) -> float:
     """SM count × clock × per-SM rate, in TFLOPS (10^12 FLOP/s)."""
     return sm_count * sm_clock_mhz * 1e6 * flops_per_clock_per_sm / 1e12
+
+
+def sm_count(gpu: str | int) -> int:
+    """SMs of ``gpu``: an int is taken as is; a name is looked up in ``GPU_SM_COUNTS``
+    (case-insensitive, "NVIDIA H100 80GB HBM3" matches "H100 SXM" via "H100")."""
+    if isinstance(gpu, int):
+        if gpu < 1:
+            raise ValueError(f"gpu={gpu}: an SM count must be positive")
+        return gpu
+    want = gpu.lower().replace("nvidia", "").strip()
+    for name, n in GPU_SM_COUNTS.items():
+        if name.lower() == want:
+            return n
+    for name, n in GPU_SM_COUNTS.items():  # "H100 80GB HBM3" → the first H100 entry (SXM)
+        if name.lower().split()[0] in want.split():
+            return n
+    raise ValueError(f"gpu={gpu!r}: unknown GPU; pass its SM count as an int or one of "
+                     f"{', '.join(GPU_SM_COUNTS)}")
 
 
 @dataclass(frozen=True)

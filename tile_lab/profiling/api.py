@@ -17,13 +17,16 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._cutile_compat import python_function
 from ..errors import ProfilerError, ToolchainError
 from . import ncu
 from .data import InstructionSample, KernelMetrics, Profile
 from .ncu_csv import metrics_from_raw, parse_raw_csv, parse_source_csv, static_spills
+
+if TYPE_CHECKING:
+    from ..gpu.job import ShippedJob
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -97,12 +100,12 @@ def profile(kernel: Any, grid: Any, args: Sequence[Any], *,
         provenance=provenance().to_json_dict())
 
 
-def launch_job(kernel: Any, grid: tuple[int, ...], args: Sequence[Any]) -> dict[str, Any]:
-    """What the profiled child process needs (pickled): the kernel as source, the grid, host
-    copies of the arguments."""
-    from ..gpu.isolate import host_args, kernel_spec
+def launch_job(kernel: Any, grid: tuple[int, ...], args: Sequence[Any]) -> ShippedJob:
+    """What the profiled child process needs (pickled): the kernel job, shipped (the kernel by
+    module or source, host copies of the arguments)."""
+    from ..gpu.job import KernelJob, TileKernel
 
-    return {"kernel": kernel_spec(kernel), "grid": tuple(grid), "args": host_args(args)}
+    return KernelJob(TileKernel(kernel), tuple(grid), tuple(args)).shipped()
 
 
 @dataclass(frozen=True)

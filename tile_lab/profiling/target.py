@@ -1,7 +1,7 @@
 """The process Nsight Compute profiles: ``python -m tile_lab.profiling.target SPEC.pkl``.
 
-Rebuilds the kernel from its source (as the isolation worker does, so kernels from notebook
-cells work), copies the arguments to the GPU, launches once and waits. Its exit status
+Rebuilds the shipped kernel job (as the isolation worker does, so kernels from notebook cells
+work), copies the arguments to the GPU, launches once and waits. Its exit status
 and last line tell the parent what happened.
 """
 
@@ -16,17 +16,13 @@ import numpy as np
 
 def main(spec_path: str) -> int:
     with open(spec_path, "rb") as f:
-        job = pickle.load(f)
-    import cuda.tile as ct
+        shipped = pickle.load(f)
     import cupy
 
-    from ..gpu.isolate import rebuild
-
-    kernel = rebuild(job["kernel"])
-    args = tuple(device_array(cupy, a) if hasattr(a, "__array_interface__") else a
-                 for a in job["args"])
+    job = shipped.rebuild(args=[device_array(cupy, a) if hasattr(a, "__array_interface__")
+                                else a for a in shipped.args])
     stream = cupy.cuda.get_current_stream()
-    ct.launch(stream, tuple(job["grid"]), kernel, args)
+    job.kernel.bind(cupy, job.grid, job.args)(stream)
     stream.synchronize()
     print("tile_lab.profile.target: launched", flush=True)
     return 0

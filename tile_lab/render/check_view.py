@@ -1,44 +1,26 @@
 """The picture of a failed ``tile_lab.check``: the output's tiles, each marked right, wrong or
 never written, labelled with the block that wrote it — or, for a tile no block wrote, the
-block that should have (when the kernel's other stores show block ``b`` writes tile ``b``).
+block that should have (when the kernel's other stores show block ``b`` writes tile ``b``);
+and the check result's rich display (the verdict above the picture).
 
-The checker computes a :class:`CheckMap` (plain data); this module only draws it.
+The checker computes a :class:`~tile_lab.checker.CheckMap` (plain data); this module only
+draws it.
 """
 
 from __future__ import annotations
 
+import html
 import math
-from dataclasses import dataclass
 
+from ..checker import CheckMap, CheckResult, TileVerdict
 from .picture import Picture, make_picture
 from .svg import INK, Group, Rect, Scene, Style, Text, text_width
 
-__all__ = ["CheckMap", "TileVerdict", "check_picture"]
+__all__ = ["check_picture", "check_result_html", "check_svg"]
 
 PAD = 10
 ROW_PX = 820
 OK, WRONG, MISSING = "#009E73", "#D55E00", "#E69F00"
-
-
-@dataclass(frozen=True)
-class TileVerdict:
-    index: tuple[int, ...]  # tile index in the output's tile grid
-    elements: str  # the element range, e.g. "(960)–(1023)"
-    writer: tuple[int, ...] | None  # the block that wrote it last (None: nobody)
-    wrong: int  # elements written with a wrong value
-    unwritten: int  # elements no block wrote
-    owner: tuple[int, ...] | None = None  # the block that should write it, when known
-    owner_in_grid: bool = True
-    owner_assumed: bool = False  # True: no store to learn from, block b → tile b assumed
-
-
-@dataclass(frozen=True)
-class CheckMap:
-    output: str
-    shape: tuple[int, ...]
-    tile: tuple[int, ...]
-    grid: tuple[int, ...]  # the launch grid, as given
-    tiles: tuple[TileVerdict, ...]  # every tile of the output, row-major
 
 
 def _tup(t: tuple[int, ...]) -> str:
@@ -130,3 +112,24 @@ def check_picture(m: CheckMap) -> Picture:
 def _short(block: tuple[int, ...]) -> str:
     """A block in a tile's label: ``3`` for (3,), ``1,2`` for (1, 2)."""
     return ",".join(map(str, block))
+
+
+def check_svg(result: CheckResult) -> str:
+    """``result``'s tile map as SVG; "" for a passed check; a note when it cannot be drawn
+    (the verdict stands without the picture)."""
+    why = result.diagram_error
+    if why is None and result.tile_map is not None:
+        try:
+            return check_picture(result.tile_map).svg
+        except Exception as e:  # an aid: say why it is missing, keep the verdict
+            why = str(e)
+    return "" if why is None else f"<pre>diagram unavailable: {html.escape(why)}</pre>"
+
+
+def check_result_html(result: CheckResult) -> str:
+    """The verdict (green when it passed, vermillion when not) above the tile map."""
+    color = OK if result.ok else WRONG
+    svg = result.diagram_svg
+    pic = f"<div>{svg}</div>" if svg else ""
+    return (f"<div class='tl-check'><pre style='color:{color};white-space:pre-wrap'>"
+            f"{html.escape(result.verdict())}</pre>{pic}</div>")

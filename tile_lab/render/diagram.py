@@ -9,7 +9,7 @@ Two steps, kept apart so tests can check numbers instead of SVG text:
 1. *geometry* (``Diagram.geometry``, types in ``render/diagram_geometry.py``): plain frozen
    dataclasses — tile grids, footprints (in-bounds boxes, padded / discarded lanes), coverage
    heatmaps, tile visit orders — computed here from the trace indexed once
-   (``render/diagram_index.py``).
+   (``tile_lab/trace_index.py``).
 2. *drawing* (``render/diagram_layout.py``): the geometry is laid out as a scene of
    primitives (``render/svg.py``) and written as deterministic SVG, or painted by
    matplotlib for ``to_png``.
@@ -27,6 +27,8 @@ import numpy as np
 
 from ..access_trace import Block, MemoryAccess, Trace
 from ..errors import ArgumentTypeError, DiagramError
+from ..tile_geometry import tuple_text as _tup
+from ..trace_index import IndexedTrace
 from .diagram_geometry import (
     CELL_CAP,
     MAX_SLICES,
@@ -40,13 +42,12 @@ from .diagram_geometry import (
     Panel,
     TileGrid,
     TileVisit,
-    _tup,
 )
-from .diagram_index import IndexedTrace
 from .diagram_layout import draw
+from .palette import line_css_colors
 from .tma import TmaReport
 
-__all__ = ["Box", "Diagram", "Footprint", "Geometry", "Heatmap", "IndexedTrace", "Panel",
+__all__ = ["Box", "Diagram", "Footprint", "Geometry", "Heatmap", "Panel",
            "TileGrid", "TileVisit", "diagram", "partition"]
 
 
@@ -153,7 +154,8 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
     shown_lines = sorted({f.line for p in panels for f in p.footprints})
     if view in ("coverage", "order"):
         shown_lines = []
-    legend = tuple(_with_tma(LegendEntry(ln, index.colors[ln], index.line_text(ln)), tma)
+    colors = line_css_colors(index.lines)
+    legend = tuple(_with_tma(LegendEntry(ln, colors[ln], index.line_text(ln)), tma)
                    for ln in shown_lines)
     geometry = Geometry(view=view, kernel=t.kernel, grid=t.grid, block=blk, iteration=iteration,
                         lines=None if lines is None else tuple(sorted(lines)), layout=layout,

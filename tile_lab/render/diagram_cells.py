@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..access_trace import Block
+from ..tile_geometry import tuple_text as _tup
+from ..trace_index import IndexedTrace, group_visits
 from .diagram_geometry import (
     Box,
     Geometry,
@@ -19,9 +21,7 @@ from .diagram_geometry import (
     Panel,
     TileGrid,
     TileVisit,
-    _tup,
 )
-from .diagram_index import IndexedTrace, _visit_summary
 from .svg import INK, Group, Path, Rect, Style, Text
 
 # coverage colours: written once, never written, written by 2+ blocks, read
@@ -142,7 +142,7 @@ def _ramp(t: float) -> str:
 def _visit_cells(panel: Panel, place, geometry: Geometry, index: IndexedTrace | None) -> list:
     g = panel.tile_grids[0]
     by_tile, by_block = (index.visit_summary(panel.arg) if index is not None
-                         else _visit_summary(panel.visits))
+                         else group_visits(panel.visits))
     if not by_tile:
         return []
     grid = geometry.grid

@@ -3,8 +3,8 @@ scene of primitives (``render/svg.py``), written as deterministic SVG.
 
 The second half of ``render/diagram.py``'s two steps (that module computes the geometry
 from a trace and calls :func:`draw`). Nothing here reads the trace except through the
-:class:`~tile_lab.render.diagram.IndexedTrace` it is handed (line colours, source text,
-visit groupings, and a cache of drawn items that no selection changes).
+:class:`~tile_lab.trace_index.IndexedTrace` it is handed (source lines, source text, visit
+groupings, and a cache of drawn items that no selection changes).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..tile_geometry import tuple_text as _tup
+from ..trace_index import IndexedTrace
 from . import palette
 from .diagram_cells import (
     BAD_MULTI,
@@ -31,9 +33,7 @@ from .diagram_geometry import (
     Geometry,
     Panel,
     PanelLayout,
-    _tup,
 )
-from .diagram_index import IndexedTrace
 from .svg import INK, Group, Path, Rect, Scene, Style, Text, text_width, to_svg
 
 POISON = "#B2182B"  # undetermined values: padding a GPU leaves unspecified, and what it reaches
@@ -400,7 +400,7 @@ def _tile_labels(panel: Panel, win: _Win, gx: float, top: float, z: int, first: 
 
 def _footprint_items(f: Footprint, panel: Panel, place, geometry: Geometry,
                      index: IndexedTrace) -> list:
-    color = index.colors.get(f.line, INK)
+    color = palette.line_css_colors(index.lines).get(f.line, INK)
     parts: list = []
     for b in f.inside:
         if (r := place(b)) is None:

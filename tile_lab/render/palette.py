@@ -14,7 +14,9 @@ order lines first appear (the order of the sequence given), cycling after seven.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 
 __all__ = [
     "DARK_THEME_SELECTORS",
@@ -23,6 +25,7 @@ __all__ = [
     "css_var",
     "line_color_index",
     "line_colors",
+    "line_css_colors",
     "palette_css",
 ]
 
@@ -80,6 +83,13 @@ def css_var(slot: int) -> str:
     :func:`palette_css` is in effect and falls back to the light colour elsewhere."""
     slot %= len(PALETTE_LIGHT)
     return f"var(--tl-c{slot}, {PALETTE_LIGHT[slot]})"
+
+
+@functools.lru_cache(maxsize=64)
+def line_css_colors(lines: tuple[int, ...]) -> Mapping[int, str]:
+    """:func:`css_var` of each distinct line's slot (first appearance decides), for
+    drawings that follow the theme (the diagrams)."""
+    return MappingProxyType({ln: css_var(s) for ln, s in line_color_index(lines).items()})
 
 
 def palette_css(scope: str = ".tl-view") -> str:

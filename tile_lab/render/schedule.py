@@ -17,38 +17,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..gpu.peaks import sm_count
 from .picture import Picture, key_class, make_picture
 from .svg import INK, Group, Rect, Scene, Style, Text, text_width
 
-__all__ = ["GPU_SM_COUNTS", "L2Order", "SmTimeline", "WaveTiles", "grouped_order", "l2_order",
-           "sm_count", "sm_timeline"]
+__all__ = ["L2Order", "SmTimeline", "WaveTiles", "grouped_order", "l2_order", "sm_timeline"]
 
-# SM counts from NVIDIA's published specifications.
-GPU_SM_COUNTS: dict[str, int] = {
-    "H100 SXM": 132, "H100 PCIe": 114, "H100 NVL": 132, "H200": 132, "GH200": 132,
-    "B200": 148, "GB200": 152, "A100": 108, "L40S": 142, "L4": 58, "RTX 4090": 128,
-    "RTX 5090": 170,
-}
 WAVE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
 PAD = 10
-
-
-def sm_count(gpu: str | int) -> int:
-    """SMs of ``gpu``: an int is taken as is; a name is looked up in ``GPU_SM_COUNTS``
-    (case-insensitive, "NVIDIA H100 80GB HBM3" matches "H100 SXM" via "H100")."""
-    if isinstance(gpu, int):
-        if gpu < 1:
-            raise ValueError(f"gpu={gpu}: an SM count must be positive")
-        return gpu
-    want = gpu.lower().replace("nvidia", "").strip()
-    for name, n in GPU_SM_COUNTS.items():
-        if name.lower() == want:
-            return n
-    for name, n in GPU_SM_COUNTS.items():  # "H100 80GB HBM3" → the first H100 entry (SXM)
-        if name.lower().split()[0] in want.split():
-            return n
-    raise ValueError(f"gpu={gpu!r}: unknown GPU; pass its SM count as an int or one of "
-                     f"{', '.join(GPU_SM_COUNTS)}")
 
 
 # ---- SM timeline ---------------------------------------------------------------------------
@@ -101,7 +77,7 @@ def sm_timeline(blocks: int | Sequence[int], gpu: str | int = "H100 SXM",
 
     Args:
         blocks: the number of blocks, or the launch grid (its product is taken).
-        gpu: a GPU name from ``GPU_SM_COUNTS`` or an SM count.
+        gpu: a GPU name from ``tile_lab.gpu.peaks.GPU_SM_COUNTS`` or an SM count.
         blocks_per_sm: blocks resident on one SM at once (occupancy).
 
     Hovering a block outlines every block of its wave. ``.data`` is the :class:`SmTimeline`.

@@ -1,12 +1,29 @@
 """Autotuning over kernel hints and tile-size constants (see ``tuner.tune``)."""
 
-from .measurer import FunctionMeasurer, GpuMeasurer, Measurer, MeasureRequest, failure_stage
+from .measurer import (
+    FunctionMeasurer,
+    GpuMeasurer,
+    Measurer,
+    MeasureRequest,
+    failure_stage,
+    measure_config,
+)
 from .options import RaceOptions, TuneError, TuneOptions
 from .result import Failure, Success, TuningResult
 from .space import Config, Space, SpaceError
 from .store import TuningStore
-from .tuner import measure_config, tune
+from .strategies import (
+    BaseStrategy,
+    Strategy,
+    Trials,
+    register_strategy,
+    strategy_names,
+    unregister_strategy,
+)
+from .tuner import tune
 
-__all__ = ["Config", "Failure", "FunctionMeasurer", "GpuMeasurer", "MeasureRequest", "Measurer",
-           "RaceOptions", "Space", "SpaceError", "Success", "TuneError", "TuneOptions",
-           "TuningResult", "TuningStore", "failure_stage", "measure_config", "tune"]
+__all__ = ["BaseStrategy", "Config", "Failure", "FunctionMeasurer", "GpuMeasurer",
+           "MeasureRequest", "Measurer", "RaceOptions", "Space", "SpaceError", "Strategy",
+           "Success", "Trials", "TuneError", "TuneOptions", "TuningResult", "TuningStore",
+           "failure_stage", "measure_config", "register_strategy", "strategy_names", "tune",
+           "unregister_strategy"]

@@ -10,6 +10,10 @@ all measure through this one typed interface:
   ``mean_s``, ``ci95_s``, ``gbps``, ``tflops``), or raises; :func:`failure_stage` says which
   stage failed ("setup", "compile", "launch", "verify", "measure") from the error's own data.
 
+:func:`measure_config` turns one config into a Success or a Failure through a Measurer (hints
+applied, grid and arguments built, errors kept as data). A tuning run's whole measuring side
+(compiles ahead, here or on a Ray cluster) is :mod:`tile_lab.tuning.run_measurer`.
+
 :class:`GpuMeasurer` is the cuTile Python implementation (cold protocol, one regime, what the
 kernel writes learned once); :class:`FunctionMeasurer` adapts a plain
 ``measure(kernel, grid, args, samples)`` function (tests, recorded-result replays).
@@ -22,6 +26,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .result import Failure, Success
 from .space import Config
 
 STAGES = ("setup", "compile", "launch", "verify", "measure")
@@ -59,6 +64,26 @@ class Measurer(Protocol):
 
     def measure(self, kernel: Any, config: Config, grid: tuple[int, ...],
                 args: tuple[Any, ...], request: MeasureRequest) -> Any: ...
+
+
+def measure_config(measurer: Measurer, kernel: Any, cfg: Config, kinds: dict[str, str],
+                   grid_fn: Callable[[Config], Sequence[int]],
+                   args_fn: Callable[[Config], Sequence[Any]],
+                   request: MeasureRequest) -> Success | Failure:
+    """Measure one config through ``measurer``: a Success, or a Failure naming its stage
+    ("setup" when grid_fn/args_fn/hints fail for this config)."""
+    hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
+    try:
+        k = kernel.replace_hints(**hints) if hints else kernel
+        grid = tuple(int(g) for g in grid_fn(cfg))
+        args = tuple(args_fn(cfg))
+    except Exception as e:  # a bad grid_fn/args_fn for this config is this config's failure
+        return Failure(cfg, "setup", f"{type(e).__name__}: {e}")
+    try:
+        m = measurer.measure(k, cfg, grid, args, request)
+    except Exception as e:
+        return Failure(cfg, failure_stage(e), f"{type(e).__name__}: {e}")
+    return Success(cfg, m)
 
 
 def failure_stage(exc: BaseException, default: str = "measure") -> str:

@@ -8,8 +8,8 @@ from typing import Any
 
 from ..errors import TileLabError
 from .space import Config
+from .strategies import get_strategy, strategy_names
 
-STRATEGIES = ("race", "exhaustive", "random", "coordinate")
 OBJECTIVES = ("time", "gbps", "tflops")
 
 
@@ -44,7 +44,8 @@ class TuneOptions:
     """How ``tile_lab.tune`` searches and measures.
 
     ``strategy``: "race" (default), "exhaustive", "random" (``budget`` configs drawn with
-    ``seed``) or "coordinate" (greedy, at most ``budget`` measurements). ``objective``: "time",
+    ``seed``), "coordinate" (greedy, at most ``budget`` measurements), or the name of a
+    strategy you registered (:mod:`tile_lab.tuning.strategies`). ``objective``: "time",
     "gbps" or "tflops". ``timing``: a :class:`~tile_lab.gpu.options.TimingOptions` (protocol,
     samples of a full measurement, and the **regime** every config is ranked in: "burst" by
     default, so configs measured late in a long run are not penalised for the heat of the ones
@@ -70,14 +71,15 @@ class TuneOptions:
     cluster: Any = None
 
     def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
+        if self.strategy not in strategy_names():
             raise TuneError(f"unknown strategy {self.strategy!r}; choose one of "
-                            f"{', '.join(STRATEGIES)}")
+                            f"{', '.join(strategy_names())}")
         if self.objective not in OBJECTIVES:
             raise TuneError(f"unknown objective {self.objective!r}; choose time, gbps or "
                             "tflops")
-        if self.strategy == "random" and not self.budget:
-            raise TuneError("strategy='random' needs a budget (number of configs to try)")
+        problem = get_strategy(self.strategy).check(self)
+        if problem:
+            raise TuneError(problem)
 
     @property
     def samples(self) -> int:

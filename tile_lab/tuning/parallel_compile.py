@@ -12,15 +12,16 @@ import math
 import multiprocessing
 import os
 import pickle
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any, Protocol
 
-from .kernel_source import CellDefinition, KernelNotShippable, cell_definition, rebuild
+from ..gpu.job import TileKernel, TileRecipe
+from ..gpu.shipping import KernelNotShippable
 from .space import Config
 from .store import config_key
 
@@ -68,7 +69,7 @@ class Precompiler:
         self.futures: dict[str, Future[tuple[str, str | None, float]]] = {}
         self._pool: CompileExecutor | None = None
         try:
-            ref = kernel_reference(kernel)
+            recipe = compile_recipe(kernel)
         except KernelNotShippable:
             # Precompiling is an optimisation: each launch compiles its own config instead.
             if executor is not None:
@@ -97,7 +98,8 @@ class Precompiler:
                 # Precompiling is an optimisation: a config whose signature cannot be prepared
                 # here is compiled by its own launch (and fails there, as data, if broken).
                 continue
-            jobs.append((config_key(cfg), ref, sig, hints, arch))
+            jobs.append((config_key(cfg), replace(recipe, hints=tuple(sorted(hints.items()))),
+                         sig, arch))
         size = {config_key(c): compile_size(c, kinds) for c in configs}
         jobs.sort(key=lambda job: -size[job[0]])  # stable: equal sizes keep the space's order
         self.futures = {job[0]: self._pool.submit(_compile_job, job) for job in jobs}
@@ -185,29 +187,14 @@ def signature_from_portable(portable: tuple[Any, ...]) -> Any:
     return KernelSignature(params, getattr(CallingConvention, convention)(), symbol)
 
 
-def kernel_reference(kernel: Any) -> tuple[str, str, str] | tuple[str, CellDefinition]:
-    """How a worker process finds ``kernel``: ("module", name, qualname) for importable modules,
-    ("cell", CellDefinition) for kernels defined in a notebook cell or string (only the kernel's
-    ``def`` runs in the worker, never the rest of its cell). Raises KernelNotShippable."""
-    from .._cutile_compat import python_function
-
-    func = python_function(kernel)
-    module = sys.modules.get(func.__module__)
-    path = getattr(module, "__file__", None)
-    if module is not None and path and os.path.exists(path) and func.__module__ != "__main__":
-        return ("module", func.__module__, func.__qualname__)
-    return ("cell", cell_definition(func))
-
-
-def resolve_kernel(ref: tuple[Any, ...]) -> Any:
-    if ref[0] == "module":
-        import importlib
-
-        obj: Any = importlib.import_module(ref[1])
-        for part in ref[2].split("."):
-            obj = getattr(obj, part)
-        return obj
-    return rebuild(ref[1])
+def compile_recipe(kernel: Any) -> TileRecipe:
+    """How a compile worker rebuilds ``kernel``: its module and name when its module can be
+    imported there, else the source of its ``def`` (a kernel defined in a notebook cell or a
+    string: only the kernel's ``def`` runs in the worker, never the rest of its cell). Raises
+    KernelNotShippable when a global it names cannot travel."""
+    recipe = TileKernel(kernel).recipe()
+    recipe.check_shippable()
+    return recipe
 
 
 def _warm_worker() -> None:
@@ -216,22 +203,22 @@ def _warm_worker() -> None:
     warm_compiler_queries()
 
 
-def _compile_job(job: tuple[str, tuple[Any, ...], Any, dict[str, Any], str | None]
-                 ) -> tuple[str, str | None, float]:
-    key, ref, sig, hints, arch = job
+CompileJob = tuple[str, TileRecipe, tuple[Any, ...], "str | None"]  # key, recipe, sig, arch
+
+
+def _compile_job(job: CompileJob) -> tuple[str, str | None, float]:
+    key, recipe, sig, arch = job
     started = time.perf_counter()
     try:
         from .._cutile_compat import compile_cubin_like_cutile, compiler_options
 
         if arch is None:
             raise ValueError("no target architecture to compile for (pass arch=)")
-        sig = signature_from_portable(sig)
-        kernel = resolve_kernel(ref)
-        if hints:
-            kernel = kernel.replace_hints(**hints)
+        kernel = recipe.build().hinted()
         # cuTile's own compile path, so the cubin lands in its disk cache under the same key
         # that ct.launch will look up.
-        compile_cubin_like_cutile(kernel, sig, arch, compiler_options(kernel))
+        compile_cubin_like_cutile(kernel, signature_from_portable(sig), arch,
+                                  compiler_options(kernel))
         return key, None, time.perf_counter() - started
     except Exception as e:
         return key, f"{type(e).__name__}: {e}", time.perf_counter() - started

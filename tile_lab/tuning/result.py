@@ -42,6 +42,14 @@ class Failure:
     from_store: bool = False
 
 
+def objective_score(success: Success, objective: str) -> float:
+    """``success`` under ``objective`` ("time", "gbps" or "tflops"), lower is better."""
+    if objective == "time":
+        return success.time_s
+    value = success.gbps if objective == "gbps" else success.tflops
+    return -(value or 0.0)
+
+
 @dataclass(frozen=True)
 class TuningResult:
     """``best`` (a Success or None), ``successes``, ``failures``, ``rejected`` (filtered out by
@@ -80,11 +88,7 @@ class TuningResult:
         return max(self.successes, key=self._score)
 
     def _score(self, s: Success) -> float:
-        # lower is better for every objective
-        if self.objective == "time":
-            return s.time_s
-        value = s.gbps if self.objective == "gbps" else s.tflops
-        return -(value or 0.0)
+        return objective_score(s, self.objective)
 
     def ranked(self) -> list[Success]:
         return sorted(self.successes, key=self._score)
@@ -116,6 +120,6 @@ class TuningResult:
         return self.summary()
 
     def _repr_html_(self) -> str:
-        from ..render.tune_plots import result_table_html
+        from ..display import mimebundle  # drawn by render/tune_plots.py
 
-        return result_table_html(self)
+        return str(mimebundle(self).get("text/html", ""))

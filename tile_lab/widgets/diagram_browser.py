@@ -17,9 +17,11 @@ import ipywidgets as widgets
 
 from ..access_trace import Trace, load_trace
 from ..errors import TileLabError
-from ..render.diagram import Diagram, IndexedTrace, diagram
+from ..render.diagram import Diagram, diagram
 from ..render.diagram_layout import ellipsize
 from ..render.tma import TmaReport
+from ..render.widget_html import error_html
+from ..trace_index import IndexedTrace
 
 __all__ = ["DiagramBrowser", "browse"]
 
@@ -103,7 +105,7 @@ class DiagramBrowser(widgets.VBox):
         except TileLabError as e:
             # an observer's exception would vanish into the widget log: show it instead
             self.error = e
-            self.status.value = f"<pre style='color:#D55E00'>{_esc(e.render())}</pre>"
+            self.status.value = error_html(e.render())
             return None
         self.error = None
         self.status.value = ""
@@ -120,9 +122,3 @@ def browse(trace: Trace | IndexedTrace | str | os.PathLike, **kwargs) -> Diagram
     if isinstance(trace, (str, os.PathLike)):
         trace = load_trace(trace)
     return DiagramBrowser(trace, **kwargs)
-
-
-def _esc(text: str) -> str:
-    import html
-
-    return html.escape(text)

@@ -11,11 +11,11 @@ reproduces it. Measuring goes through the tuner's public
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..render import widget_html
 from ..tuning.measurer import GpuMeasurer, Measurer, MeasureRequest, as_measurer
 from ..tuning.options import TuneOptions
 from ..tuning.result import Failure, Success, TuningResult
@@ -94,7 +94,7 @@ class Explorer:
         self.apply_button.on_click(lambda _: self.apply_best())
         mode = ("GPU" if self.use_gpu
                 else "CPU emulator (no GPU: performance shows recorded results)")
-        header = w.HTML(f"<b>{html.escape(self.name)}</b> — {html.escape(mode)}")
+        header = w.HTML(widget_html.header_html(self.name, mode))
         controls = w.VBox([header, *self.sliders.values(),
                            w.HBox([self.sweep_button, self.apply_button]),
                            self.sweep_output, self.status])
@@ -127,12 +127,11 @@ class Explorer:
         cfg = self.config
         valid = {config_key(c) for c in self.space.configs(None)}
         if config_key(cfg) not in valid:
-            self.status.value = f"<span style='color:#D55E00'>{html.escape(cfg.label())}: " \
-                                "rejected by the space's constraints</span>"
+            self.status.value = widget_html.rejected_html(cfg.label())
             self.redraws += 1
             return
         outcome = self._outcome(cfg)
-        self.status.value = _status_html(cfg, outcome, recorded=not self.use_gpu)
+        self.status.value = widget_html.status_html(cfg, outcome, recorded=not self.use_gpu)
         self._draw_perf(cfg)
         self._draw_diagram(cfg)
         self.redraws += 1
@@ -222,16 +221,13 @@ class Explorer:
             args = tuple(self.diagram_args_fn(cfg))
             size = sum(int(getattr(a, "size", 0)) for a in args if hasattr(a, "shape"))
             if size > self.DIAGRAM_MAX_ELEMENTS:
-                return ("<i>diagram skipped: the arguments have "
-                        f"{size:,} elements; pass diagram_args_fn= with a small "
-                        "problem (and diagram_grid_fn=) to draw it</i>")
+                return widget_html.diagram_skipped_html(size)
             if self.diagram_grid_fn is not None:
                 grid = tuple(int(g) for g in self.diagram_grid_fn(cfg))
             trace = emulate_trace(self.kernel, grid, args)
             return diagram(trace)._repr_html_()
         except Exception as e:  # the diagram is an aid: show why it is missing, keep the widget
-            return (f"<pre style='color:#D55E00'>diagram unavailable: "
-                    f"{html.escape(type(e).__name__)}: {html.escape(str(e))}</pre>")
+            return widget_html.error_html(f"diagram unavailable: {type(e).__name__}: {e}")
 
     # ---- buttons ------------------------------------------------------------------------------
     def sweep(self, options: TuneOptions | None = None) -> TuningResult:
@@ -294,30 +290,6 @@ def explore(kernel: Any, space: Space, grid_fn: ConfigFn, args_fn: ConfigFn, *,
     return Explorer(kernel, space, grid_fn, args_fn, diagram_args_fn=diagram_args_fn,
                     diagram_grid_fn=diagram_grid_fn, check=check, store=store, measure=measure,
                     options=options)
-
-
-def _status_html(cfg: Config, outcome: Any, *, recorded: bool) -> str:
-    label = html.escape(cfg.label())
-    if outcome is None:
-        why = "no recorded result for this config" if recorded else "not measured"
-        return f"{label}: <i>{why}</i>"
-    if isinstance(outcome, Failure):
-        return (f"<span style='color:#D55E00'>{label}: failed at {html.escape(outcome.stage)}: "
-                f"{html.escape(outcome.error)}</span>")
-    m = outcome.measurement
-    if getattr(m, "n", None) == 1:  # stopped early: a clear loser, timed once
-        parts = [f"{outcome.time_s * 1e6:.1f} µs (1 sample: slower than a redraw allows)"]
-    else:
-        parts = [f"{outcome.time_s * 1e6:.1f} µs ± {outcome.ci95_s * 1e6:.1f}"]
-    if outcome.gbps is not None:
-        parts.append(f"{outcome.gbps:.0f} GB/s")
-    if outcome.tflops is not None:
-        parts.append(f"{outcome.tflops:.1f} TFLOPS")
-    gpu = getattr(getattr(m, "provenance", None), "gpu", None) or getattr(m, "gpu_name", None)
-    src = ""
-    if outcome.from_store:
-        src = f" (recorded on {html.escape(str(gpu))})" if gpu else " (recorded)"
-    return f"{label}: {' · '.join(parts)}{src}"
 
 
 def _gpu_present() -> bool:

@@ -1,4 +1,5 @@
-"""HTML for a Comparison: the two Tile IR bodies side by side, row by aligned row.
+"""HTML for a :class:`~tile_lab.cpp.compare.Comparison` (``tile_lab.compare``): the two Tile IR
+bodies side by side, row by aligned row.
 
 Deterministic (no ids, no timestamps) and escaped; styles are scoped to the
 ``tl-compare`` class so several comparisons can sit in one notebook.
@@ -7,10 +8,10 @@ Deterministic (no ids, no timestamps) and escaped; styles are scoped to the
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .compare import Comparison, OpLine
+from ..cpp.compare import KINDS, Comparison, OpLine
+
+__all__ = ["comparison_html"]
 
 _STYLE = """<style>
 .tl-compare table{border-collapse:collapse;font-family:var(--jp-code-font-family,monospace);
@@ -41,8 +42,7 @@ def _cells(op: OpLine | None, side: str) -> str:
 
 
 def comparison_html(cmp: Comparison) -> str:
-    from .compare import KINDS
-
+    """The comparison as an HTML table: Python's op, the verdict mark, C++'s op, per row."""
     rows = "".join(
         f"<tr class='{p.kind}'>{_cells(p.py, 'py')}"
         f"<td class='mark'>{html.escape(KINDS[p.kind])}</td>{_cells(p.cpp, 'cpp')}</tr>"

@@ -1,5 +1,6 @@
-"""A trace indexed once for the diagrams: accesses grouped by block and by array, coverage
-counts and tile visit orders computed in NumPy (``IndexedTrace``).
+"""A trace indexed once: accesses grouped by block and by array, coverage counts and tile
+visit orders computed in NumPy (:class:`IndexedTrace`). The diagrams and the diagram browser
+read it; it draws nothing (the types it returns are in ``tile_geometry.py``).
 """
 
 
@@ -16,11 +17,10 @@ from operator import attrgetter
 
 import numpy as np
 
-from ..access_trace import ATOMIC_KINDS, READ_KINDS, WRITE_KINDS, Block, MemoryAccess, Trace
-from . import palette
-from .diagram_geometry import CELL_CAP, Box, Heatmap, TileGrid, TileVisit
+from .access_trace import ATOMIC_KINDS, READ_KINDS, WRITE_KINDS, Block, MemoryAccess, Trace
+from .tile_geometry import CELL_CAP, Box, Heatmap, TileGrid, TileVisit
 
-__all__ = ["IndexedTrace"]
+__all__ = ["IndexedTrace", "group_visits"]
 
 # ============================================================================================
 # the trace, indexed once
@@ -102,8 +102,6 @@ class IndexedTrace:
         self._runs = (run_blocks, run_ends)
         self.lines: tuple[int, ...] = tuple(sorted(set(map(attrgetter("line"), accesses))))
         self.max_iteration = max(map(attrgetter("iteration"), accesses), default=0)
-        slots = palette.line_color_index(self.lines)
-        self.colors = {ln: palette.css_var(s) for ln, s in slots.items()}
         self._source = trace.source.splitlines()
         self._grids: dict[str, tuple[TileGrid, ...]] = {}
         self._heatmaps: dict[tuple[str, str], _Coverage | None] = {}
@@ -112,7 +110,9 @@ class IndexedTrace:
         self._kinds: dict[str, frozenset[str]] = {}
         self._columns: dict[str, _Columns] = {}
         self._visit_summary: dict[str, tuple] = {}
-        self.draw_cache: dict[tuple, tuple] = {}  # drawn items that no selection changes
+        # what a renderer drew from this index that no selection changes (kept by the
+        # renderer, so a redraw of the same trace reuses it)
+        self.draw_cache: dict[tuple, tuple] = {}
         self._gemm: tuple[str, str, str] | bool | None = False  # False = not computed yet
 
     def line_text(self, line: int) -> str:
@@ -217,9 +217,11 @@ class IndexedTrace:
             self._visits[arg] = _visits(self, arg)
         return self._visits[arg]
 
-    def visit_summary(self, arg: str):
+    def visit_summary(self, arg: str) -> tuple[dict[tuple[int, ...], list[TileVisit]],
+                                               dict[Block, list[TileVisit]]]:
+        """``arg``'s visits grouped by tile and by block (see :func:`group_visits`)."""
         if arg not in self._visit_summary:
-            self._visit_summary[arg] = _visit_summary(self.visits(arg))
+            self._visit_summary[arg] = group_visits(self.visits(arg))
         return self._visit_summary[arg]
 
     def has_kind(self, arg: str, kind: str) -> bool:
@@ -318,7 +320,7 @@ def _box_coverage(box_start: np.ndarray, box_stop: np.ndarray, block_id: np.ndar
     return counts, edges
 
 
-def _visit_summary(visits: Sequence[TileVisit]
+def group_visits(visits: Sequence[TileVisit]
                    ) -> tuple[dict[tuple[int, ...], list[TileVisit]], dict[Block, list[TileVisit]]]:
     """Visits grouped by tile and by block, each list in rank order."""
     by_tile: dict[tuple[int, ...], list[TileVisit]] = {}

@@ -1,0 +1,584 @@
+"""Tuning strategies: each tries the same configs in the same order as before they moved into
+``tile_lab.tuning.strategies`` (traces recorded from the tuner at f96559c, before the move, with
+``python tests/strategy_trace.py``); the registry; a user-defined strategy runs through tune()."""
+
+from __future__ import annotations
+
+import pytest
+from strategy_trace import SCENARIOS, SPACE, RecordingMeasurer, scale_args, scale_grid, short, trace
+from tune_kernels import scale_copy
+
+from tile_lab.tuning import (
+    BaseStrategy,
+    Strategy,
+    TuneError,
+    TuneOptions,
+    register_strategy,
+    strategy_names,
+    tune,
+    unregister_strategy,
+)
+from tile_lab.tuning.strategies import get_strategy
+
+# scenario -> what the tuner asked of the fake Measurer (and of the fake cluster), in order, then
+# the result's successes and failures (* = from the store), the store's new lines (! = failed)
+# and the best config. Recorded before the strategies moved; never edit by hand.
+RECORDED: dict[str, list[str]] = {
+    'exhaustive': [
+        'compile 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'warm_up',
+        'measure 64/1 n=7 stop=-',
+        'measure 64/3 n=7 stop=-',
+        'measure 64/6 n=7 stop=-',
+        'measure 128/1 n=7 stop=-',
+        'measure 128/3 n=7 stop=-',
+        'measure 128/6 n=7 stop=-',
+        'measure 256/1 n=7 stop=-',
+        'measure 256/3 n=7 stop=-',
+        'measure 256/6 n=7 stop=-',
+        'measure 512/1 n=7 stop=-',
+        'measure 512/3 n=7 stop=-',
+        'measure 512/6 n=7 stop=-',
+        'ok 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'failed ',
+        'stored 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'best 256/3',
+    ],
+    'exhaustive-precompiled': [
+        'compile 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'warm_up',
+        'measure 64/3 n=20 stop=-',
+        'measure 64/6 n=20 stop=-',
+        'measure 128/3 n=20 stop=-',
+        'measure 128/6 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'measure 512/6 n=20 stop=-',
+        'measure 64/1 n=20 stop=-',
+        'measure 128/1 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'measure 512/1 n=20 stop=-',
+        'close',
+        'ok 64/3 64/6 128/3 128/6 256/3 256/6 512/6 64/1 128/1 256/1 512/1',
+        'failed 512/3:compile',
+        'stored 64/3 64/6 128/3 128/6 256/3 256/6 512/3! 512/6 64/1 128/1 256/1 512/1',
+        'best 256/3',
+    ],
+    'exhaustive-stored': [
+        'compile 64/1 64/3 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3',
+        'warm_up',
+        'measure 64/1 n=20 stop=-',
+        'measure 64/3 n=20 stop=-',
+        'measure 128/1 n=20 stop=-',
+        'measure 128/3 n=20 stop=-',
+        'measure 128/6 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'measure 512/1 n=20 stop=-',
+        'measure 512/3 n=20 stop=-',
+        'ok 512/6* 64/1 64/3 256/1 256/3 256/6 512/1 512/3',
+        'failed 64/6:launch* 128/1:launch 128/3:launch 128/6:launch',
+        'stored 64/1 64/3 128/1! 128/3! 128/6! 256/1 256/3 256/6 512/1 512/3',
+        'best 256/3',
+    ],
+    'race': [
+        'compile 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'warm_up',
+        'measure 64/1 n=3 stop=-',
+        'measure 64/3 n=3 stop=0.000144',
+        'measure 64/6 n=3 stop=0.00012',
+        'measure 128/1 n=3 stop=0.00012',
+        'measure 128/3 n=3 stop=0.000108',
+        'measure 128/6 n=3 stop=9e-05',
+        'measure 256/1 n=3 stop=9e-05',
+        'measure 256/3 n=3 stop=3.6e-05',
+        'measure 256/6 n=3 stop=3e-05',
+        'measure 512/1 n=3 stop=3e-05',
+        'measure 512/3 n=3 stop=3e-05',
+        'measure 512/6 n=3 stop=3e-05',
+        'measure 256/1 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'ok 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'failed ',
+        'stored 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'best 256/3',
+    ],
+    'race-default': [
+        'compile 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'warm_up',
+        'measure 64/1 n=5 stop=-',
+        'measure 64/3 n=5 stop=0.000144',
+        'measure 64/6 n=5 stop=0.00012',
+        'measure 128/1 n=5 stop=0.00012',
+        'measure 128/3 n=5 stop=0.000108',
+        'measure 128/6 n=5 stop=9e-05',
+        'measure 256/1 n=5 stop=9e-05',
+        'measure 256/3 n=5 stop=3.6e-05',
+        'measure 256/6 n=5 stop=3e-05',
+        'measure 512/1 n=5 stop=3e-05',
+        'measure 512/3 n=5 stop=3e-05',
+        'measure 512/6 n=5 stop=3e-05',
+        'measure 256/1 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'ok 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'failed ',
+        'stored 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'best 256/3',
+    ],
+    'race-precompiled': [
+        'compile 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'warm_up',
+        'measure 64/3 n=3 stop=-',
+        'measure 64/6 n=3 stop=0.00012',
+        'measure 128/3 n=3 stop=0.00012',
+        'measure 128/6 n=3 stop=9e-05',
+        'measure 256/3 n=3 stop=9e-05',
+        'measure 256/6 n=3 stop=3e-05',
+        'measure 512/3 n=3 stop=3e-05',
+        'measure 512/6 n=3 stop=3e-05',
+        'measure 64/1 n=3 stop=3e-05',
+        'measure 128/1 n=3 stop=3e-05',
+        'measure 512/1 n=3 stop=3e-05',
+        'measure 256/3 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'close',
+        'ok 64/3 64/6 128/3 128/6 256/3 256/6 512/3 512/6 64/1 128/1 512/1',
+        'failed 256/1:compile',
+        'stored 256/1! 64/3 64/6 128/3 128/6 256/3 256/6 512/3 512/6 64/1 128/1 512/1',
+        'best 256/3',
+    ],
+    'race-stored-failing': [
+        'compile 64/1 64/3 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3',
+        'warm_up',
+        'measure 64/1 n=3 stop=0.000195',
+        'measure 64/3 n=3 stop=0.000144',
+        'measure 128/1 n=3 stop=0.00012',
+        'measure 128/3 n=3 stop=0.00012',
+        'measure 128/6 n=3 stop=0.00012',
+        'measure 256/1 n=3 stop=0.00012',
+        'measure 256/3 n=3 stop=3.6e-05',
+        'measure 256/6 n=3 stop=3e-05',
+        'measure 512/1 n=3 stop=3e-05',
+        'measure 512/3 n=3 stop=3e-05',
+        'measure 256/1 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'ok 512/6* 64/1 64/3 256/1 256/3 256/6 512/1 512/3',
+        'failed 64/6:launch* 128/1:launch 128/3:launch 128/6:launch',
+        'stored 128/1! 128/3! 128/6! 64/1 64/3 256/1 256/3 256/6 512/1 512/3',
+        'best 256/3',
+    ],
+    'random-seed0': [
+        'compile 64/3 512/1 256/6 128/6',
+        'warm_up',
+        'measure 64/3 n=20 stop=-',
+        'measure 512/1 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'measure 128/6 n=20 stop=-',
+        'ok 64/3 512/1 256/6 128/6',
+        'failed ',
+        'stored 64/3 512/1 256/6 128/6',
+        'best 256/6',
+    ],
+    'random-seed1': [
+        'compile 256/3 512/6 64/1 256/6',
+        'warm_up',
+        'measure 256/3 n=20 stop=-',
+        'measure 512/6 n=20 stop=-',
+        'measure 64/1 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'ok 256/3 512/6 64/1 256/6',
+        'failed ',
+        'stored 256/3 512/6 64/1 256/6',
+        'best 256/3',
+    ],
+    'random-seed7-stored': [
+        'compile 512/1 128/3 64/3 128/6 256/6',
+        'warm_up',
+        'measure 512/1 n=20 stop=-',
+        'measure 128/3 n=20 stop=-',
+        'measure 64/3 n=20 stop=-',
+        'measure 128/6 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'ok 512/6* 512/1 128/3 64/3 128/6 256/6',
+        'failed 64/6:launch*',
+        'stored 512/1 128/3 64/3 128/6 256/6',
+        'best 256/6',
+    ],
+    'random-precompiled': [
+        'compile 64/3 256/3 512/3 64/1 256/1 512/6',
+        'warm_up',
+        'measure 64/3 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'measure 512/3 n=20 stop=-',
+        'measure 512/6 n=20 stop=-',
+        'measure 64/1 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'close',
+        'ok 64/3 256/3 512/3 512/6 64/1 256/1',
+        'failed ',
+        'stored 64/3 256/3 512/3 512/6 64/1 256/1',
+        'best 256/3',
+    ],
+    'coordinate': [
+        'compile 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'warm_up',
+        'measure 64/1 n=20 stop=-',
+        'measure 128/1 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'measure 512/1 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'measure 64/3 n=20 stop=-',
+        'measure 128/3 n=20 stop=-',
+        'measure 512/3 n=20 stop=-',
+        'ok 64/1 128/1 256/1 512/1 256/3 256/6 64/3 128/3 512/3',
+        'failed ',
+        'stored 64/1 128/1 256/1 512/1 256/3 256/6 64/3 128/3 512/3',
+        'best 256/3',
+    ],
+    'coordinate-tflops': [
+        'compile 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'warm_up',
+        'measure 64/1 n=20 stop=-',
+        'measure 128/1 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'measure 512/1 n=20 stop=-',
+        'measure 512/3 n=20 stop=-',
+        'measure 512/6 n=20 stop=-',
+        'measure 64/6 n=20 stop=-',
+        'measure 128/6 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'ok 64/1 128/1 256/1 512/1 512/3 512/6 64/6 128/6 256/6',
+        'failed ',
+        'stored 64/1 128/1 256/1 512/1 512/3 512/6 64/6 128/6 256/6',
+        'best 512/6',
+    ],
+    'coordinate-budget3': [
+        'compile 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'warm_up',
+        'measure 64/1 n=20 stop=-',
+        'measure 128/1 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'ok 64/1 128/1 256/1',
+        'failed ',
+        'stored 64/1 128/1 256/1',
+        'best 256/1',
+    ],
+    'coordinate-stored-failing': [
+        'compile 64/1 64/3 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3',
+        'warm_up',
+        'measure 64/1 n=20 stop=-',
+        'measure 128/1 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'measure 512/1 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'measure 64/3 n=20 stop=-',
+        'measure 128/3 n=20 stop=-',
+        'measure 512/3 n=20 stop=-',
+        'ok 512/6* 128/1 256/1 512/1 256/3 256/6 128/3 512/3',
+        'failed 64/6:launch* 64/1:launch 64/3:launch',
+        'stored 64/1! 128/1 256/1 512/1 256/3 256/6 64/3! 128/3 512/3',
+        'best 256/3',
+    ],
+    'cluster2-exhaustive': [
+        'compile on ray 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'prefetch 64/3 n=20',
+        'actor 64/3 n=20 stop=-',
+        'warm_up',
+        'measure 64/3 n=20 stop=-',
+        'prefetch 64/6 n=20',
+        'actor 64/6 n=20 stop=-',
+        'measure 64/6 n=20 stop=-',
+        'prefetch 128/3 n=20',
+        'actor 128/3 n=20 stop=-',
+        'measure 128/3 n=20 stop=-',
+        'prefetch 128/6 n=20',
+        'actor 128/6 n=20 stop=-',
+        'measure 128/6 n=20 stop=-',
+        'prefetch 256/3 n=20',
+        'actor 256/3 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'prefetch 256/6 n=20',
+        'actor 256/6 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'prefetch 512/3 n=20',
+        'prefetch 512/6 n=20',
+        'actor 512/6 n=20 stop=-',
+        'measure 512/6 n=20 stop=-',
+        'prefetch 64/1 n=20',
+        'actor 64/1 n=20 stop=-',
+        'measure 64/1 n=20 stop=-',
+        'prefetch 128/1 n=20',
+        'actor 128/1 n=20 stop=-',
+        'measure 128/1 n=20 stop=-',
+        'prefetch 256/1 n=20',
+        'actor 256/1 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'prefetch 512/1 n=20',
+        'actor 512/1 n=20 stop=-',
+        'measure 512/1 n=20 stop=-',
+        'cross_check 11 n=20',
+        'close',
+        'cluster closed',
+        'ok 64/3 64/6 128/3 128/6 256/3 256/6 512/6 64/1 128/1 256/1 512/1',
+        'failed 512/3:compile',
+        'stored 64/3 64/6 128/3 128/6 256/3 256/6 512/3! 512/6 64/1 128/1 256/1 512/1',
+        'best 256/3',
+    ],
+    'cluster2-race': [
+        'compile on ray 64/1 64/3 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3',
+        'prefetch 64/1 n=3',
+        'actor 64/1 n=3 stop=0.000195',
+        'warm_up',
+        'measure 64/1 n=3 stop=0.000195',
+        'prefetch 64/3 n=3',
+        'actor 64/3 n=3 stop=0.000144',
+        'measure 64/3 n=3 stop=0.000144',
+        'prefetch 128/1 n=3',
+        'actor 128/1 n=3 stop=0.00012',
+        'measure 128/1 n=3 stop=0.00012',
+        'prefetch 128/3 n=3',
+        'actor 128/3 n=3 stop=0.00012',
+        'measure 128/3 n=3 stop=0.00012',
+        'prefetch 128/6 n=3',
+        'actor 128/6 n=3 stop=0.00012',
+        'measure 128/6 n=3 stop=0.00012',
+        'prefetch 256/1 n=3',
+        'actor 256/1 n=3 stop=0.00012',
+        'measure 256/1 n=3 stop=0.00012',
+        'prefetch 256/3 n=3',
+        'actor 256/3 n=3 stop=3.6e-05',
+        'measure 256/3 n=3 stop=3.6e-05',
+        'prefetch 256/6 n=3',
+        'actor 256/6 n=3 stop=3e-05',
+        'measure 256/6 n=3 stop=3e-05',
+        'prefetch 512/1 n=3',
+        'actor 512/1 n=3 stop=3e-05',
+        'measure 512/1 n=3 stop=3e-05',
+        'prefetch 512/3 n=3',
+        'actor 512/3 n=3 stop=3e-05',
+        'measure 512/3 n=3 stop=3e-05',
+        'actor 256/1 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'actor 256/3 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'actor 256/6 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'cross_check 8 n=20',
+        'cluster closed',
+        'ok 512/6* 64/1 64/3 256/1 256/3 256/6 512/1 512/3',
+        'failed 64/6:launch* 128/1:launch 128/3:launch 128/6:launch',
+        'stored 128/1! 128/3! 128/6! 64/1 64/3 256/1 256/3 256/6 512/1 512/3',
+        'best 256/3',
+    ],
+    'cluster2-random': [
+        'compile on ray 256/3 512/6 64/1 256/6',
+        'prefetch 256/3 n=20',
+        'actor 256/3 n=20 stop=-',
+        'warm_up',
+        'measure 256/3 n=20 stop=-',
+        'prefetch 512/6 n=20',
+        'actor 512/6 n=20 stop=-',
+        'measure 512/6 n=20 stop=-',
+        'prefetch 64/1 n=20',
+        'actor 64/1 n=20 stop=-',
+        'measure 64/1 n=20 stop=-',
+        'prefetch 256/6 n=20',
+        'actor 256/6 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'cross_check 4 n=20',
+        'cluster closed',
+        'ok 256/3 512/6 64/1 256/6',
+        'failed ',
+        'stored 256/3 512/6 64/1 256/6',
+        'best 256/3',
+    ],
+    'cluster2-coordinate': [
+        'compile on ray 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'actor 64/1 n=20 stop=-',
+        'warm_up',
+        'measure 64/1 n=20 stop=-',
+        'actor 128/1 n=20 stop=-',
+        'measure 128/1 n=20 stop=-',
+        'actor 256/1 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'actor 512/1 n=20 stop=-',
+        'measure 512/1 n=20 stop=-',
+        'actor 256/3 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'actor 256/6 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'actor 64/3 n=20 stop=-',
+        'measure 64/3 n=20 stop=-',
+        'actor 128/3 n=20 stop=-',
+        'measure 128/3 n=20 stop=-',
+        'actor 512/3 n=20 stop=-',
+        'measure 512/3 n=20 stop=-',
+        'cross_check 9 n=20',
+        'cluster closed',
+        'ok 64/1 128/1 256/1 512/1 256/3 256/6 64/3 128/3 512/3',
+        'failed ',
+        'stored 64/1 128/1 256/1 512/1 256/3 256/6 64/3 128/3 512/3',
+        'best 256/3',
+    ],
+    'cluster1-race': [
+        'compile on ray 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'actor 64/1 n=3 stop=-',
+        'warm_up',
+        'measure 64/1 n=3 stop=-',
+        'actor 64/3 n=3 stop=0.000144',
+        'measure 64/3 n=3 stop=0.000144',
+        'actor 64/6 n=3 stop=0.00012',
+        'measure 64/6 n=3 stop=0.00012',
+        'actor 128/1 n=3 stop=0.00012',
+        'measure 128/1 n=3 stop=0.00012',
+        'actor 128/3 n=3 stop=0.000108',
+        'measure 128/3 n=3 stop=0.000108',
+        'actor 128/6 n=3 stop=9e-05',
+        'measure 128/6 n=3 stop=9e-05',
+        'actor 256/1 n=3 stop=9e-05',
+        'measure 256/1 n=3 stop=9e-05',
+        'actor 256/3 n=3 stop=3.6e-05',
+        'measure 256/3 n=3 stop=3.6e-05',
+        'actor 256/6 n=3 stop=3e-05',
+        'measure 256/6 n=3 stop=3e-05',
+        'actor 512/1 n=3 stop=3e-05',
+        'measure 512/1 n=3 stop=3e-05',
+        'actor 512/3 n=3 stop=3e-05',
+        'measure 512/3 n=3 stop=3e-05',
+        'actor 512/6 n=3 stop=3e-05',
+        'measure 512/6 n=3 stop=3e-05',
+        'actor 256/1 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'actor 256/3 n=20 stop=-',
+        'measure 256/3 n=20 stop=-',
+        'actor 256/6 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'cross_check 12 n=20',
+        'cluster closed',
+        'ok 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'failed ',
+        'stored 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'best 256/3',
+    ],
+    'cluster0-race': [
+        'compile on ray 64/1 64/3 64/6 128/1 128/3 128/6 256/1 256/3 256/6 512/1 512/3 512/6',
+        'warm_up',
+        'measure 64/3 n=3 stop=-',
+        'measure 64/6 n=3 stop=0.00012',
+        'measure 128/3 n=3 stop=0.00012',
+        'measure 128/6 n=3 stop=9e-05',
+        'measure 256/3 n=3 stop=9e-05',
+        'measure 256/6 n=3 stop=3e-05',
+        'measure 512/3 n=3 stop=3e-05',
+        'measure 512/6 n=3 stop=3e-05',
+        'measure 64/1 n=3 stop=3e-05',
+        'measure 128/1 n=3 stop=3e-05',
+        'measure 256/1 n=3 stop=3e-05',
+        'measure 512/1 n=3 stop=3e-05',
+        'measure 256/3 n=20 stop=-',
+        'measure 256/6 n=20 stop=-',
+        'measure 256/1 n=20 stop=-',
+        'close',
+        'cluster closed',
+        'ok 64/3 64/6 128/3 128/6 256/3 256/6 512/3 512/6 64/1 128/1 256/1 512/1',
+        'failed ',
+        'stored 64/3 64/6 128/3 128/6 256/3 256/6 512/3 512/6 64/1 128/1 256/1 512/1',
+        'best 256/3',
+    ],
+}
+
+
+def test_every_scenario_is_pinned():
+    assert set(RECORDED) == set(SCENARIOS)
+
+
+@pytest.mark.parametrize("scenario", sorted(RECORDED))
+def test_a_strategy_tries_the_same_configs_in_the_same_order(scenario):
+    assert trace(scenario) == RECORDED[scenario]
+
+
+# ---- the registry, and a strategy of your own --------------------------------------------------
+class LargestTilesFirst(BaseStrategy):
+    """Largest tiles first, fully measured; stops at the first config slower than the best so
+    far. Only LAT=3 configs are compiled (``choose``); it needs ``budget`` unset (``check``)."""
+
+    def check(self, options):
+        return "largest-first takes no budget" if options.budget is not None else None
+
+    def choose(self, configs, options):
+        return [c for c in configs if c["LAT"] == 3]
+
+    def search(self, configs, trials):
+        best = None
+        for cfg in sorted(configs, key=lambda c: -c["TILE"]):
+            out = trials.measure(cfg, 4)
+            yield out
+            if best is not None and out.time_s > best:
+                return
+            best = out.time_s if best is None else min(best, out.time_s)
+
+
+@pytest.fixture
+def largest_first():
+    strategy = register_strategy("largest-first", LargestTilesFirst())
+    yield strategy
+    unregister_strategy("largest-first")
+
+
+def test_a_strategy_of_your_own_runs_through_tune(largest_first, tmp_path):
+    assert strategy_names() == ("race", "exhaustive", "random", "coordinate", "largest-first")
+    gpu = RecordingMeasurer()
+    store = tmp_path / "tune.jsonl"
+    r = tune(scale_copy, SPACE, scale_grid, scale_args, measure=gpu, store=str(store),
+             options=TuneOptions(strategy="largest-first", progress=False))
+    # only its chosen configs were compiled; it measured in its own order and stopped itself
+    assert gpu.log == ["compile 64/3 128/3 256/3 512/3", "warm_up",
+                       "measure 512/3 n=4 stop=-", "measure 256/3 n=4 stop=-",
+                       "measure 128/3 n=4 stop=-"]
+    assert [short(s.config) for s in r.successes] == ["512/3", "256/3", "128/3"]
+    assert short(r.best.config) == "256/3"
+    assert len(store.read_text().splitlines()) == 3  # each yielded outcome was stored
+    with pytest.raises(TuneError, match="largest-first takes no budget"):
+        TuneOptions(strategy="largest-first", budget=3)
+
+
+def test_registering_checks_the_name_and_the_object(largest_first):
+    with pytest.raises(ValueError, match="'race' is a built-in strategy"):
+        register_strategy("race", LargestTilesFirst())
+    with pytest.raises(TypeError, match=r"pass an instance, e.g. LargestTilesFirst\(\)"):
+        register_strategy("mine", LargestTilesFirst)
+    with pytest.raises(TypeError, match="object is not a Strategy"):
+        register_strategy("mine", object())
+    # a re-run notebook cell registers the name again: the new strategy replaces the old
+    again = LargestTilesFirst()
+    register_strategy("largest-first", again)
+    assert get_strategy("largest-first") is again
+    unregister_strategy("largest-first")
+    with pytest.raises(TuneError, match="unknown strategy 'largest-first'; choose one of race, "
+                                        "exhaustive, random, coordinate"):
+        TuneOptions(strategy="largest-first")
+    with pytest.raises(ValueError, match="built-in"):
+        unregister_strategy("exhaustive")
+
+
+def test_the_built_in_strategies_are_strategies():
+    for name in strategy_names():
+        assert isinstance(get_strategy(name), Strategy)
+
+
+def test_coordinate_over_a_fully_stored_space_measures_nothing(tmp_path):
+    """Before the strategies moved, this raised IndexError (the search started at todo[0])."""
+    store = str(tmp_path / "tune.jsonl")
+    tune(scale_copy, SPACE, scale_grid, scale_args, store=store, measure=RecordingMeasurer(),
+         options=TuneOptions(strategy="exhaustive", progress=False))
+    gpu = RecordingMeasurer()
+    r = tune(scale_copy, SPACE, scale_grid, scale_args, store=store, measure=gpu,
+             options=TuneOptions(strategy="coordinate", progress=False))
+    assert gpu.log == [] and len(r.successes) == 12
+    assert all(s.from_store for s in r.successes) and short(r.best.config) == "256/3"
