@@ -1,7 +1,8 @@
 """The shape of the code, checked: no import circle in tile_lab (function-level imports count),
 no module over 600 lines, no public function with more than 10 parameters, no private name
 imported across packages, mypy clean on the measuring core (gpu/ and tuning/), no HTML or SVG
-outside render/, and no module but the front ends importing render/."""
+outside render/, no module but the front ends importing render/, and no SASS/Tile IR regex
+outside the stage parser (tile_lab/stage_rows.py)."""
 
 from __future__ import annotations
 
@@ -254,6 +255,106 @@ def test_mypy_is_clean_on_the_measuring_core():
     out = subprocess.run([sys.executable, "-m", "mypy", "tile_lab/gpu", "tile_lab/tuning"],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# -- compiled stages are parsed in one place --------------------------------------------------
+
+# What marks a regular expression as reading compiled-stage content (SASS or Tile IR), matched
+# against the expression's pattern text. Location syntax (``loc(...)``, ``//## File``) is not
+# on the list: compile.py reads it where it makes the line maps. Pygments lexer tables
+# (render/lexers.py) are not ``re`` calls: they colour text and extract nothing.
+STAGE_MARKERS = {
+    "SASS address /*..*/": r"/\\\*",
+    "SASS predicate @P": r"@[!?U\\]{0,6}P",
+    "SASS opcode or register": r"(?<![A-Za-z])(?:SYNCS|UTMA|UBLK|LDGSTS|LDG|STG|LDL|STL|LDS|STS"
+                               r"|VIADD|IADD3|IMAD|HGMMA|HMMA|UTCHMMA|BRA|EXIT|URZ|UR\\d)"
+                               r"|\[A-Z\]\[A-Z0-9\]",
+    "Tile IR SSA value %x": r"%(?:\\w|\[\^?\\w|\[\^=|$)",
+    "Tile IR op or type": r"_tko|make_tensor_view|make_partition_view|partition_view|tensor_view"
+                          r"|assume|div_by|entry @|tile<|latency|mma\[fi|mmaf|mmai",
+}
+STAGE_PARSER = "tile_lab/stage_rows.py"
+_RE_FUNCS = {"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn",
+             "split"}
+
+
+def _stage_regexes(path: Path) -> list[str]:
+    """``line: marker: pattern`` for each call of the ``re`` module in ``path`` (``re.x(...)``,
+    ``import re as r``, ``from re import compile``) whose pattern text (its string constants,
+    f-string parts, and module-level string constants it names) carries a STAGE_MARKERS
+    marker."""
+    tree = ast.parse(path.read_text())
+    modules, funcs, consts = set(), set(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name == "re"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "re":
+            funcs |= {a.asname or a.name for a in node.names if a.name in _RE_FUNCS}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)):
+            consts[node.targets[0].id] = node.value
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        is_re = ((isinstance(f, ast.Attribute) and f.attr in _RE_FUNCS
+                  and isinstance(f.value, ast.Name) and f.value.id in modules)
+                 or (isinstance(f, ast.Name) and f.id in funcs))
+        pattern = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg == "pattern"), None)
+        if not is_re or pattern is None:
+            continue
+        texts = []
+        for sub in ast.walk(pattern):
+            if isinstance(sub, ast.Name) and sub.id in consts:
+                sub = consts[sub.id]
+            texts += [c.value for c in ast.walk(sub)
+                      if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+        text = "".join(texts)
+        for what, marker in STAGE_MARKERS.items():
+            if re.search(marker, text):
+                found.append(f"{node.lineno}: {what}: {text}")
+                break
+    return found
+
+
+def test_stage_regex_rule_catches_stage_patterns_and_passes_others(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import re\nimport re as regex\nfrom re import compile as c\n"
+        "OFFSET = r'^\\s*/\\*([0-9a-fA-F]+)\\*/'\n"
+        "A = re.compile(OFFSET)\n"  # a named constant
+        "B = regex.search(r'=\\s*(load|store)_view_tko\\b', 'x')\n"  # an alias of re
+        "C = c(r'%[\\w.]+')\n"  # a function imported from re
+        "def f(s):\n    return re.sub(pattern=r'^\\s*@!?U?P\\w+\\s+', repl='', string=s)\n"
+        "D = re.findall(rf'SYNCS\\.EXCH\\.64\\s+URZ,{OFFSET}', 'x')\n"
+        "E = re.match(r'^\\s*entry @([\\w.$]+)\\(', 'x')\n"
+        "F = re.search(r'=\\s*for\\s+%', 'x')\n"  # an SSA value at the end of the pattern
+        "G = re.search(r'=\\s*mma[fi]?\\b', 'x')\n")
+    found = _stage_regexes(bad)
+    assert sorted(int(f.split(":")[0]) for f in found) == [5, 6, 7, 9, 10, 11, 12, 13], found
+    good = tmp_path / "good.py"
+    good.write_text(
+        "import re\n"
+        "V = re.search(r'Version\\s+([\\w.\\-()]+)', 'x')\n"
+        "S = re.compile(r'%[-+ #0]*\\d*(?:\\.\\d+)?([diouxXeEfFgGaAc%])')\n"  # printf
+        "L = re.compile(r'\\s+loc\\((?P<expr>.*)\\)\\s*$')\n"  # location syntax
+        "M = re.search(r'\\bmma(_scaled)?\\s*\\(', 'ct.mma(a, b)')\n"  # Python source
+        "W = 'SYNCS.EXCH.64 URZ' in 'x'\n")  # not a regex
+    assert _stage_regexes(good) == []
+
+
+def test_no_sass_or_tile_ir_regex_outside_the_stage_parser():
+    """Compiled stages are parsed once, in tile_lab/stage_rows.py (``StageText.rows``);
+    everything downstream reads row fields rather than matching stage text again."""
+    found = [f"{path.relative_to(ROOT).as_posix()}:{hit}"
+             for path in sorted(PKG.rglob("*.py"))
+             if path.relative_to(ROOT).as_posix() != STAGE_PARSER
+             for hit in _stage_regexes(path)]
+    assert not found, "SASS/Tile IR regexes outside " + STAGE_PARSER + ":\n" + "\n".join(found)
+    assert _stage_regexes(ROOT / STAGE_PARSER), "the rule no longer sees the parser's patterns"
 
 
 # ---- renderers on top: all markup in tile_lab/render/ -------------------------------------

@@ -237,7 +237,7 @@ def test_no_per_line_inline_styles():
 
 def test_compact_sass_keeps_alignment():
     text = (FIXTURES / "vadd_sm_90.sass").read_text()
-    out = _compact_sass(text)
+    out = _compact_sass(StageText("sass", text, ()))
     assert len(out) < len(text)
     assert len(out.splitlines()) == len(text.splitlines())
     cols = set()
@@ -343,14 +343,14 @@ def test_tileir_argument_prologue_is_its_own_group():
 
     insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
     st = insp.stages["tileir"]
-    rows = _prologue_rows(st.text, st.line_map)
+    rows = _prologue_rows(st)
     assert sorted(rows) == list(range(1, 20))
     view = inspection_html(insp)
     tileir = view[view.index('tl-pane-tileir'):view.index('tl-pane-sass')]
     assert tileir.count('class="tl-ln tl-pro"') == 19
     assert tileir.count('data-line="12"') == 21  # the rows still say where they come from
     assert len(re.findall(r'class="tl-ln tl-l12[ "]', tileir)) == 2  # entry, closing brace
-    assert _prologue_rows("no entry here", (1,)) == frozenset()
+    assert _prologue_rows(StageText("tileir", "no entry here", (1,))) == frozenset()
 
 
 def test_source_pane_takes_its_natural_width():

@@ -1,12 +1,10 @@
-"""TMA verdicts from real sm_90 compiles (fixtures: cuda-tile 1.7.0, tileiras 13.4)."""
+"""TMA verdicts drawn in the inspect view, from real sm_90 compiles (fixtures: cuda-tile
+1.7.0, tileiras 13.4); the verdicts themselves are tested in test_tma.py."""
 
 from __future__ import annotations
 
-import dataclasses
 import html
 from pathlib import Path
-
-import pytest
 
 from tile_lab.artifacts import Inspection
 from tile_lab.render.html import inspection_html, inspection_json
@@ -17,45 +15,6 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def load(name: str) -> Inspection:
     return Inspection.from_json((FIXTURES / f"{name}.json").read_text())
-
-
-def test_gemm_k_loop_loads_and_store_are_tma():
-    r = tma_report(load("tma_gemm_sm_90"))
-    assert [(t.line, t.kind, t.tma, t.sass_ops) for t in r.lines] == [
-        (34, "load", True, ("UTMALDG",)), (35, "load", True, ("UTMALDG",)),
-        (37, "store", True, ("UTMASTG",))]
-    assert r.summary() == "3 of 3 tile loads/stores became TMA copies (sm_90)"
-
-
-def test_a_row_stride_off_16_bytes_loses_tma_on_that_load_only():
-    r = tma_report(load("tma_gemm_k1004_sm_90"))  # A is f16[512, 1004]: 2008-byte rows
-    a, b, c = r.lines
-    assert (a.tma, a.sass_ops) == (False, ("LDG",))
-    assert a.reason.startswith("compiler: stride not 16-byte aligned; ")  # its own remark
-    assert "multiple of 16 bytes" in a.reason and "divide by 8" in a.reason
-    assert b.tma and c.tma
-    assert r.line(34) is a
-    with pytest.raises(KeyError, match="lines: 34, 35, 37"):
-        r.line(36)
-
-
-def test_allow_tma_false_is_named():
-    r = tma_report(load("tma_gemm_allow_tma_false_sm_90"))
-    first = r.lines[0]
-    assert not first.tma and first.reason == "allow_tma=False on this load/store"
-    assert r.lines[1].tma
-
-
-def test_a_plain_copy_keeps_ldg_and_says_no_rule_explains_it():
-    r = tma_report(load("tma_copy2d_sm_90"))
-    assert [t.tma for t in r.lines] == [False, False]
-    assert "preconditions hold" in r.lines[0].reason
-
-
-def test_no_tma_before_hopper():
-    insp = load("tma_copy2d_sm_90")
-    old = dataclasses.replace(insp, arch="sm_80")
-    assert "sm_80 has no TMA" in tma_report(old).lines[0].reason
 
 
 def test_badges_in_the_inspect_view_only_when_sass_and_tileir_are_shown():

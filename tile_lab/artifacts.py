@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any
+
+from .stage_rows import Row, SassRow, parse_rows, sass_opcode
+
+__all__ = ["MIME_TYPE", "STAGES", "Inspection", "LazyStages", "Remark", "StageText",
+           "sass_opcode"]
 
 MIME_TYPE = "application/vnd.tile-lab.v1+json"
 
@@ -47,6 +52,16 @@ class StageText:
 
     def lines(self) -> list[str]:
         return self.text.splitlines()
+
+    @cached_property
+    def rows(self) -> tuple[Row, ...]:
+        """The text parsed once into typed rows, one per line (``tile_lab.stage_rows``:
+        SassRow for "sass", TileIRRow for "tileir", Row otherwise), made on first use."""
+        return parse_rows(self.name, self.text, self.line_map)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # pickles (Inspections shipped to other processes) carry the text, not its rows
+        return {"name": self.name, "text": self.text, "line_map": self.line_map}
 
 
 class LazyStages(Mapping[str, StageText]):
@@ -116,18 +131,6 @@ class LazyStages(Mapping[str, StageText]):
         return (f"LazyStages(ready={list(self._ready)}, {state}={list(self._pending)})")
 
 
-# an nvdisasm line: optional /*address*/, optional predicate (@P0, @!UP1), then the opcode
-_SASS_OPCODE = re.compile(r"^\s*(?:/\*[0-9a-fA-F]+\*/)?\s*(?:@!?U?P\w+\s+)?"
-                          r"([A-Z][A-Z0-9]*)(?=[.\s;]|$)")
-
-
-def sass_opcode(line: str) -> str | None:
-    """The base opcode of one SASS line (``LDL`` for ``@P0 LDL.64 R2, [R1]``), None for a line
-    that is not an instruction."""
-    m = _SASS_OPCODE.match(line)
-    return m.group(1) if m else None
-
-
 @dataclass(frozen=True)
 class Inspection:
     """Everything tile_lab knows about one compiled kernel.
@@ -182,8 +185,8 @@ class Inspection:
         kernel's tiles do not fit in registers the compiler spills them there (both are 0 when
         they fit). Counted on the compiled code, so no GPU is needed."""
         counts = {"LDL": 0, "STL": 0}
-        for text in self.sass.split("\n"):
-            op = sass_opcode(text)
+        for row in self.stages["sass"].rows if "sass" in self.stages else ():
+            op = row.opcode if isinstance(row, SassRow) else None
             if op in counts:
                 counts[op] += 1
         return counts

@@ -42,6 +42,7 @@ from . import _cutile_compat as compat
 from .artifacts import LazyStages, Remark, StageText
 from .compile_errors import compile_error_from_tile_error, source_location
 from .errors import CompileError, SignatureError, ToolchainError
+from .stage_rows import sass_offset
 from .toolchain import run_tool, tool_failure
 
 _TOOL_TIMEOUT = 300.0  # seconds; big tiles can make tileiras slow
@@ -387,7 +388,6 @@ def _is_code(filename: str, line: int) -> bool:
 
 PTX_SECTION = ".nv_debug_ptx_txt"  # PTX text tileiras embeds with --lineinfo, NUL-separated
 _SASS_FILE = re.compile(r'^\s*//##\s*File\s+"(?P<file>[^"]*)",\s*line\s+(?P<line>\d+)')
-_SASS_INSTR = re.compile(r"^\s*/\*[0-9a-fA-F]+\*/")
 _SASS_DIRECTIVE = re.compile(r"^\s*\.(section|align|global|type|size|other|elftype|headerflags"
                              r"|weak|zero)\b")
 _SASS_LABEL = re.compile(r"^\s*([.\w$]+):\s*$")
@@ -426,7 +426,7 @@ def _parse_sass(text: str, filename: str | None
         lm = _SASS_LABEL.match(raw)
         if lm and lm.group(1).startswith(".text."):
             continue
-        if _SASS_INSTR.match(raw):
+        if sass_offset(raw) is not None:  # an instruction
             lines.append(raw.rstrip())
             line_map.append(current)
             if current_ptx is not None:

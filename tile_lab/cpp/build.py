@@ -22,6 +22,7 @@ from typing import Any
 from .._inspect import resolve_arch
 from ..artifacts import Inspection, StageText
 from ..errors import ArgumentTypeError, CompileError, SourceLocation, ToolchainError
+from ..stage_rows import entry_symbols
 from . import diagnostics
 from . import source as src
 
@@ -115,10 +116,6 @@ def _scrubbed(stage: StageText, paths: _Paths) -> StageText:
     return StageText(stage.name, paths.scrub(stage.text), stage.line_map)
 
 
-def _entry_symbols(tileir_text: str) -> list[str]:
-    return re.findall(r"^\s*entry @([\w.$]+)\(", tileir_text, flags=re.MULTILINE)
-
-
 @functools.lru_cache(maxsize=64)
 def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str, ...],
                     includes: tuple[str, ...], filename: str) -> Inspection:
@@ -143,7 +140,7 @@ def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str
         remarks = tuple(replace(r, message=paths.scrub(r.message))
                         for r in parse_remarks(remarks_yaml, filename=user_file))
 
-    symbols = _entry_symbols(tileir.text)
+    symbols = entry_symbols(tileir.rows)
     if src.match_symbol(symbols, kernel_name) is None:
         found = ", ".join(src.symbol_base_name(s) for s in symbols) or "none"
         raise CompileError(f"{filename} has no __tile_global__ kernel named {kernel_name!r} "

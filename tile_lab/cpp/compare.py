@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..artifacts import Inspection
 from ..errors import TileLabError
+from ..stage_rows import Row, TileIRRow, entry_symbols, normalised_op_text
 from . import source as src
 
 # kinds of aligned rows, with the marker shown between the columns
@@ -27,11 +28,6 @@ KINDS = {
     "py_only": "\u2190",  # only in the Python kernel
     "cpp_only": "\u2192",  # only in the C++ kernel
 }
-
-_LOC_SUFFIX_RE = re.compile(r"\s*loc\([^()]*(?:\([^()]*\)[^()]*)*\)\s*$")
-_OP_RE = re.compile(r"^\s*(?:%[^=]*?=\s*)?([a-z_][\w.]*)\b")
-_SSA_RE = re.compile(r"%[\w#:.]+")
-_TOKEN_ARG_RE = re.compile(r"\s+token\s*=\s*%")
 
 
 @dataclass(frozen=True)
@@ -47,8 +43,7 @@ class OpLine:
     def normalised(self) -> str:
         """The text with SSA names and token operands erased, for comparing ops across
         languages (each front end threads memory-ordering tokens its own way)."""
-        text = _TOKEN_ARG_RE.sub("", _SSA_RE.sub("%", self.text))
-        return " ".join(text.split())
+        return normalised_op_text(self.text)
 
 
 @dataclass(frozen=True)
@@ -60,26 +55,17 @@ class OpPair:
     cpp: OpLine | None
 
 
-def _body_lines(text: str, line_map: tuple[int | None, ...], symbol: str | None
-                ) -> list[tuple[str, int | None]]:
-    """Lines of one entry's body (the first entry when ``symbol`` is None)."""
-    lines = text.splitlines()
-    start = None
-    for i, line in enumerate(lines):
-        m = re.match(r"^\s*entry @([\w.$]+)\(", line)
-        if m and (symbol is None or m.group(1) == symbol):
-            start = i
-            break
+def _body_rows(rows: Sequence[Row], symbol: str | None) -> Sequence[Row]:
+    """Rows of one entry's body (the first entry when ``symbol`` is None)."""
+    start = next((r for r in rows if isinstance(r, TileIRRow) and r.symbol is not None
+                  and (symbol is None or r.symbol == symbol)), None)
     if start is None:
-        return []
-    indent = len(lines[start]) - len(lines[start].lstrip())
-    body = []
-    for i in range(start + 1, len(lines)):
-        line = lines[i]
-        if line.strip().startswith("}") and len(line) - len(line.lstrip()) == indent:
-            break
-        body.append((line, line_map[i] if i < len(line_map) else None))
-    return body
+        return ()
+    indent = len(start.text) - len(start.text.lstrip())
+    for r in rows[start.index + 1:]:
+        if r.text.strip().startswith("}") and len(r.text) - len(r.text.lstrip()) == indent:
+            return rows[start.index + 1:r.index]
+    return rows[start.index + 1:]
 
 
 def kernel_ops(insp: Inspection, symbol: str | None = None) -> list[OpLine]:
@@ -89,15 +75,14 @@ def kernel_ops(insp: Inspection, symbol: str | None = None) -> list[OpLine]:
         raise TileLabError(f"the inspection of {insp.kernel_name} has no Tile IR stage")
     src_lines = dict(insp.source_lines)
     ops = []
-    for line, src_line in _body_lines(stage.text, stage.line_map, symbol):
-        stripped = _LOC_SUFFIX_RE.sub("", line).strip()
+    for row in _body_rows(stage.rows, symbol):
+        stripped = row.code if isinstance(row, TileIRRow) else ""
         if not stripped or stripped.startswith(("}", "(", "//", "^")):
             continue  # region ends, region arguments, comments, block labels
-        m = _OP_RE.match(stripped)
-        if m is None:
+        if not isinstance(row, TileIRRow) or row.op is None:
             continue
-        text = src_lines.get(src_line) if src_line is not None else None
-        ops.append(OpLine(m.group(1), stripped, src_line, text.strip() if text else None))
+        text = src_lines.get(row.line) if row.line is not None else None
+        ops.append(OpLine(row.op, stripped, row.line, text.strip() if text else None))
     return ops
 
 
@@ -195,7 +180,7 @@ class Comparison:
 
 
 def _entry_symbol(insp: Inspection, cpp: bool) -> str | None:
-    symbols = re.findall(r"^\s*entry @([\w.$]+)\(", insp.tileir, flags=re.MULTILINE)
+    symbols = entry_symbols(insp.stages["tileir"].rows) if "tileir" in insp.stages else []
     if cpp:
         return src.match_symbol(symbols, insp.kernel_name)
     # cuTile Python names an entry after the function plus a signature suffix

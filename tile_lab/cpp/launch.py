@@ -20,6 +20,7 @@ import numpy as np
 
 from ..artifacts import Inspection
 from ..errors import LaunchError, NoGPUError, SignatureError
+from ..stage_rows import Row, TileIRRow, entry_symbols, parse_rows
 from . import source as src
 
 CPU_NOTE = ("CUDA Tile C++ kernels run only on a GPU: the CPU emulator (tile_lab.emulate, "
@@ -48,15 +49,15 @@ class Param:
 
 def entry_params(tileir: str, symbol: str) -> tuple[Param, ...]:
     """Parameters of entry ``symbol`` in Tile IR text, in order."""
-    m = re.search(r"^\s*entry @" + re.escape(symbol) + r"\((.*?)\)\s*(?:optimization_hints|\{)",
-                  tileir, flags=re.MULTILINE)
-    if m is None:
+    return _params(parse_rows("tileir", tileir, ()), symbol)
+
+
+def _params(rows: Sequence[Row], symbol: str) -> tuple[Param, ...]:
+    entry = next((r for r in rows if isinstance(r, TileIRRow) and r.symbol == symbol), None)
+    if entry is None or entry.params is None:
         raise LaunchError(f"entry @{symbol} not found in the Tile IR")
-    params = []
-    for i, t in enumerate(re.findall(r"%\w+\s*:\s*tile<(ptr<\w+>|\w+)>", m.group(1))):
-        ptr = t.startswith("ptr<")
-        params.append(Param(i, t[4:-1] if ptr else t, ptr))
-    return tuple(params)
+    return tuple(Param(i, t[4:-1] if t.startswith("ptr<") else t, t.startswith("ptr<"))
+                 for i, t in enumerate(entry.params))
 
 
 def _pack_scalar(p: Param, value: Any, what: str) -> Any:
@@ -167,12 +168,13 @@ def prepare_launch(cupy: Any, inspection_or_cubin: Inspection | bytes, kernel_na
     if isinstance(inspection_or_cubin, Inspection):
         insp = inspection_or_cubin
         name = kernel_name or insp.kernel_name
-        symbols = re.findall(r"^\s*entry @([\w.$]+)\(", insp.tileir, flags=re.MULTILINE)
+        rows = insp.stages["tileir"].rows if "tileir" in insp.stages else ()
+        symbols = entry_symbols(rows)
         symbol = src.match_symbol(symbols, name)
         if symbol is None:
             raise LaunchError(f"no kernel {name!r} in this inspection (has: "
                               f"{', '.join(src.symbol_base_name(s) for s in symbols)})")
-        params: tuple[Param, ...] | None = entry_params(insp.tileir, symbol)
+        params: tuple[Param, ...] | None = _params(rows, symbol)
         cubin = insp.cubin
         _check_arch(cupy, insp.arch)
     elif isinstance(inspection_or_cubin, (bytes, bytearray)):

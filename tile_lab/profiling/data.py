@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+from ..stage_rows import Row, SassRow, TileIRRow, parse_rows, sass_opcode
 
 PROFILE_SCHEMA = "tile-lab.profile"
 PROFILE_SCHEMA_VERSION = 1
@@ -42,10 +43,6 @@ STALL_REASONS: dict[str, str] = {
     "tex": "texture/TMA queue",
     "warpgroup_arrive": "waiting for a warpgroup MMA's operands (warpgroup arrive)",
 }
-
-# "%a, %b = load_view_tko ...", "%3 = mmaf ...", "continue %3 ...": the op name
-_TILEIR_OP = re.compile(r"^\s*(?:%[^=]*=\s*)?([a-z_][\w.]*)")
-_OFFSET = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*$")
 
 
 @dataclass(frozen=True)
@@ -170,13 +167,9 @@ class Profile:
         Tile IR op line: the SASS carries source lines, not Tile IR ops, so an op gets the
         samples of the source line it shares with its SASS (all ops of a line share them)."""
         per_line = {lp.line: lp.samples for lp in self.by_line()}
-        out = []
-        for i, (text, line) in enumerate(zip(tileir_text.splitlines(), tileir_line_map)):
-            m = _TILEIR_OP.match(text)
-            if line is None or m is None:
-                continue
-            out.append((i, m.group(1), line, per_line.get(line, 0)))
-        return tuple(out)
+        return tuple((r.index, r.op, r.line, per_line.get(r.line, 0))
+                     for r in parse_rows("tileir", tileir_text, tileir_line_map)
+                     if isinstance(r, TileIRRow) and r.line is not None and r.op is not None)
 
     def shifted_to(self, first_line: int) -> Profile:
         """The same profile with lines renumbered for the same source starting at
@@ -282,19 +275,18 @@ def compare_profiles(profiles: Mapping[str, Profile]) -> Any:
 
 def opcode(sass: str) -> str:
     """The opcode of a SASS instruction, predicate and modifiers dropped (``@!P1 BRA`` →
-    ``BRA``, ``HGMMA.64x128x16.F32`` → ``HGMMA``)."""
-    text = re.sub(r"^\s*@!?U?P\w+\s+", "", sass.strip())
-    return text.split(" ", 1)[0].split(".", 1)[0] if text else ""
+    ``BRA``, ``HGMMA.64x128x16.F32`` → ``HGMMA``); "" for no instruction."""
+    return sass_opcode(sass) or ""
 
 
 def sass_offsets(text: str, line_map: Sequence[int | None]) -> dict[int, tuple[str, int | None]]:
     """offset -> (instruction, source line) for each instruction line of a SASS stage."""
-    out = {}
-    for raw, line in zip(text.splitlines(), line_map):
-        m = _OFFSET.match(raw)
-        if m:
-            out[int(m.group(1), 16)] = (m.group(2), line)
-    return out
+    return _offsets(parse_rows("sass", text, line_map))
+
+
+def _offsets(rows: Sequence[Row]) -> dict[int, tuple[str, int | None]]:
+    return {r.offset: (r.instruction, r.line) for r in rows
+            if isinstance(r, SassRow) and r.offset is not None}
 
 
 def join_lines(instructions: Sequence[InstructionSample], sass: Any
@@ -303,7 +295,7 @@ def join_lines(instructions: Sequence[InstructionSample], sass: Any
     same offset, when both disassemblies agree on the opcode there; count the agreements."""
     from dataclasses import replace
 
-    ours = sass_offsets(sass.text, sass.line_map)
+    ours = _offsets(sass.rows)
     joined, matched = [], 0
     for ins in instructions:
         mine = ours.get(ins.offset)

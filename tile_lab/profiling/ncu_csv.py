@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..stage_rows import stack_adjustment
 from .data import InstructionSample, KernelMetrics, opcode
 
 # Total samples per instruction: the SourceCounters column, else the raw PC-sampling metric
@@ -128,10 +129,9 @@ def static_spills(instructions: tuple[InstructionSample, ...]) -> dict[str, int 
     stores = sum(1 for i in instructions if i.opcode == "STL")
     frame = None
     for ins in instructions[:16]:
-        m = re.match(r"^(?:VIADD|IADD3)\s+R1,\s*(?:PT,\s*)?R1,\s*(-?0x[0-9a-f]+)", ins.sass)
-        if m:
-            value = int(m.group(1), 16)
-            frame = (1 << 32) - value if value >= 1 << 31 else -value
+        adjust = stack_adjustment(ins.sass)
+        if adjust is not None:
+            frame = -adjust
             break
     return {"spill_loads": loads, "spill_stores": stores, "stack_frame_bytes": frame}
 

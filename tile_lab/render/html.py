@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -40,7 +39,8 @@ from pygments.token import (
     _TokenType,
 )
 
-from ..artifacts import MIME_TYPE, STAGES, Inspection
+from ..artifacts import MIME_TYPE, STAGES, Inspection, StageText
+from ..stage_rows import SassRow, TileIRRow
 from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer
 from .mime import MIME_VERSION, TOKEN_STAGES, cut_to_limits, token_runs
 from .palette import BOLD_TOKENS as _BOLD
@@ -311,8 +311,8 @@ def _pane(insp: Inspection, name: str, slots: dict[int, int],
         title = f"{title} ({len(insp.remarks)})"
     elif name in insp.stages:
         st = insp.stages[name]
-        text = _compact_sass(st.text) if name == "sass" else st.text
-        prologue = _prologue_rows(text, st.line_map) if name == "tileir" else frozenset()
+        text = _compact_sass(st) if name == "sass" else st.text
+        prologue = _prologue_rows(st) if name == "tileir" else frozenset()
         boxed = frozenset(TMA_OPCODES) if name == "sass" and tma else frozenset()
         body = _stage_code(text, st.line_map, _stage_lexer(name), slots, prologue,
                            f'insp.stages["{name}"].text', boxed)
@@ -331,20 +331,19 @@ def _missing_reason(name: str) -> str:
     return f"(no {PANE_TITLES[name]} in this inspection)"
 
 
-_SASS_ADDRESS = re.compile(r"^[ \t]*(/\*[0-9a-fA-F]{4,}\*/)( +)")
-
-
-def _compact_sass(text: str) -> str:
+def _compact_sass(sass: StageText) -> str:
     """Drop nvdisasm's fixed-width padding around instruction addresses (about 30
     blank columns per line), keeping predicates and opcodes aligned. Display only."""
-    lines = text.split("\n")
-    gaps = [len(m.group(2)) for m in map(_SASS_ADDRESS.match, lines) if m]
-    if not gaps:
-        return text
-    cut = min(gaps) - 1
-    return "\n".join(
-        _SASS_ADDRESS.sub(lambda m: "  " + m.group(1) + m.group(2)[cut:], line)
-        for line in lines)
+    rows = sass.rows
+    # addresses as nvdisasm pads them: "/*0070*/" (4 or more hex digits), then spaces
+    padded = [r for r in rows if isinstance(r, SassRow) and len(r.address) >= 8 and r.gap]
+    if not padded:
+        return sass.text
+    cut = min(len(r.gap) for r in padded) - 1
+    out = [r.text for r in rows]
+    for r in padded:
+        out[r.index] = "  " + r.address + r.text[r.address_end + cut:]
+    return "\n".join(out)
 
 
 def _line_span(line: int | None, slots: dict[int, int], gutter: str, code: str) -> str:
@@ -417,24 +416,24 @@ def _stage_code(text: str, line_map: Sequence[int | None], lexer: Lexer,
     return f'{notice}<pre class="tl-code" style="{_STYLE_CODE}">{"".join(rows)}</pre>'
 
 
-_PROLOGUE_OPS = re.compile(r"^\s*(?:%[\w.#:]+\s*=\s*)?(make_token|assume|constant|"
-                           r"make_tensor_view)\b")
+_PROLOGUE_OPS = frozenset({"make_token", "assume", "constant", "make_tensor_view"})
 
 
-def _prologue_rows(text: str, line_map: Sequence[int | None]) -> frozenset[int]:
+def _prologue_rows(tileir: StageText) -> frozenset[int]:
     """Tile IR rows of the argument prologue: after ``entry``, the token, the facts cuTile
     assumed of each argument (``assume div_by``/``bounded``), constants and tensor views,
     all tied to the ``def`` line. Shown as their own group, so hovering the ``def`` line
     lights up the signature, not two thirds of a small kernel's IR."""
-    rows = text.split("\n")
-    entry = next((i for i, r in enumerate(rows) if r.lstrip().startswith("entry ")), None)
-    if entry is None or entry >= len(line_map) or line_map[entry] is None:
+    rows = tileir.rows
+    entry = next((r for r in rows if isinstance(r, TileIRRow) and r.op == "entry"), None)
+    if entry is None or entry.line is None:
         return frozenset()
     out = []
-    for i in range(entry + 1, min(len(rows), len(line_map))):
-        if line_map[i] != line_map[entry] or not _PROLOGUE_OPS.match(rows[i]):
+    for r in rows[entry.index + 1:]:
+        if (r.line != entry.line or not isinstance(r, TileIRRow)
+                or r.op not in _PROLOGUE_OPS or len(r.results) > 1):
             break
-        out.append(i)
+        out.append(r.index)
     return frozenset(out)
 
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 import linecache
 import math
 import os
-import re
 from dataclasses import dataclass
 
 from ..artifacts import Inspection
+from ..stage_rows import SassRow, TileIRRow, displacement
 from .picture import Picture, key_class, make_picture
 from .svg import Group, Rect, Scene, Style, Text, text_width
 
@@ -36,11 +36,11 @@ __all__ = ["KLoop", "LoopLoad", "k_loop", "pipeline_picture"]
 
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "tf32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4,
           "i64": 8, "f8E4M3FN": 1, "f8E5M2": 1}
-_TILE_TYPE = re.compile(r"->\s*tile<([\dx]+)x(\w+)>")
-_LATENCY = re.compile(r"latency\s*=\s*(\d+)")
+_LOADS = ("load_view_tko", "load_ptr_tko")
+_MMAS = ("mma", "mmaf", "mmai")
 # the producer's arrive-with-transaction-count (no .A1T0 suffix): one site per barrier array
-_ARRIVE = re.compile(r"SYNCS\.ARRIVE\.TRANS64\s+RZ,\s*\[[^\]]*\+0x([0-9a-fA-F]+)\]")
-_BARRIER = re.compile(r"SYNCS\.EXCH\.64\s+URZ,\s*\[UR\d+\+0x([0-9a-fA-F]+)\]")
+_ARRIVE = "SYNCS.ARRIVE.TRANS64"
+_BARRIER = "SYNCS.EXCH.64"
 LOAD_COLOR, MMA_COLOR = "#0072B2", "#E69F00"
 PAD = 10
 MAX_STAGES_DRAWN = 8
@@ -98,25 +98,21 @@ class KLoop:
 def k_loop(insp: Inspection) -> KLoop:
     """The innermost ``for`` loop of the Tile IR that loads tiles (a persistent kernel's
     K-loop, not its loop over output tiles), with its pipeline depth."""
-    st = insp.stages["tileir"]
-    rows = st.text.split("\n")
-    lmap = list(st.line_map) + [None] * (len(rows) - len(st.line_map))
+    rows = [r for r in insp.stages["tileir"].rows if isinstance(r, TileIRRow)]
     best: tuple[int, int, list[LoopLoad], int | None] | None = None  # (span, row, loads, mma)
     for i, row in enumerate(rows):
-        if not re.search(r"=\s*for\s+%", row):
+        if row.op != "for" or not row.results:
             continue
         depth, loads, mma, end = 0, [], None, len(rows) - 1
         for j in range(i, len(rows)):
-            depth += rows[j].count("{") - rows[j].count("}")
-            if "load_view_tko" in rows[j] or "load_ptr_tko" in rows[j]:
-                m, lat = _TILE_TYPE.search(rows[j]), _LATENCY.search(rows[j])
-                size = 0
-                if m:
-                    size = math.prod(int(d) for d in m.group(1).split("x")) * \
-                        _BYTES.get(m.group(2), 0)
-                loads.append(LoopLoad(lmap[j], int(lat.group(1)) if lat else None, size))
-            if re.search(r"=\s*mma[fi]?\b", rows[j]) and mma is None:
-                mma = lmap[j]
+            r = rows[j]
+            depth += r.text.count("{") - r.text.count("}")
+            if r.op in _LOADS:
+                t = r.result_tile
+                size = math.prod(t.shape) * _BYTES.get(t.elem, 0) if t else 0
+                loads.append(LoopLoad(r.line, r.latency, size))
+            if r.op in _MMAS and r.results and mma is None:
+                mma = r.line
             if depth <= 0 and j > i:
                 end = j
                 break
@@ -126,7 +122,7 @@ def k_loop(insp: Inspection) -> KLoop:
         raise ValueError(f"{insp.kernel_name}: no loop that loads tiles in its Tile IR")
     _, i, loads, mma = best
     ring, span = _ring(insp)
-    return KLoop(lmap[i], tuple(loads), mma, ring, span)
+    return KLoop(rows[i].line, tuple(loads), mma, ring, span)
 
 
 def _ring(insp: Inspection) -> tuple[int | None, int | None]:
@@ -134,11 +130,25 @@ def _ring(insp: Inspection) -> tuple[int | None, int | None]:
     producer barrier arrays that ``SYNCS.ARRIVE.TRANS64`` signals), from the SASS."""
     if "sass" not in insp.stages:
         return None, None
-    text = insp.stages["sass"].text
-    offsets = [int(m.group(1), 16) for m in _BARRIER.finditer(text)]
-    arrive = sorted({int(m.group(1), 16) for m in _ARRIVE.finditer(text)})
+    offsets, arrive_at = [], set()
+    for row in insp.stages["sass"].rows:
+        if not isinstance(row, SassRow) or row.mnemonic not in (_ARRIVE, _BARRIER):
+            continue
+        ops = row.operands
+        at = displacement(ops[1]) if len(ops) > 1 else None
+        if at is None:
+            continue
+        if row.mnemonic == _BARRIER and ops[0] == "URZ" and _is_uniform_register(at[0]):
+            offsets.append(at[1])
+        elif row.mnemonic == _ARRIVE and ops[0] == "RZ":
+            arrive_at.add(at[1])
+    arrive = sorted(arrive_at)
     span = arrive[1] - arrive[0] if len(arrive) == 2 else None
     return (min(offsets) if offsets else None), span
+
+
+def _is_uniform_register(name: str) -> bool:
+    return name.startswith("UR") and name[2:].isdecimal()
 
 
 def pipeline_picture(insp: Inspection, *, iterations: int = 8) -> Picture:

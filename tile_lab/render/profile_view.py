@@ -14,15 +14,15 @@ timestamps, sorted iteration, class names from ``render.html.view_class``.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import Inspection
+from ..artifacts import Inspection, StageText
 from ..profiling.data import STALL_REASONS, LineProfile, Profile
+from ..stage_rows import SassRow
 from .html import inspection_html, view_class
 
 __all__ = ["PROFILE_MIME_TYPE", "PROFILE_SCHEMA_FILE", "ProfileComparison", "ProfileView",
@@ -48,7 +48,6 @@ _STALL_COLORS = {"long_sb": "#dc2626", "lg": "#9333ea", "wait": "#f59e0b",
                  "no_inst": "#a16207", "drain": "#78716c"}
 _OTHER_COLOR = "#a8a29e"
 _SPILL_OPCODES = ("LDL", "STL")
-_SASS_ROW = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/")
 
 
 def heat_level(samples: int, hottest: int) -> int:
@@ -135,7 +134,7 @@ def profile_overlay_json(insp: Inspection, prof: Profile, *, top: int = 8,
     if "sass" in insp.stages and "sass" in insp.show:
         samples = {i.offset: i.samples for i in prof.instructions if i.samples}
         top_ins = max(samples.values(), default=0)
-        for row, off in enumerate(_row_offsets(insp.stages["sass"].text)):
+        for row, off in enumerate(_row_offsets(insp.stages["sass"])):
             level = heat_level(samples.get(off, 0), top_ins) if off is not None else 0
             if level:
                 sass_heat[str(row)] = level
@@ -210,7 +209,7 @@ def _view_css(vclass: str, insp: Inspection, prof: Profile, lines: Sequence[Line
     if "sass" in insp.stages and "sass" in insp.show:
         rules.append(f"{v} .tl-pane-sass .tl-ln>.tl-g{{background:none}}")
         st = insp.stages["sass"]
-        row_of = {off: i for i, off in enumerate(_row_offsets(st.text))}
+        row_of = {off: i for i, off in enumerate(_row_offsets(st))}
         samples = {i.offset: i.samples for i in prof.instructions if i.samples}
         top_ins = max(samples.values(), default=0)
         for off, n in sorted(samples.items()):
@@ -226,11 +225,10 @@ def _view_css(vclass: str, insp: Inspection, prof: Profile, lines: Sequence[Line
     return "\n".join(rules)
 
 
-def _row_offsets(text: str) -> list[int | None]:
+def _row_offsets(sass: StageText) -> list[int | None]:
     """Per text line of the SASS pane (one row each, as ``html.py`` draws it), the offset of
     the instruction on it."""
-    return [int(m.group(1), 16) if (m := _SASS_ROW.match(raw)) else None
-            for raw in text.splitlines()]
+    return [r.offset if isinstance(r, SassRow) else None for r in sass.rows]
 
 
 def _heat_vars(scope: str) -> str:

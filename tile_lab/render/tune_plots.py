@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..stage_rows import without_ssa_names
+
 _METRICS = {
     "time": ("time (µs)", lambda s: s.time_s * 1e6, lambda s: s.ci95_s * 1e6),
     "gbps": ("GB/s", lambda s: s.gbps, lambda s: _scaled_ci(s, s.gbps)),
@@ -269,7 +271,8 @@ def why_html(best: Any, worst: Any, best_label: str, worst_label: str) -> str:
     e = html.escape
 
     def ops(insp: Any) -> list[str]:
-        return [_normalise_ir_line(t) for t in insp.tileir.splitlines() if " = " in t or
+        # SSA names and locations erased: the diff shows op/type changes, not renumbering
+        return [without_ssa_names(t) for t in insp.tileir.splitlines() if " = " in t or
                 t.strip().startswith(("store", "return", "for", "if", "yield"))]
 
     def remarks(insp: Any) -> list[str]:
@@ -287,11 +290,3 @@ def why_html(best: Any, worst: Any, best_label: str, worst_label: str) -> str:
             f"<div><b>remarks diff</b><pre {pre}>{e(rm_diff) or '(same remarks)'}</pre></div>"
             "</div>")
 
-
-def _normalise_ir_line(line: str) -> str:
-    # Drop SSA names and locations so the diff shows op/type changes, not renumbering.
-    import re
-
-    line = re.sub(r"loc\(#loc\d+\)", "", line)
-    line = re.sub(r"%[\w.]+", "%", line)
-    return " ".join(line.split())
