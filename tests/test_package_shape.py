@@ -466,3 +466,78 @@ def test_the_markup_rules_catch_markup_and_renderer_imports(tmp_path):
     # data.py imports render/ twice inside a function; the widget and the strings may
     assert _render_importers(modules) == ["tile_lab.data:6 imports tile_lab",
                                           "tile_lab.data:7 imports tile_lab.render"]
+
+
+# ---- the layers README's Layout draws ---------------------------------------------------------
+
+# Top to bottom, as README's Layout draws them: a module imports (also inside a function) only
+# from its own layer or the layers below. An entry names a module and everything under it; the
+# longest entry that matches a module places it. tile_lab.cpp's __init__ re-exports tune_cpp,
+# so the package itself sits with tuning while its build/launch/bench modules sit in execution.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("front ends", ("tile_lab", "tile_lab.__main__", "tile_lab._startup", "tile_lab.examples",
+                    "tile_lab.magic", "tile_lab.magic_cells", "tile_lab.magic_options",
+                    "tile_lab.widgets", "tile_lab.share")),
+    ("renderers", ("tile_lab.render",)),
+    ("results", ("tile_lab.trace_index", "tile_lab.tile_geometry", "tile_lab.checker",
+                 "tile_lab.parity", "tile_lab.profiling", "tile_lab.tuning", "tile_lab.cpp.tune",
+                 "tile_lab.cpp.__init__")),
+    ("execution", ("tile_lab.emulator", "tile_lab.access_trace", "tile_lab.trace_file",
+                   "tile_lab.sanitizer", "tile_lab.sanitizer_report", "tile_lab.gpu",
+                   "tile_lab.cpp")),
+    ("artifacts", ("tile_lab.artifacts", "tile_lab.stage_rows", "tile_lab.tma",
+                   "tile_lab.compile", "tile_lab._inspect", "tile_lab.signature",
+                   "tile_lab.toolchain", "tile_lab.compile_errors", "tile_lab.array_like",
+                   "tile_lab._cutile_compat", "tile_lab._doctor", "tile_lab.errors",
+                   "tile_lab.progress", "tile_lab.display", "tile_lab._env_mode",
+                   "tile_lab._version")),
+)
+
+
+def _layer_of(module: str, modules: dict[str, Path]) -> int | None:
+    name = module + ".__init__" if modules.get(module, Path()).name == "__init__.py" else module
+    best: tuple[int, int] | None = None
+    for depth, (_, entries) in enumerate(LAYERS):
+        for entry in entries:
+            exact = name == entry or module == entry
+            inside = entry != "tile_lab" and name.startswith(entry + ".")
+            if (exact or inside) and (best is None or len(entry) >= best[1]):
+                best = (depth, len(entry) + (1 if exact else 0))
+    return None if best is None else best[0]
+
+
+def _imports_upward(modules: dict[str, Path]) -> list[str]:
+    edges = _import_graph(modules)
+    out = []
+    for m in sorted(modules):
+        here = _layer_of(m, modules)
+        for t in sorted(edges[m]):
+            there = _layer_of(t, modules)
+            if here is not None and there is not None and there < here:
+                out.append(f"{m} ({LAYERS[here][0]}) imports {t} ({LAYERS[there][0]})")
+    return out
+
+
+def test_every_module_has_a_layer_and_imports_only_downward():
+    modules = _modules()
+    assert [m for m in sorted(modules) if _layer_of(m, modules) is None] == []
+    assert _imports_upward(modules) == []
+
+
+def test_the_layer_rule_catches_an_upward_import(tmp_path):
+    pkg = tmp_path / "tile_lab"
+    (pkg / "render").mkdir(parents=True)
+    (pkg / "gpu").mkdir()
+    for rel, text in {"__init__.py": "", "render/__init__.py": "", "gpu/__init__.py": "",
+                      "artifacts.py": "", "render/html.py": "from ..artifacts import x\n",
+                      "gpu/bench.py": "def f():\n    from ..render import html\n"}.items():
+        (pkg / rel).write_text(text)
+    modules = {"tile_lab": pkg / "__init__.py", "tile_lab.render": pkg / "render/__init__.py",
+               "tile_lab.gpu": pkg / "gpu/__init__.py", "tile_lab.artifacts": pkg / "artifacts.py",
+               "tile_lab.render.html": pkg / "render/html.py",
+               "tile_lab.gpu.bench": pkg / "gpu/bench.py"}
+    # the function-level import counts; render/html.py importing artifacts (downward) is fine
+    assert _imports_upward(modules) == [
+        "tile_lab.gpu.bench (execution) imports tile_lab.render.html (renderers)"]
+    (pkg / "gpu/bench.py").write_text("")
+    assert _imports_upward(modules) == []

@@ -142,12 +142,12 @@ def check(kernel: Any, spec: Callable[..., Any], *, grid: Sequence[int],
                               f"array has shape {outs[0].shape}")
     grid_t = tuple(int(g) for g in grid)
     args = (*inputs, *outs, *constants)
-    import tile_lab
+    from .emulator.runtime import trace as emulate_and_trace
 
     used = _pick_device(device)
     trace = None
     if used == "emulator":
-        trace = tile_lab.trace(kernel, grid_t, args)
+        trace = emulate_and_trace(kernel, grid_t, args)
         got = outs[0]
     else:
         got = _run_on_gpu(kernel, grid_t, inputs, outs, constants)
@@ -163,7 +163,7 @@ def check(kernel: Any, spec: Callable[..., Any], *, grid: Sequence[int],
     if not ok:
         if trace is None:  # attribute on the emulator even when the verdict came from the GPU
             replay = [_poisoned(o.shape, dt) for o in outs]
-            trace = tile_lab.trace(kernel, grid_t, (*[x.copy() for x in inputs], *replay,
+            trace = emulate_and_trace(kernel, grid_t, (*[x.copy() for x in inputs], *replay,
                                                     *constants))
         bad = _blame(trace, name, wrong_mask & ~unwritten_mask)
         bad = tuple(BadBlock(b.block[:len(grid_t)], b.wrong, b.first, b.lines) for b in bad)
@@ -317,11 +317,11 @@ def _run_on_gpu(kernel: Any, grid: tuple[int, ...], inputs: list[np.ndarray],
                 outs: list[np.ndarray], constants: Sequence[Any]) -> np.ndarray:
     import cupy as cp
 
-    import tile_lab
+    from .gpu import launch
 
     d_in = [cp.asarray(x) for x in inputs]
     d_out = [cp.asarray(o) for o in outs]
-    tile_lab.launch(kernel, grid, (*d_in, *d_out, *constants))
+    launch(kernel, grid, (*d_in, *d_out, *constants))
     cp.cuda.get_current_stream().synchronize()
     return cp.asnumpy(d_out[0])
 
