@@ -532,7 +532,10 @@ def largest_first():
 
 
 def test_a_strategy_of_your_own_runs_through_tune(largest_first, tmp_path):
-    assert strategy_names() == ("race", "exhaustive", "random", "coordinate", "largest-first")
+    # the built-ins come first, then what users registered (README's example may be one of them)
+    names = strategy_names()
+    assert names[:4] == ("race", "exhaustive", "random", "coordinate")
+    assert names[-1] == "largest-first"
     gpu = RecordingMeasurer()
     store = tmp_path / "tune.jsonl"
     r = tune(scale_copy, SPACE, scale_grid, scale_args, measure=gpu, store=str(store),
