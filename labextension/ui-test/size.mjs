@@ -6,7 +6,13 @@
 // Started by tests/test_labextension_size.py, which owns the server. Environment:
 //   TILE_LAB_URL, TILE_LAB_CHROMIUM  as for hover.mjs
 //   TILE_LAB_CASES  JSON: [{name, path, kind: "case" | "control" | "html", hover?: bool}]
+//   TILE_LAB_CPU_PROFILES  optional: a folder; each opening's CPU profile (DevTools protocol,
+//                   1 ms sampling) is written there as <n>-<name>.cpuprofile, for
+//                   ui-test/cpuprofile_tasks.mjs to say what ran in the longest task
 // Prints one JSON line: {results: {name: {longest, tasks, notice, rows, hover?}}, pageErrors}.
+
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 import { env, launchChromium, stepLogger } from './browser.mjs';
 
@@ -17,6 +23,8 @@ const browser = await launchChromium();
 const pageErrors = [];
 const consoleErrors = [];
 const results = {};
+const profiles = process.env.TILE_LAB_CPU_PROFILES;
+let opened = 0;
 
 const OBSERVE = () => {
   window.__tlTasks = [];
@@ -84,6 +92,12 @@ try {
       step(`${c.name}: ${JSON.stringify(r)}`);
       continue;
     }
+    const cdp = profiles ? await page.context().newCDPSession(page) : null;
+    if (cdp) {
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 1000 });
+      await cdp.send('Profiler.start');
+    }
     const t0 = await page.evaluate(() => performance.now());
     await page.evaluate(async path => {
       const w = await window.jupyterapp.commands.execute('docmanager:open', { path });
@@ -98,6 +112,12 @@ try {
     }
     await settle(page);
     const r = await longestSince(page, t0);
+    if (cdp) {
+      const { profile } = await cdp.send('Profiler.stop');
+      writeFileSync(join(profiles, `${++opened}-${c.name.replace(/[^A-Za-z0-9]+/g, '_')}.cpuprofile`),
+        JSON.stringify(profile));
+      await cdp.detach();
+    }
     r.notice = await page.locator(`${nb} .jp-OutputArea-output .tl-notice`).count();
     r.rows = await page.locator(`${nb} .jp-OutputArea-output .tl-row`).count();
     if (c.hover) {
