@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import Ajv2020 from 'ajv/dist/2020';
 
-import { HEAT_MAX, LINE_KEY, REASON_NAME, ROW_KEY, parseProfile } from '../src/profile';
+import { HEAT_MAX, LINE_KEY, REASON_NAME, ROW_KEY, parseProfile, parseProfileSteps } from '../src/profile';
 import { ProfileView, STALL_COLOURS, TABLE_VIRTUAL_ABOVE } from '../src/profileView';
 import { mimeSchema, newDocument, profileFixtureJson, profileSchema } from './helpers';
 
@@ -179,6 +179,24 @@ test('big tables draw only the rows in view, and say "showing N of M" only where
   assert.equal(small.node.querySelectorAll('.tl-vscroll').length, 0);
   assert.equal(small.node.querySelectorAll('table.tl-compare-table tr').length, 1 + TABLE_VIRTUAL_ABOVE);
   assert.equal(small.node.querySelectorAll('table.tl-hot tr[data-line]').length, 20);
+});
+test('the parse in steps pauses after the inspection and before each config, and gives the same data', () => {
+  const raw = big(3, 50, 5);
+  const steps = parseProfileSteps(raw);
+  let pauses = 0;
+  let step = steps.next();
+  for (; !step.done; step = steps.next()) {
+    pauses++;
+  }
+  assert.equal(pauses, 1 + 3);
+  assert.deepEqual(step.value, parseProfile(raw));
+  // a bad config still fails, naming it, when its step comes
+  raw.comparison[2].line_samples = { x: 1 };
+  const bad = parseProfileSteps(raw);
+  for (let k = 0; k < 1 + 3; k++) { // to the pause before config 2
+    bad.next();
+  }
+  assert.throws(() => bad.next(), /comparison\[2\]\.line_samples\["x"\]/);
 });
 
 test('every stall reason with its own colour is one the Python side names', () => {
