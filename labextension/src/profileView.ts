@@ -78,8 +78,6 @@ export class ProfileView {
   private readonly panel: HTMLElement;
   /** The line whose stalls the panel shows (null: the hint). */
   private shown: number | null = null;
-  /** The tables that draw only the rows in view. */
-  private readonly tables: PaneRows[] = [];
 
   constructor(data: IProfileData, doc: Document, options: IViewOptions = {}) {
     this.doc = doc;
@@ -321,7 +319,6 @@ export class ProfileView {
     const p = new PaneRows(this.doc, rows, scroll, box, row, null, TABLE_VIRTUAL_ABOVE);
     scroll.addEventListener('scroll', () => p.update(), { passive: true });
     p.update();
-    this.tables.push(p);
     return scroll;
   }
 
