@@ -2,10 +2,13 @@
 source, an 8 x 100 k-line profile comparison, a 512 k-line source, 198 k SASS rows, 100 k
 remarks, 200 k SASS rows mapped to one source line) open in JupyterLab with the built
 extension, each beside a control: the same data under a MIME type nothing renders. The
-longest main-thread task (PerformanceObserver 'longtask') of each may exceed its control's
-by at most 200 ms; where the view cut data to the schema's limits it says so; hovering the
-line that 200 k rows map to runs no long task (every task under 50 ms); nothing throws. One
-server and one browser serve every case (a 2-core CI machine runs it in a few minutes).
+longest main-thread task of each may exceed its control's by at most 200 ms, in the main
+thread's CPU time (from a trace of the opening: a machine busy with other jobs stretches a
+task's wall time by up to 3x, far beyond 200 ms, for case and control alike); its wall time
+(PerformanceObserver 'longtask') is recorded beside it. Where the view cut data to the
+schema's limits it says so; hovering the line that 200 k rows map to runs no long task (every
+task under 50 ms); nothing throws. One server and one browser serve every case (a 2-core CI
+machine runs it in a few minutes).
 Scrolling that 200 k-row pane runs no task over 100 ms.
 The HTML fallback of a 198 k-row SASS is opened as a plain page too (no Jupyter): cut to
 its static limit with a notice, quick to open, its click-to-pin working; and so is the same
@@ -42,11 +45,12 @@ pytestmark = pytest.mark.slow
 CONTROL_MIME = "application/vnd.tile-lab-size-control+json"
 PROFILE_MIME = "application/vnd.tile-lab.profile.v1+json"
 # the budget over the control, and the hover budget (a long task is one over 50 ms)
+# (The 7.7 MB comparison's longest task, ~4.5 s on a 2-core machine, is JupyterLab's own
+# handling of the notebook, which the control pays too: OutputModel.data deep-copies the whole
+# bundle on every read, ~250 ms a copy, 7 of them in the output placeholder, and the Y.js
+# model takes it in. tile_lab's renderer reads it without a copy and checks and draws it in
+# tasks of their own: TILE_LAB_CPU_PROFILES=dir and ui-test/cpuprofile_tasks.mjs show it.)
 OVER_CONTROL_MS = 200
-# Known gap (issue 28 stays open for it): the 7.7 MB profile comparison opens 334-514 ms over
-# its control on the 2-core machine (4.2-4.4 s), where it used to freeze for 42 s + 13 s. It is
-# held to this looser bound until the extra work in the opening is found and moved out.
-OVER_CONTROL_MS_BY_CASE = {"comparison 8 x 100 k lines": 1000}
 SASS_ROW = "        /*0000*/                   LDG.E.128 R4, desc[UR4][R2.64] ;"
 
 
@@ -163,12 +167,12 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # 
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "size.json").write_text(json.dumps(out, indent=1))
     res = out["results"]
-    print("size:", json.dumps({k: (v["longest"], v["notice"]) for k, v in res.items()}))
+    print("size (cpu, wall, notices):",
+          json.dumps({k: (v.get("cpu"), v["longest"], v["notice"]) for k, v in res.items()}))
     assert out["pageErrors"] == [] and out["consoleErrors"] == [], out
     for name, (_mime, _make, cut, hover) in CASES.items():
         case, control = res[name], res[f"{name} (control)"]
-        over = OVER_CONTROL_MS_BY_CASE.get(name, OVER_CONTROL_MS)
-        assert case["longest"] <= control["longest"] + over, (name, case, control)
+        assert case["cpu"] <= control["cpu"] + OVER_CONTROL_MS, (name, case, control)
         assert case["rows"] > 0, (name, case)
         assert (case["notice"] >= 1) == cut, (name, case)
         if hover:

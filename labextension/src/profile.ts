@@ -245,6 +245,21 @@ const REQUIRED = [
 
 /** Check untrusted profile data and return it typed; throws InvalidViewData. */
 export function parseProfile(data: unknown): IProfileData {
+  const steps = parseProfileSteps(data);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) {
+      return step.value;
+    }
+  }
+}
+
+/**
+ * parseProfile in steps: it pauses (yields) after the inspection and before each compared
+ * profile, the parts whose cost grows with the data, so that a caller can let the page run
+ * between them (mime.ts does); its return value is parseProfile's.
+ */
+export function* parseProfileSteps(data: unknown): Generator<void, IProfileData, void> {
   const d = dict(data, 'data');
   const version = own(d, 'version');
   if (version !== 1) {
@@ -261,6 +276,7 @@ export function parseProfile(data: unknown): IProfileData {
     const msg = err instanceof Error ? err.message.replace(/^tile_lab view data: /, '') : '?';
     throw new InvalidViewData('inspection:', msg);
   }
+  yield;
   const r = new Reader();
   const reasons = new Map<string, string>();
   const reasonsIn = dict(own(d, 'stall_reasons'), 'stall_reasons');
@@ -288,12 +304,16 @@ export function parseProfile(data: unknown): IProfileData {
       const x = own(collection, k);
       return typeof x === 'string' ? [[k, r.text(x, `collection.${k}`)]] : [];
     }),
-    comparison:
-      comparison === undefined
-        ? []
-        : r.list(comparison, 'comparison', PROFILE_LIMITS.compared, 1).map((c, i) => r.compared(c, i)),
+    comparison: [],
     cuts: []
   };
+  if (comparison !== undefined) {
+    const list = r.list(comparison, 'comparison', PROFILE_LIMITS.compared, 1);
+    for (let i = 0; i < list.length; i++) {
+      yield;
+      out.comparison.push(r.compared(list[i], i));
+    }
+  }
   entries(collection, PROFILE_LIMITS.names, 'collection', 'entries', r.cuts);
   out.cuts = [...inspection.cuts.map(c => ({ ...c, field: `inspection.${c.field}` })), ...r.cuts.list];
   return out;

@@ -9,9 +9,10 @@
  * looked up in Maps. The stylesheet gives the view `contain: paint`.
  */
 
-import { IInspectionData, LIMITS, TextRows } from './model';
+import { IPaneRows } from './linking';
+import { ICut, IInspectionData, LIMITS, TextRows } from './model';
 import { IComparedProfile, IProfileData, Stalls } from './profile';
-import { CLASSES, IViewOptions, InspectionView, fmtCount } from './view';
+import { CLASSES, IViewOptions, InspectionView, PaneRows, fmtCount } from './view';
 
 /** Stall reasons with a colour of their own in profile.css; the rest share tl-s-other. */
 export const STALL_COLOURS: ReadonlySet<string> = new Set([
@@ -22,8 +23,9 @@ export const STALL_COLOURS: ReadonlySet<string> = new Set([
 /** Reasons listed in the hover panel, and named after a hot line's bar. */
 const PANEL_REASONS = 6;
 const TABLE_REASONS = 2;
-/** Lines the comparison table lists: the hottest ones, when there are more. */
-export const COMPARE_ROWS = 200;
+/** Tables with more rows than this draw only the rows in view, as big panes do (view.ts's
+ * PaneRows): fixed row height and column widths, the header kept above the rows. */
+export const TABLE_VIRTUAL_ABOVE = 200;
 
 export const PROFILE_CLASSES = {
   view: 'tl-prof-view',
@@ -90,8 +92,7 @@ export class ProfileView {
     this.node = el(doc, 'div', PROFILE_CLASSES.view);
     this.panel = el(doc, 'div', PROFILE_CLASSES.panel);
     this.panel.setAttribute('aria-live', 'polite');
-    const hot = el(doc, 'div', 'tl-table-scroll');
-    hot.appendChild(this.hotTable());
+    const hot = this.hotTable();
     this.node.appendChild(this.header());
     const own = data.cuts.filter(c => !c.field.startsWith('inspection.'));
     if (own.length) {
@@ -99,7 +100,8 @@ export class ProfileView {
       const more = own.length > 4 ? `, and ${own.length - 4} more` : '';
       this.node.appendChild(el(doc, 'div', CLASSES.notice, `Cut to the view's limits: ${words.join('; ')}${more}.`));
     }
-    this.node.append(hot, this.panel, this.inspection.node);
+    const hotCut = this.cutNotice(data.cuts.filter(c => c.field === 'hot_lines'), () => 'hot lines');
+    this.node.append(...(hotCut ? [hotCut] : []), hot, this.panel, this.inspection.node);
     if (data.comparison.length) {
       this.node.appendChild(this.comparison(data.comparison));
     }
@@ -245,48 +247,93 @@ export class ProfileView {
   private hotTable(): HTMLElement {
     const d = this.data;
     if (!d.hot_lines.length) {
-      return el(this.doc, 'div', 'tl-prof-empty', '(no stall samples in this profile)');
+      const box = el(this.doc, 'div', 'tl-table-scroll');
+      box.appendChild(el(this.doc, 'div', 'tl-prof-empty', '(no stall samples in this profile)'));
+      return box;
     }
     const executed = d.hot_lines.some(h => h.executed !== null);
-    const table = el(this.doc, 'table', PROFILE_CLASSES.hot);
-    table.appendChild(el(this.doc, 'caption', '', 'Hottest source lines (warp-stall samples)'));
+    const cols = ['tl-c-line', 'tl-c-src', 'tl-c-n', 'tl-c-n', ...(executed ? ['tl-c-n'] : []), 'tl-c-bar'];
     const head = el(this.doc, 'tr', '');
-    for (const t of ['line', 'source', 'samples', 'share', ...(executed ? ['executed'] : []), 'stall reasons']) {
-      head.appendChild(el(this.doc, 'th', '', t));
-    }
-    table.appendChild(head);
-    for (const h of d.hot_lines) {
+    ['line', 'source', 'samples', 'share', ...(executed ? ['executed'] : []), 'stall reasons']
+      .forEach((t, k) => head.appendChild(el(this.doc, 'th', cols[k], t)));
+    const extra = d.unattributed_samples > 0 ? 1 : 0;
+    const row = (i: number): HTMLElement => {
       const tr = el(this.doc, 'tr', '');
+      if (i === d.hot_lines.length) {
+        tr.append(
+          el(this.doc, 'td', 'tl-num tl-c-line', '–'),
+          el(this.doc, 'td', 'tl-c-src', '(instructions with no source line)'),
+          el(this.doc, 'td', 'tl-num tl-c-n', fmt(d.unattributed_samples)),
+          el(this.doc, 'td', 'tl-num tl-c-n', pct(d.unattributed_samples, d.total_samples, 1))
+        );
+        return tr;
+      }
+      const h = d.hot_lines[i];
       tr.setAttribute('data-line', String(h.line));
       tr.append(
-        el(this.doc, 'td', 'tl-num', String(h.line)),
+        el(this.doc, 'td', 'tl-num tl-c-line', String(h.line)),
         this.codeCell(h.text),
-        el(this.doc, 'td', 'tl-num', fmt(h.samples)),
-        el(this.doc, 'td', 'tl-num', pct(h.samples, d.total_samples, 1))
+        el(this.doc, 'td', 'tl-num tl-c-n', fmt(h.samples)),
+        el(this.doc, 'td', 'tl-num tl-c-n', pct(h.samples, d.total_samples, 1))
       );
       if (executed) {
-        tr.appendChild(el(this.doc, 'td', 'tl-num', h.executed ? fmt(h.executed) : ''));
+        tr.appendChild(el(this.doc, 'td', 'tl-num tl-c-n', h.executed ? fmt(h.executed) : ''));
       }
-      const bar = el(this.doc, 'td', '');
+      const bar = el(this.doc, 'td', 'tl-c-bar');
       bar.appendChild(this.stallBar(h.stalls, h.samples, 1, TABLE_REASONS));
       tr.appendChild(bar);
-      table.appendChild(tr);
+      return tr;
+    };
+    return this.rowsTable(PROFILE_CLASSES.hot, 'Hottest source lines (warp-stall samples)', head,
+      d.hot_lines.length + extra, row);
+  }
+
+  /**
+   * A table of `count` rows made by `row(i)` in a scroll box: a plain table up to
+   * TABLE_VIRTUAL_ABOVE rows, above that the rows in view only (PaneRows).
+   */
+  private rowsTable(
+    cls: string,
+    caption: string | null,
+    head: HTMLElement,
+    count: number,
+    row: (i: number) => HTMLElement
+  ): HTMLElement {
+    const rows: IPaneRows = { pane: cls, count, lineOf: () => null, text: null, identity: null };
+    const scroll = el(this.doc, 'div', 'tl-table-scroll');
+    const table = el(this.doc, 'table', cls);
+    if (caption) {
+      table.appendChild(el(this.doc, 'caption', '', caption));
     }
-    if (d.unattributed_samples > 0) {
-      const tr = el(this.doc, 'tr', '');
-      tr.append(
-        el(this.doc, 'td', 'tl-num', '–'),
-        el(this.doc, 'td', '', '(instructions with no source line)'),
-        el(this.doc, 'td', 'tl-num', fmt(d.unattributed_samples)),
-        el(this.doc, 'td', 'tl-num', pct(d.unattributed_samples, d.total_samples, 1))
-      );
-      table.appendChild(tr);
+    table.appendChild(head);
+    scroll.appendChild(table);
+    if (count <= TABLE_VIRTUAL_ABOVE) {
+      new PaneRows(this.doc, rows, scroll, table, row, null, TABLE_VIRTUAL_ABOVE);
+      return scroll;
     }
-    return table;
+    // the caption and header stay in view above the drawn rows (base.css: tl-vscroll)
+    scroll.classList.add('tl-vscroll');
+    table.classList.add('tl-vhead');
+    const box = el(this.doc, 'div', `${cls} tl-vtable`);
+    scroll.appendChild(box);
+    const p = new PaneRows(this.doc, rows, scroll, box, row, null, TABLE_VIRTUAL_ABOVE);
+    scroll.addEventListener('scroll', () => p.update(), { passive: true });
+    p.update();
+    return scroll;
+  }
+
+  /** A notice for the cuts of `fields` (the schema's limits), or null when nothing was cut. */
+  private cutNotice(cuts: ICut[], what: (c: ICut) => string): HTMLElement | null {
+    if (!cuts.length) {
+      return null;
+    }
+    const words = cuts.slice(0, 3).map(c => `${fmtCount(c.shown)} of ${fmtCount(c.total)} ${what(c)}`);
+    const more = cuts.length > 3 ? `, and ${cuts.length - 3} more` : '';
+    return el(this.doc, 'div', CLASSES.notice, `showing ${words.join('; ')}${more} (the view's limit)`);
   }
 
   private codeCell(text: string): HTMLElement {
-    const td = el(this.doc, 'td', '');
+    const td = el(this.doc, 'td', 'tl-c-src');
     td.appendChild(el(this.doc, 'code', '', text.slice(0, 60)));
     return td;
   }
@@ -307,53 +354,46 @@ export class ProfileView {
       }
       cards.appendChild(card);
     }
-    const table = el(this.doc, 'table', 'tl-compare-table');
     const head = el(this.doc, 'tr', '');
-    head.append(el(this.doc, 'th', '', 'line'), el(this.doc, 'th', '', 'source'),
-      ...profiles.map(p => el(this.doc, 'th', '', p.label)));
-    table.appendChild(head);
-    const all = [...new Set(profiles.flatMap(p => [...p.line_samples.keys()]))];
-    // more lines than a table can hold: the hottest (largest share in any config)
-    const share = (line: number) => Math.max(...profiles.map(p =>
-      p.total_samples > 0 ? (p.line_samples.get(line) ?? 0) / p.total_samples : 0));
-    const lines = (all.length > COMPARE_ROWS
-      ? all.map(l => [l, share(l)] as const).sort((a, b) => b[1] - a[1] || a[0] - b[0])
-        .slice(0, COMPARE_ROWS).map(([l]) => l)
-      : all).sort((a, b) => a - b);
-    for (const line of lines) {
-      const tr = el(this.doc, 'tr', '');
-      tr.append(el(this.doc, 'td', 'tl-num', String(line)),
-        this.codeCell(lineText(this.data.inspection, line)));
-      for (const p of profiles) {
-        tr.appendChild(this.shareCell(p.line_samples.get(line) ?? 0, p.line_stalls.get(line) ?? [], p.total_samples));
-      }
-      table.appendChild(tr);
-    }
-    for (const [label, pick] of [
+    head.append(el(this.doc, 'th', 'tl-c-line', 'line'), el(this.doc, 'th', 'tl-c-src', 'source'),
+      ...profiles.map(p => el(this.doc, 'th', 'tl-c-cfg', p.label)));
+    const lines = [...new Set(profiles.flatMap(p => [...p.line_samples.keys()]))].sort((a, b) => a - b);
+    const extra = [
       ['(no source line)', (p: IComparedProfile) => p.unattributed],
       ['spill instructions (LDL/STL, any line)', (p: IComparedProfile) => p.spill_instructions]
-    ] as const) {
+    ] as const;
+    const row = (i: number): HTMLElement => {
       const tr = el(this.doc, 'tr', '');
-      tr.append(el(this.doc, 'td', 'tl-num', '–'), el(this.doc, 'td', '', label));
+      if (i < lines.length) {
+        const line = lines[i];
+        tr.append(el(this.doc, 'td', 'tl-num tl-c-line', String(line)),
+          this.codeCell(lineText(this.data.inspection, line)));
+        for (const p of profiles) {
+          tr.appendChild(this.shareCell(p.line_samples.get(line) ?? 0, p.line_stalls.get(line) ?? [], p.total_samples));
+        }
+        return tr;
+      }
+      const [label, pick] = extra[i - lines.length];
+      tr.append(el(this.doc, 'td', 'tl-num tl-c-line', '–'), el(this.doc, 'td', 'tl-c-src', label));
       for (const p of profiles) {
         const g = pick(p);
         tr.appendChild(this.shareCell(g.samples, g.stalls, p.total_samples));
       }
-      table.appendChild(tr);
-    }
-    const scroll = el(this.doc, 'div', 'tl-table-scroll');
-    scroll.appendChild(table);
+      return tr;
+    };
     box.append(cards);
-    if (all.length > lines.length) {
-      box.appendChild(el(this.doc, 'div', CLASSES.notice,
-        `showing the ${fmtCount(lines.length)} hottest of ${fmtCount(all.length)} source lines`));
+    // per-line data past the schema's limit was cut by the parser: say so here too
+    const cut = this.data.cuts.filter(c => /^comparison\[\d+\]\.line_samples$/.test(c.field));
+    const notice = this.cutNotice(cut, c => `source lines of ${profiles[Number(/\d+/.exec(c.field)![0])]?.label ?? '?'}`);
+    if (notice) {
+      box.appendChild(notice);
     }
-    box.append(scroll);
+    box.append(this.rowsTable('tl-compare-table', null, head, lines.length + extra.length, row));
     return box;
   }
 
   private shareCell(samples: number, stalls: Stalls, total: number): HTMLElement {
-    const td = el(this.doc, 'td', '');
+    const td = el(this.doc, 'td', 'tl-c-cfg');
     if (samples > 0 && total > 0) {
       td.append(el(this.doc, 'span', 'tl-share', pct(samples, total, 1)),
         this.stallBar(stalls, samples, samples / total, TABLE_REASONS));

@@ -135,10 +135,11 @@ export function downloadText(doc: Document, name: string, text: string): boolean
 }
 
 /**
- * The rows of one pane: all of them, or (above VIRTUAL_ABOVE) the scrolled window between
- * two spacers whose heights are sums of tl-spK classes. `drawn` maps row index -> element.
+ * The rows of one pane: all of them, or (above VIRTUAL_ABOVE, or `virtualAbove` where given)
+ * the scrolled window between two spacers whose heights are sums of tl-spK classes. `drawn`
+ * maps row index -> element. (Also the profile view's tables.)
  */
-class PaneRows {
+export class PaneRows {
   readonly drawn = new Map<number, HTMLElement>();
   readonly virtual: boolean;
   private from = -1;
@@ -153,9 +154,10 @@ class PaneRows {
     readonly body: HTMLElement,
     readonly box: HTMLElement,
     private readonly make: (i: number) => HTMLElement,
-    ghost: HTMLElement | null
+    ghost: HTMLElement | null,
+    virtualAbove: number = VIRTUAL_ABOVE
   ) {
-    this.virtual = rows.count > VIRTUAL_ABOVE;
+    this.virtual = rows.count > virtualAbove;
     this.before = el(doc, 'div', 'tl-spacer');
     this.after = el(doc, 'div', 'tl-spacer');
     this.rowsBox = el(doc, 'div', 'tl-rows');

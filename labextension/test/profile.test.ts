@@ -8,8 +8,8 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import Ajv2020 from 'ajv/dist/2020';
 
-import { HEAT_MAX, LINE_KEY, REASON_NAME, ROW_KEY, parseProfile } from '../src/profile';
-import { ProfileView, STALL_COLOURS } from '../src/profileView';
+import { HEAT_MAX, LINE_KEY, REASON_NAME, ROW_KEY, parseProfile, parseProfileSteps } from '../src/profile';
+import { ProfileView, STALL_COLOURS, TABLE_VIRTUAL_ABOVE } from '../src/profileView';
 import { mimeSchema, newDocument, profileFixtureJson, profileSchema } from './helpers';
 
 export function profileValidator() {
@@ -134,6 +134,70 @@ test('the two configs side by side: both labels, the cliff spills', () => {
   assert.equal(render(raw).node.querySelector('.tl-compare'), null);
 });
 
+/** The fixture with `profiles` configs of `lines` source lines each, and `hot` hot lines. */
+function big(profiles: number, lines: number, hot: number): Record<string, any> {
+  const raw = profileFixtureJson();
+  const entry = raw.comparison[0];
+  const keyed = <T>(f: (i: number) => T) =>
+    Object.fromEntries(Array.from({ length: lines }, (_, i) => [String(i + 1), f(i + 1)]));
+  raw.comparison = Array.from({ length: profiles }, (_, k) => ({
+    ...entry, label: `config ${k}`,
+    line_samples: keyed(i => 1 + (i % 97)), line_stalls: keyed(i => ({ long_sb: 1 + (i % 97) }))
+  }));
+  raw.hot_lines = Array.from({ length: hot }, (_, i) => ({ ...raw.hot_lines[0], line: i + 1 }));
+  return raw;
+}
+
+test('big tables draw only the rows in view, and say "showing N of M" only where data was cut', () => {
+  // below the limits: every line in the side by side (no longer only the 200 hottest), drawn
+  // as rows in view; no notice (nothing was cut)
+  const view = render(big(8, 1500, 1000));
+  const compare = view.node.querySelector('.tl-compare')!;
+  const hot = view.node.querySelector('.tl-hot.tl-vtable')!;
+  assert.ok(compare.querySelector('.tl-vscroll .tl-compare-table.tl-vtable'));
+  const drawn = compare.querySelectorAll('.tl-vtable tr');
+  assert.ok(drawn.length > 0 && drawn.length <= 100, String(drawn.length));
+  assert.equal(drawn[0].firstElementChild!.textContent, '1');
+  assert.equal(drawn[0].querySelectorAll('td').length, 2 + 8);
+  assert.ok(hot.querySelectorAll('tr[data-line]').length <= 100);
+  assert.equal(view.node.querySelectorAll('.tl-notice').length, 0);
+  // the spacers stand in for the rest: 1500 lines + 2 group rows, 1000 + 1 (unattributed)
+  const rowsOf = (box: Element) => [...box.querySelectorAll('.tl-sp')]
+    .reduce((n, e) => n + 2 ** Number(/tl-sp(\d+)/.exec(e.className)![1]), 0) + box.querySelectorAll('tr').length;
+  assert.equal(rowsOf(compare.querySelector('.tl-vtable')!), 1500 + 2);
+  assert.equal(rowsOf(hot), 1000 + 1);
+  // a hot row drawn in view still links the panes
+  const win = view.node.ownerDocument.defaultView!;
+  hot.querySelector('tr[data-line="7"]')!.dispatchEvent(new win.MouseEvent('mouseover', { bubbles: true }));
+  assert.equal(view.inspection.state.hovered, 7);
+  // past the schema's limit (2,000 lines a config): cut, and the side by side says so
+  const cut = render(big(2, 2500, 10));
+  const notices = [...cut.node.querySelectorAll('.tl-compare .tl-notice')].map(e => e.textContent);
+  assert.deepEqual(notices, ["showing 2,000 of 2,500 source lines of config 0; 2,000 of 2,500 source lines of config 1 (the view's limit)"]);
+  // small tables stay plain tables, every row drawn (what real kernels give)
+  const small = render(big(2, TABLE_VIRTUAL_ABOVE - 2, 20));
+  assert.equal(small.node.querySelectorAll('.tl-vscroll').length, 0);
+  assert.equal(small.node.querySelectorAll('table.tl-compare-table tr').length, 1 + TABLE_VIRTUAL_ABOVE);
+  assert.equal(small.node.querySelectorAll('table.tl-hot tr[data-line]').length, 20);
+});
+test('the parse in steps pauses after the inspection and before each config, and gives the same data', () => {
+  const raw = big(3, 50, 5);
+  const steps = parseProfileSteps(raw);
+  let pauses = 0;
+  let step = steps.next();
+  for (; !step.done; step = steps.next()) {
+    pauses++;
+  }
+  assert.equal(pauses, 1 + 3);
+  assert.deepEqual(step.value, parseProfile(raw));
+  // a bad config still fails, naming it, when its step comes
+  raw.comparison[2].line_samples = { x: 1 };
+  const bad = parseProfileSteps(raw);
+  for (let k = 0; k < 1 + 3; k++) { // to the pause before config 2
+    bad.next();
+  }
+  assert.throws(() => bad.next(), /comparison\[2\]\.line_samples\["x"\]/);
+});
 
 test('every stall reason with its own colour is one the Python side names', () => {
   const reasons = Object.keys(profileFixtureJson().stall_reasons);

@@ -6,7 +6,19 @@
 // Started by tests/test_labextension_size.py, which owns the server. Environment:
 //   TILE_LAB_URL, TILE_LAB_CHROMIUM  as for hover.mjs
 //   TILE_LAB_CASES  JSON: [{name, path, kind: "case" | "control" | "html", hover?: bool}]
-// Prints one JSON line: {results: {name: {longest, tasks, notice, rows, hover?}}, pageErrors}.
+//   TILE_LAB_CPU_PROFILES  optional: a folder; each opening's CPU profile (DevTools protocol,
+//                   1 ms sampling) is written there as <n>-<name>.cpuprofile, for
+//                   ui-test/cpuprofile_tasks.mjs to say what ran in the longest task
+// Prints one JSON line: {results: {name: {longest, cpu, tasks, notice, rows, hover?}}, pageErrors}.
+//
+// `longest` is the wall time of the longest task (PerformanceObserver); `cpu` is, from a
+// trace of the same opening (DevTools protocol), the longest main-thread task in the main
+// thread's own CPU time (RunTask's thread duration), which a busy machine does not stretch:
+// on a 2-core machine shared with other jobs the wall time of one 4.5 s task varied from
+// 4.3 to 12 s between openings of the same notebook.
+
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 import { env, launchChromium, stepLogger } from './browser.mjs';
 
@@ -17,6 +29,8 @@ const browser = await launchChromium();
 const pageErrors = [];
 const consoleErrors = [];
 const results = {};
+const profiles = process.env.TILE_LAB_CPU_PROFILES;
+let opened = 0;
 
 const OBSERVE = () => {
   window.__tlTasks = [];
@@ -25,6 +39,31 @@ const OBSERVE = () => {
       window.__tlTasks.push([e.startTime, e.duration]);
     }
   }).observe({ type: 'longtask', buffered: true });
+};
+
+/** The longest main-thread task of a trace: its main-thread CPU time, and (wall) the
+ * longest one's wall time, in ms. */
+const longestTraced = buffer => {
+  const trace = JSON.parse(buffer.toString());
+  const events = trace.traceEvents ?? trace;
+  const main = new Set(
+    events
+      .filter(e => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain')
+      .map(e => `${e.pid}:${e.tid}`)
+  );
+  let cpu = 0;
+  let wall = 0;
+  for (const e of events) {
+    if (e.ph === 'X' && e.name === 'RunTask' && main.has(`${e.pid}:${e.tid}`)) {
+      // (tasks of a few microseconds come without a thread time)
+      if (e.tdur === undefined && e.dur >= 1000) {
+        throw new Error(`a ${e.dur} us task without a thread time: this Chromium traces none`);
+      }
+      cpu = Math.max(cpu, (e.tdur ?? e.dur) / 1000);
+      wall = Math.max(wall, e.dur / 1000);
+    }
+  }
+  return { cpu: Math.round(cpu), tracedWall: Math.round(wall) };
 };
 
 const longestSince = (page, t0) =>
@@ -84,6 +123,13 @@ try {
       step(`${c.name}: ${JSON.stringify(r)}`);
       continue;
     }
+    const cdp = profiles ? await page.context().newCDPSession(page) : null;
+    if (cdp) {
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 1000 });
+      await cdp.send('Profiler.start');
+    }
+    await browser.startTracing(page, { categories: ['disabled-by-default-devtools.timeline'] });
     const t0 = await page.evaluate(() => performance.now());
     await page.evaluate(async path => {
       const w = await window.jupyterapp.commands.execute('docmanager:open', { path });
@@ -97,7 +143,13 @@ try {
       await page.waitForSelector(`${nb} .jp-OutputArea-output`, { timeout: 180_000 });
     }
     await settle(page);
-    const r = await longestSince(page, t0);
+    const r = { ...(await longestSince(page, t0)), ...longestTraced(await browser.stopTracing()) };
+    if (cdp) {
+      const { profile } = await cdp.send('Profiler.stop');
+      writeFileSync(join(profiles, `${++opened}-${c.name.replace(/[^A-Za-z0-9]+/g, '_')}.cpuprofile`),
+        JSON.stringify(profile));
+      await cdp.detach();
+    }
     r.notice = await page.locator(`${nb} .jp-OutputArea-output .tl-notice`).count();
     r.rows = await page.locator(`${nb} .jp-OutputArea-output .tl-row`).count();
     if (c.hover) {
@@ -141,6 +193,9 @@ try {
     if (prev) {
       r.runs = [...(prev.runs ?? [prev.longest]), r.longest];
       r.longest = Math.min(prev.longest, r.longest);
+      r.cpuRuns = [...(prev.cpuRuns ?? [prev.cpu]), r.cpu];
+      r.cpu = Math.min(prev.cpu, r.cpu);
+      r.tracedWall = Math.min(prev.tracedWall, r.tracedWall);
       r.hover = r.hover ?? prev.hover;
       r.linkedShown = r.linkedShown ?? prev.linkedShown;
       r.status = r.status ?? prev.status;
