@@ -26,3 +26,19 @@ export const stepLogger = () => {
   return what =>
     process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${what}\n`);
 };
+
+/** A new page of `browser` (`viewport`) opened on `notebook` in JupyterLab at `url`,
+ * recording from the start every uncaught page error into `pageErrors` and every console
+ * error into `consoleErrors` (either may be omitted). */
+export const openNotebook = async (browser, url, notebook, viewport, pageErrors = [],
+  consoleErrors = []) => {
+  const page = await browser.newPage({ viewport });
+  page.on('pageerror', err => pageErrors.push(String(err)));
+  page.on('console', msg => {
+    if (msg.type() === 'error') {
+      consoleErrors.push(msg.text());
+    }
+  });
+  await page.goto(`${url}/lab/tree/${notebook}`, { waitUntil: 'domcontentloaded' });
+  return page;
+};

@@ -11,7 +11,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { env, launchChromium, stepLogger } from './browser.mjs';
+import { env, launchChromium, openNotebook, stepLogger } from './browser.mjs';
 
 const url = env('TILE_LAB_URL');
 const notebook = env('TILE_LAB_NOTEBOOK');
@@ -23,9 +23,7 @@ const pageErrors = [];
 const step = stepLogger();
 let page;
 try {
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on('pageerror', err => pageErrors.push(String(err)));
-  await page.goto(`${url}/lab/tree/${notebook}`, { waitUntil: 'domcontentloaded' });
+  page = await openNotebook(browser, url, notebook, { width: 1400, height: 900 }, pageErrors);
   await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 90_000 });
 
   if (mode === 'run') {

@@ -14,7 +14,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { env, launchChromium, stepLogger } from './browser.mjs';
+import { env, launchChromium, openNotebook, stepLogger } from './browser.mjs';
 
 const url = env('TILE_LAB_URL');
 const notebook = env('TILE_LAB_NOTEBOOK');
@@ -28,14 +28,7 @@ const consoleErrors = [];
 const step = stepLogger();
 let page;
 try {
-  page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  page.on('pageerror', err => pageErrors.push(String(err)));
-  page.on('console', msg => {
-    if (msg.type() === 'error') {
-      consoleErrors.push(msg.text());
-    }
-  });
-  await page.goto(`${url}/lab/tree/${notebook}`, { waitUntil: 'domcontentloaded' });
+  page = await openNotebook(browser, url, notebook, { width: 1400, height: 1000 }, pageErrors, consoleErrors);
   await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 90_000 });
   if (run) {
     step('waiting for the kernel');
