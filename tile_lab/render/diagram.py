@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..access_trace import Block, MemoryAccess, Trace
+from ..access_trace import ArrayInfo, Block, MemoryAccess, Trace
 from ..errors import ArgumentTypeError, DiagramError
 from ..tile_geometry import tuple_text as _tup
 from ..trace_index import IndexedTrace
@@ -87,9 +88,38 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
     if iteration is not None and (not isinstance(iteration, (int, np.integer)) or iteration < 0):
         raise DiagramError(f"iteration={iteration!r} must be a non-negative int (or None for all)")
     lines = _check_lines(index, line)
+    ask = _Ask(index, tuple(args), arg is not None, blk, iteration, lines, zoom)
+    geometry = _VIEW_GEOMETRY[view](ask, view)
+    if tma is not None and geometry.legend:
+        geometry = dataclasses.replace(
+            geometry, legend=tuple(_with_tma(e, tma) for e in geometry.legend))
+    return _draw(geometry, index)
 
-    layout, roles, notes = "flow", {}, []
-    if view == "gemm" or (view == "block" and arg is None and index.uses_mma()):
+
+# ---- one geometry builder per view kind ----------------------------------------------------
+
+_Windows = tuple[tuple[int, ...], tuple[int, ...]]  # IndexedTrace.window_steps: starts, steps
+
+@dataclass(frozen=True)
+class _Ask:
+    """What ``diagram`` was asked to draw, checked: the indexed trace, the arrays, the block,
+    the loop iteration, the source lines and the zoom window."""
+
+    index: IndexedTrace
+    args: tuple[str, ...]
+    named: bool  # the caller named the arrays (arg=...)
+    block: Block | None
+    iteration: int | None
+    lines: set[int] | None
+    zoom: Sequence[int] | None
+
+
+def _block_geometry(ask: _Ask, view: str) -> Geometry:
+    """``view="block"`` / ``"gemm"``: one block's footprints in every array, coloured by
+    line; a kernel with an ``mma`` (or ``view="gemm"``) laid out as the A / B / C trio."""
+    index, t, args, notes = ask.index, ask.index.trace, list(ask.args), []
+    layout, roles = "flow", {}
+    if view == "gemm" or (not ask.named and index.uses_mma()):
         trio = index.gemm_roles()
         if trio is None and view == "gemm":
             names = ", ".join(f"{a.name}{list(a.shape)}" for a in t.arrays)
@@ -99,68 +129,103 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
             layout = "gemm"
             roles = dict(zip(trio, "ABC"))
             args = list(trio) + [a for a in args if a not in trio]
-    if view in ("block", "gemm") and blk is None:
-        blk = t.blocks[0]
-
-    if view == "order" and arg is None:
-        # the visit order matters for the tiles blocks produce; read-only inputs (a GEMM's
-        # A and B, each tile read by many blocks) only when asked for or nothing is written
-        written = [a for a in args if index.has_kind(a, "write")]
-        args = written or args
-    held = _held_before_loop(index, blk, iteration, notes) if view != "order" else set()
-    panels: list[Panel] = []
+    blk = t.blocks[0] if ask.block is None else ask.block
+    held = _held_before_loop(index, blk, ask.iteration, notes)
+    panels = []
     for name in args:
-        info = t.array(name)
-        if not 1 <= len(info.shape) <= 3:
-            notes.append(f"{name}: {len(info.shape)}-D arrays are not drawn")
+        found = _tile_grids(index, name, notes)
+        if found is None:
             continue
-        grids = index.tile_grids(name)
-        windows = index.window_steps(name)
-        if windows is not None:  # a tile grid drawn over overlapping/offset windows would lie
-            grids = ()
-            notes.append(f"{name}: its boxes overlap or are offset (a tiled_view with "
-                         "traversal_steps, or a slice): no tile grid drawn; "
-                         f"tile_lab.render.views.windows_from_trace(trace, {name!r}) draws "
-                         "them all")
-        if view == "coverage":
-            for kind in ("write", "read"):
-                if not index.has_kind(name, kind):
-                    continue
-                p = _panel(name, info.shape, info.dtype, grids, zoom, kind=kind, title="")
-                hm = index.heatmap(name, kind, p.window)
-                if hm is not None:
-                    panels.append(dataclasses.replace(
-                        p, heatmap=hm, title=_coverage_title(name, kind, hm)))
-            continue
-        fps: tuple[Footprint, ...] = ()
-        visits: tuple[TileVisit, ...] = ()
-        if view == "order":
-            visits = index.visits(name) if windows is None else ()
-        else:
-            accs = [a for a in index.by_block.get(blk, ()) if a.arg == name  # type: ignore[arg-type]
-                    and (iteration is None or a.iteration == iteration or id(a) in held)
-                    and (lines is None or a.line in lines)]
-            fps = tuple(_footprint(a, info.shape) for a in accs)
-        panels.append(_panel(name, info.shape, info.dtype, grids, zoom, footprints=fps,
-                             visits=visits, role=roles.get(name),
-                             poisoned=_poisoned(t, name, blk, lines) if view != "order" else (),
+        info, grids, windows = found
+        accs = [a for a in index.by_block.get(blk, ()) if a.arg == name
+                and (ask.iteration is None or a.iteration == ask.iteration or id(a) in held)
+                and (ask.lines is None or a.line in ask.lines)]
+        fps = tuple(_footprint(a, info.shape) for a in accs)
+        panels.append(_panel(name, info.shape, info.dtype, grids, ask.zoom, footprints=fps,
+                             role=roles.get(name),
+                             poisoned=_poisoned(t, name, blk, ask.lines),
                              title=_array_title(name, info.shape, info.dtype, grids,
                                                 roles.get(name)) + _windows_text(windows)))
-    if view == "coverage":
-        blk = None
-    if any(not p.element_detail for p in panels) and zoom is None:
+    colors = line_css_colors(index.lines)
+    legend = tuple(LegendEntry(ln, colors[ln], index.line_text(ln))
+                   for ln in sorted({f.line for p in panels for f in p.footprints}))
+    return _geometry(ask, view, panels, notes, block=blk, layout=layout, legend=legend)
+
+
+def _coverage_geometry(ask: _Ask, view: str) -> Geometry:
+    """``view="coverage"``: per array and kind (write, read), how many blocks touched each
+    element; never-written and multiply-written elements called out."""
+    index, panels, notes = ask.index, [], []
+    for name in ask.args:
+        found = _tile_grids(index, name, notes)
+        if found is None:
+            continue
+        info, grids, _ = found
+        for kind in ("write", "read"):
+            if not index.has_kind(name, kind):
+                continue
+            p = _panel(name, info.shape, info.dtype, grids, ask.zoom, kind=kind, title="")
+            hm = index.heatmap(name, kind, p.window)
+            if hm is not None:
+                panels.append(dataclasses.replace(
+                    p, heatmap=hm, title=_coverage_title(name, kind, hm)))
+    return _geometry(ask, view, panels, notes, block=None)
+
+
+def _order_geometry(ask: _Ask, view: str) -> Geometry:
+    """``view="order"``: which block visits each tile, in what order."""
+    index, args, panels, notes = ask.index, list(ask.args), [], []
+    if not ask.named:
+        # the visit order matters for the tiles blocks produce; read-only inputs (a GEMM's
+        # A and B, each tile read by many blocks) only when asked for or nothing is written
+        args = [a for a in args if index.has_kind(a, "write")] or args
+    for name in args:
+        found = _tile_grids(index, name, notes)
+        if found is None:
+            continue
+        info, grids, windows = found
+        visits = index.visits(name) if windows is None else ()
+        panels.append(_panel(name, info.shape, info.dtype, grids, ask.zoom, visits=visits,
+                             title=_array_title(name, info.shape, info.dtype, grids, None)
+                             + _windows_text(windows)))
+    return _geometry(ask, view, panels, notes, block=ask.block)
+
+
+_VIEW_GEOMETRY = {"block": _block_geometry, "gemm": _block_geometry,
+                  "coverage": _coverage_geometry, "order": _order_geometry}
+assert set(_VIEW_GEOMETRY) == set(VIEWS)
+
+
+def _tile_grids(index: IndexedTrace, name: str, notes: list[str]
+                ) -> tuple[ArrayInfo, tuple[TileGrid, ...], _Windows | None] | None:
+    """The array ``name``'s info, tile grids and overlapping windows (None, noting why, for
+    arrays not drawn)."""
+    info = index.trace.array(name)
+    if not 1 <= len(info.shape) <= 3:
+        notes.append(f"{name}: {len(info.shape)}-D arrays are not drawn")
+        return None
+    grids = index.tile_grids(name)
+    windows = index.window_steps(name)
+    if windows is not None:  # a tile grid drawn over overlapping/offset windows would lie
+        grids = ()
+        notes.append(f"{name}: its boxes overlap or are offset (a tiled_view with "
+                     "traversal_steps, or a slice): no tile grid drawn; "
+                     f"tile_lab.render.views.windows_from_trace(trace, {name!r}) draws "
+                     "them all")
+    return info, grids, windows
+
+
+def _geometry(ask: _Ask, view: str, panels: list[Panel], notes: list[str], *,
+              block: Block | None, layout: str = "flow",
+              legend: tuple[LegendEntry, ...] = ()) -> Geometry:
+    if any(not p.element_detail for p in panels) and ask.zoom is None:
         notes.append("large arrays drawn at tile granularity: pass zoom=(r0, r1, c0, c1) "
                      "for element detail")
-    shown_lines = sorted({f.line for p in panels for f in p.footprints})
-    if view in ("coverage", "order"):
-        shown_lines = []
-    colors = line_css_colors(index.lines)
-    legend = tuple(_with_tma(LegendEntry(ln, colors[ln], index.line_text(ln)), tma)
-                   for ln in shown_lines)
-    geometry = Geometry(view=view, kernel=t.kernel, grid=t.grid, block=blk, iteration=iteration,
-                        lines=None if lines is None else tuple(sorted(lines)), layout=layout,
-                        panels=tuple(panels), legend=legend, notes=tuple(notes))
-    return _draw(geometry, index)
+    t = ask.index.trace
+    return Geometry(view=view, kernel=t.kernel, grid=t.grid, block=block,
+                    iteration=ask.iteration,
+                    lines=None if ask.lines is None else tuple(sorted(ask.lines)),
+                    layout=layout, panels=tuple(panels), legend=legend, notes=tuple(notes))
 
 
 def _held_before_loop(index: IndexedTrace, blk: Block | None, iteration: int | None,
