@@ -71,7 +71,7 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
 
     ``arg``/``line``/``iteration`` filter what is drawn; ``zoom=(r0, r1, c0, c1)`` (or
     ``(c0, c1)`` for 1-D, six numbers for 3-D) limits the drawn region of every array.
-    ``tma=tile_lab.render.tma.tma_report(inspection)`` (an inspection of the same kernel
+    ``tma=tile_lab.tma.tma_report(inspection)`` (an inspection of the same kernel
     source) marks each legend line "TMA" or "no TMA" with the reason.
     """
     if not isinstance(trace, (Trace, IndexedTrace)):

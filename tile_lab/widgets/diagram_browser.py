@@ -19,8 +19,8 @@ from ..access_trace import Trace, load_trace
 from ..errors import TileLabError
 from ..render.diagram import Diagram, diagram
 from ..render.diagram_layout import ellipsize
-from ..render.tma import TmaReport
 from ..render.widget_html import error_html
+from ..tma import TmaReport
 from ..trace_index import IndexedTrace
 
 __all__ = ["DiagramBrowser", "browse"]
