@@ -81,3 +81,14 @@ def test_big_pane_and_table_scroll_by_the_wheel_turn(lab_server) -> None:  # noq
     for box in result["boxes"]:
         assert box["tops"] == [DY * (i + 1) for i in range(STEPS)], box
         assert min(box["shown"]) >= 10, box  # never a blank box
+    # a big (virtual) pane's rows are as high as a small pane's: it looks the same, only drawn
+    # in parts; and its spacers add up (the last row ends at the bottom once scrolled there)
+    virtual = [p for p in result["panes"] if p["virtual"]]
+    # plain panes drawn on screen (a collapsed pane's rows measure 0); their usual row height
+    plain = [h for p in result["panes"] if not p["virtual"] for h in p["heights"] if h > 0]
+    assert virtual and plain, result["panes"]
+    usual = max(set(plain), key=plain.count)
+    for pane in virtual:
+        assert pane["heights"] and all(abs(h - usual) < 0.5 for h in pane["heights"]), pane
+    for pane in virtual:
+        assert abs(pane["gapAtEnd"]) < 2, pane

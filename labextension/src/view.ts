@@ -61,7 +61,9 @@ const TMA_OP = new RegExp(`\\b(?:${[...TMA_OPCODES].join('|')})\\b`, 'g');
 
 /** Panes with more rows than this draw only what is visible. */
 export const VIRTUAL_ABOVE = 2000;
-/** Row height of a virtual pane, px (base.css: `.tl-virtual .tl-row`). */
+/** Row height of a virtual pane until one is measured, px (where nothing is laid out: jsdom).
+ * In a browser a row is as high as a plain pane's row (base.css: `--tl-row-h`, the code line
+ * height), and the pane measures it once drawn. */
 export const ROW_PX = 18;
 /** Rows drawn above and below the visible ones. */
 const OVERSCAN = 40;
@@ -144,6 +146,8 @@ export class PaneRows {
   readonly virtual: boolean;
   private from = -1;
   private to = -1;
+  /** Row pitch, px: ROW_PX until a drawn row is measured. */
+  private pitch = ROW_PX;
   private readonly before: HTMLElement;
   private readonly after: HTMLElement;
   private readonly rowsBox: HTMLElement;
@@ -183,8 +187,8 @@ export class PaneRows {
     }
     const n = this.rows.count;
     const height = this.body.clientHeight;
-    const visible = height > 0 ? Math.ceil(height / ROW_PX) : FIRST_WINDOW;
-    const top = Math.floor(this.body.scrollTop / ROW_PX);
+    const visible = height > 0 ? Math.ceil(height / this.pitch) : FIRST_WINDOW;
+    const top = Math.floor(this.body.scrollTop / this.pitch);
     const from = Math.max(0, Math.min(n, top - OVERSCAN));
     const to = Math.min(n, top + visible + OVERSCAN);
     if (from === this.from && to === this.to) {
@@ -208,6 +212,13 @@ export class PaneRows {
     this.spacer(this.after, n - to);
     this.from = from;
     this.to = to;
+    // the rows' height comes from the theme's code line height (base.css): measure it once,
+    // then place the window again with it
+    const measured = rows.length ? rows[0].getBoundingClientRect().height : 0;
+    if (measured > 0 && Math.abs(measured - this.pitch) > 0.01) {
+      this.pitch = measured;
+      this.update();
+    }
   }
 
   /** A spacer `rows` rows high: one block per set bit (no style attribute). */
@@ -225,8 +236,8 @@ export class PaneRows {
   reveal(i: number): void {
     const body = this.body;
     const drawn = this.drawn.get(i);
-    const top = this.virtual || !drawn ? i * ROW_PX : drawn.offsetTop;
-    const h = this.virtual || !drawn ? ROW_PX : drawn.offsetHeight;
+    const top = this.virtual || !drawn ? i * this.pitch : drawn.offsetTop;
+    const h = this.virtual || !drawn ? this.pitch : drawn.offsetHeight;
     if (top < body.scrollTop || top > body.scrollTop + body.clientHeight - h) {
       body.scrollTop = Math.max(0, top - body.clientHeight / 3);
       this.update();

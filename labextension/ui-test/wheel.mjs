@@ -1,6 +1,9 @@
 // UI test driver: turn the mouse wheel over each big scroll box of the tile_lab outputs of a
 // stored notebook (virtual panes and tables, .tl-pane-body / .tl-vscroll taller than four
-// screens) and report, after each turn, the box's scrollTop and how many rows it shows.
+// screens) and report, after each turn, the box's scrollTop and how many rows it shows; and,
+// per inspect-view pane, whether it is virtual and the height of its rows (a big pane's rows
+// must be as high as a small pane's), and for the big ones whether the last row ends where the
+// pane's scroll height does once scrolled to the end (rows and spacers agree).
 //
 // Started by tests/test_labextension_scroll.py, which owns the server and asserts on the
 // JSON this prints as its last line. Environment:
@@ -17,6 +20,7 @@ const dy = Number(process.env.TILE_LAB_DY || 120);
 const browser = await launchChromium();
 const pageErrors = [];
 const boxes = [];
+const panes = [];
 try {
   const page = await openNotebook(browser, url, notebook, { width: 1400, height: 1000 },
     pageErrors);
@@ -53,7 +57,26 @@ try {
     }
     boxes.push(record);
   }
+  const bodies = page.locator('.jp-RenderedTileLab .tl-pane-body');
+  for (let k = 0; k < (await bodies.count()); k++) {
+    panes.push(await bodies.nth(k).evaluate(e => {
+      const virtual = e.querySelector('.tl-virtual') !== null;
+      const heights = [...e.querySelectorAll('.tl-row')].slice(0, 20)
+        .map(r => r.getBoundingClientRect().height);
+      e.scrollTop = e.scrollHeight;
+      return new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => {
+        const rows = [...e.querySelectorAll('.tl-row')];
+        const last = rows[rows.length - 1];
+        // scrolled to the end, the last row ends at the pane's visible bottom (less its
+        // bottom padding) when the spacers above it add up to the rows they stand for
+        const bottom = e.getBoundingClientRect().top + e.clientTop + e.clientHeight;
+        const pad = parseFloat(getComputedStyle(e).paddingBottom) || 0;
+        const gap = last ? bottom - pad - last.getBoundingClientRect().bottom : null;
+        done({ virtual, heights, gapAtEnd: gap });
+      })));
+    }));
+  }
 } finally {
   await browser.close();
 }
-console.log(JSON.stringify({ pageErrors, boxes }));
+console.log(JSON.stringify({ pageErrors, boxes, panes }));
