@@ -162,11 +162,12 @@ def test_tuned_flash_attention_matches_numpy_on_the_emulator() -> None:
 
 def test_recorded_attention_run_has_provenance_and_its_best_config_does_not_spill() -> None:
     # notebook 15 shows this file; every number in it must say where and how it was measured
+    import gzip
     import json
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "notebooks" / "data" / "attention.json"
-    rec = json.loads(path.read_text())
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "data" / "attention.json.gz"
+    rec = json.loads(gzip.decompress(path.read_bytes()))
     prov = rec["env"]["provenance"]
     assert {"gpu", "driver", "cuda_tile", "tileiras", "max_sm_clock_mhz"} <= set(prov)
     assert rec["env"]["stream_hold"] == "on" and not rec["failures"]

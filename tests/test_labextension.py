@@ -95,8 +95,8 @@ def profile_payload() -> dict:
     data = ROOT / "notebooks" / "data"
     insp = tile_lab.inspect(gemm_naive, "f16[4096,4096], f16[4096,4096], f16[4096,4096], "
                             "128, 128, 64", arch="sm_90", show="source,tileir,sass")
-    profiles = {"best 128x128x64": tile_lab.load_profile(data / "profile_gemm_best.json"),
-                "cliff 256x256x32": tile_lab.load_profile(data / "profile_gemm_cliff.json")}
+    profiles = {"best 128x128x64": tile_lab.load_profile(data / "profile_gemm_best.json.gz"),
+                "cliff 256x256x32": tile_lab.load_profile(data / "profile_gemm_cliff.json.gz")}
     view = tile_lab.compare_profiles(profiles).view(insp)
     return view._repr_mimebundle_()[PROFILE_MIME_TYPE]
 

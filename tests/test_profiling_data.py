@@ -92,12 +92,12 @@ def test_join_by_offset_checks_the_opcode():
 
 @pytest.fixture(scope="module")
 def gemm_best() -> Profile:
-    return tile_lab.load_profile(DATA / "profile_gemm_best.json")
+    return tile_lab.load_profile(DATA / "profile_gemm_best.json.gz")
 
 
 @pytest.fixture(scope="module")
 def gemm_cliff() -> Profile:
-    return tile_lab.load_profile(DATA / "profile_gemm_cliff.json")
+    return tile_lab.load_profile(DATA / "profile_gemm_cliff.json.gz")
 
 
 def test_recorded_gemm_hot_lines_are_the_k_loop(gemm_best):
@@ -139,6 +139,14 @@ def test_json_round_trip(gemm_best, tmp_path):
     path = tmp_path / "p.json"
     gemm_best.save(path)
     assert tile_lab.load_profile(path) == gemm_best
+    # .gz: compressed, the same bytes for the same profile, read back whole
+    packed = tmp_path / "p.json.gz"
+    gemm_best.save(packed)
+    first = packed.read_bytes()
+    assert first[:2] == b"\x1f\x8b" and len(first) < path.stat().st_size / 4
+    gemm_best.save(packed)
+    assert packed.read_bytes() == first
+    assert tile_lab.load_profile(packed) == gemm_best
 
 
 def test_shift_and_rejoin(gemm_best):

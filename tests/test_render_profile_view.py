@@ -34,7 +34,7 @@ def gemm():
     finally:
         sys.path.remove(str(ROOT / "bench"))
     insp = tile_lab.inspect(gemm_naive, SIG, arch="sm_90", show="source,tileir,sass")
-    return insp, tile_lab.load_profile(DATA / "profile_gemm_best.json")
+    return insp, tile_lab.load_profile(DATA / "profile_gemm_best.json.gz")
 
 
 def _heat_rules(page: str, vclass: str) -> dict[int, int]:
@@ -87,8 +87,8 @@ def test_hot_table_and_determinism(gemm):
 
 
 def test_summary_and_comparison_show_the_cliff():
-    best = tile_lab.load_profile(DATA / "profile_gemm_best.json")
-    cliff = tile_lab.load_profile(DATA / "profile_gemm_cliff.json")
+    best = tile_lab.load_profile(DATA / "profile_gemm_best.json.gz")
+    cliff = tile_lab.load_profile(DATA / "profile_gemm_cliff.json.gz")
     assert "spills" not in profile_summary_html(best)
     assert "986 STL + 1,103 LDL, 3,736 B stack/thread" in profile_summary_html(cliff)
     page = profile_comparison_html([("best", best), ("cliff", cliff)])
@@ -153,7 +153,7 @@ def _errors(validator, data) -> list[str]:
 @pytest.fixture(scope="module")
 def compared(gemm):
     insp, best = gemm
-    cliff = tile_lab.load_profile(DATA / "profile_gemm_cliff.json")
+    cliff = tile_lab.load_profile(DATA / "profile_gemm_cliff.json.gz")
     return tile_lab.compare_profiles({"best 128x128x64": best, "cliff 256x256x32": cliff}
                                      ).view(insp)
 

@@ -34,7 +34,7 @@ def gemm():
     finally:
         sys.path.remove(str(ROOT / "bench"))
     insp = tile_lab.inspect(gemm_naive, SIG, arch="sm_90", show="source,tileir,sass,remarks")
-    prof = tile_lab.load_profile(DATA / "profile_gemm_best.json")
+    prof = tile_lab.load_profile(DATA / "profile_gemm_best.json.gz")
     n = 256
     args = (np.ones((n, n), np.float16), np.ones((n, n), np.float16),
             np.zeros((n, n), np.float16), 128, 128, 64)

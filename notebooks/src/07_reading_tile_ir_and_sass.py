@@ -88,8 +88,8 @@ for r in hopper.remarks[:12]:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-best = tile_lab.load_profile("data/profile_gemm_best.json")
-cliff = tile_lab.load_profile("data/profile_gemm_cliff.json")
+best = tile_lab.load_profile("data/profile_gemm_best.json.gz")
+cliff = tile_lab.load_profile("data/profile_gemm_cliff.json.gz")
 for p in (best, cliff):
     print(p.summary())
 print(best.provenance["gpu"], "| driver", best.provenance["driver"], "| SM clock at start",

@@ -182,11 +182,12 @@ print(f"same kernel, same protocol: {rested.tflops / after_load.tflops:.2f}x apa
 
 # %%
 # NBVAL_CHECK_OUTPUT
+import gzip
 import json
 
 from tile_lab.gpu import Comparison
 
-roof_run = json.load(open("data/regimes_vector_add.json"))
+roof_run = json.load(gzip.open("data/regimes_vector_add.json.gz", "rt"))
 print(Comparison.from_json_dict(roof_run["comparison"]).summary())
 copy = roof_run["copy_roof"]
 print(f"copy roof {copy['gbps']:.0f} GB/s measured = {copy['gbps'] / copy['peak_gbps']:.2f} of "

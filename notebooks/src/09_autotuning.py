@@ -9,6 +9,7 @@
 # Tuning is how you find the good corner; the plots are how you learn why it is good.
 
 # %%
+import gzip
 import json
 
 import numpy as np
@@ -106,7 +107,7 @@ heatmap(recorded, "TM", "TN", metric="tflops")
 # NBVAL_CHECK_OUTPUT
 from tile_lab.gpu import Comparison
 
-regimes = json.load(open("data/regimes_gemm.json"))
+regimes = json.load(gzip.open("data/regimes_gemm.json.gz", "rt"))
 print(f"fp16 GEMM {regimes['size']}^3 on {regimes['env']['provenance']['gpu']}")
 print(f"baseline: {regimes['baseline'].split(';')[0]}")
 for variant, rec in regimes["comparisons"].items():

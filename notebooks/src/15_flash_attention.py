@@ -9,6 +9,7 @@
 # `torch.nn.functional.scaled_dot_product_attention`.
 
 # %%
+import gzip
 import json
 import math
 
@@ -272,7 +273,7 @@ for bm, bn, warps in ((64, 128, 4), (128, 64, 4), (128, 128, 4), (128, 128, 8), 
 
 # %%
 # NBVAL_CHECK_OUTPUT
-rec = json.load(open("data/attention.json"))
+rec = json.load(gzip.open("data/attention.json.gz", "rt"))
 p = rec["env"]["provenance"]
 print(f"{p['gpu']} ({p['sm_count']} SMs, max SM clock {p['max_sm_clock_mhz']:.0f} MHz), driver "
       f"{p['driver']}, torch {rec['env']['torch']}, cuda.tile {p['cuda_tile']}, tileiras "

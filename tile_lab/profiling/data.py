@@ -9,6 +9,7 @@ the join is by offset with the SASS tile_lab disassembled from the same cubin.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -224,8 +225,13 @@ class Profile:
         return cls.from_json_dict(json.loads(text))
 
     def save(self, path: str | os.PathLike) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.to_json() + "\n")
+        """Write the profile as JSON; gzip-compressed (no timestamp inside, so the same
+        profile gives the same bytes) when the name ends in ``.gz``."""
+        data = (self.to_json() + "\n").encode("utf-8")
+        if os.fspath(path).endswith(".gz"):
+            data = gzip.compress(data, mtime=0)
+        with open(path, "wb") as f:
+            f.write(data)
 
     # -- display -----------------------------------------------------------------------
     def summary(self) -> str:
@@ -260,8 +266,10 @@ class Profile:
 
 
 def load_profile(path: str | os.PathLike) -> Profile:
-    """Read a profile written by ``Profile.save``."""
-    with open(path, encoding="utf-8") as f:
+    """Read a profile written by ``Profile.save`` (gzip-compressed when the name ends in
+    ``.gz``: recorded profiles are kept that way, a tenth of the size)."""
+    opener = gzip.open if os.fspath(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         return Profile.from_json(f.read())
 
 
