@@ -19,6 +19,7 @@ import browser_env
 import pytest
 from browser_env import node_module
 from test_labextension import (  # noqa: F401  (lab_server is a fixture)
+    ARTIFACTS,
     PROFILE_FIXTURE,
     _code_cell,
     _notebook,
@@ -58,7 +59,8 @@ def _wheel(url: str, notebook: str) -> dict:
     node_module("playwright-core")
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK=notebook,
                TILE_LAB_CHROMIUM=browser_env.chromium(), TILE_LAB_STEPS=str(STEPS),
-               TILE_LAB_DY=str(DY))
+               TILE_LAB_DY=str(DY),
+               TILE_LAB_SCREENSHOT=str(ARTIFACTS / "labextension-scroll.png"))
     proc = _run([node, "ui-test/wheel.mjs"], timeout=240, env=env)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     print("wheel result:", json.dumps(result))

@@ -9,12 +9,14 @@
 // JSON this prints as its last line. Environment:
 //   TILE_LAB_URL, TILE_LAB_NOTEBOOK, TILE_LAB_CHROMIUM   as for hover.mjs
 //   TILE_LAB_STEPS   wheel turns per box (default 20), each of TILE_LAB_DY px (default 120)
+//   TILE_LAB_SCREENSHOT   optional PNG path: the first view once its panes are scrolled
 
 import { env, launchChromium, openNotebook } from './browser.mjs';
 
 const url = env('TILE_LAB_URL');
 const notebook = env('TILE_LAB_NOTEBOOK');
 const steps = Number(process.env.TILE_LAB_STEPS || 20);
+const screenshot = process.env.TILE_LAB_SCREENSHOT; // optional: the first view, after scrolling
 const dy = Number(process.env.TILE_LAB_DY || 120);
 
 const browser = await launchChromium();
@@ -56,6 +58,9 @@ try {
       record.scrollHeight = s.height;
     }
     boxes.push(record);
+  }
+  if (screenshot) {
+    await page.locator('.jp-RenderedTileLab').first().screenshot({ path: screenshot });
   }
   const bodies = page.locator('.jp-RenderedTileLab .tl-pane-body');
   for (let k = 0; k < (await bodies.count()); k++) {
