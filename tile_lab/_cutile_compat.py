@@ -339,3 +339,67 @@ def driver_cuda_version() -> tuple[int, int] | None:
         return v // 1000, (v % 1000) // 10
     return None
 
+
+
+# -- device functions (stubs) ------------------------------------------------------------------
+
+def raw_array_memory_stub() -> type:
+    """cuTile's ``RawArrayMemory`` stub class (what ``Array.get_raw_memory`` returns; the
+    ``cuda.tile`` namespace does not export it)."""
+    from cuda.tile._stub import RawArrayMemory
+    return RawArrayMemory
+
+
+def stub_classes() -> dict[str, type]:
+    """cuTile's stub classes whose methods kernels call on objects (arrays, tiles, views)."""
+    import cuda.tile._stub as stub
+    return {name: getattr(stub, name)
+            for name in ("Array", "RawArrayMemory", "Tile", "TiledView", "Slice")}
+
+
+def is_device_function(obj: Any) -> bool:
+    """True for a function that only runs in tile code: a cuTile stub (``ct.load``,
+    ``ct.Array.slice``) or a ``@ct.function`` helper; calling one on the host raises
+    cuTile's "Device functions can only be called from device code"."""
+    return bool(getattr(obj, "_cutile_function_wrapper", False))
+
+
+def is_stub(obj: Any) -> bool:
+    """True for one of cuTile's own API stubs (not a user ``@ct.function``)."""
+    from cuda.tile._execution import is_stub as _is_stub
+    return _is_stub(obj)
+
+
+@contextlib.contextmanager
+def device_calls_routed(route: Any) -> Iterator[None]:
+    """While active on this thread, every call of a device function (see
+    :func:`is_device_function`) goes to ``route(func, args, kwargs)`` instead of raising.
+    cuTile dispatches such calls through its current ``DispatchMode`` (thread-local); its
+    own front end swaps in another mode while it evaluates, so nesting is safe."""
+    from cuda.tile._dispatch_mode import DispatchMode
+
+    class _Routed(DispatchMode):
+        def call_tile_function_from_host(self, func, args, kwargs):
+            return route(func, args, kwargs)
+
+    with _Routed().as_current():
+        yield
+
+
+def device_functions() -> dict[str, Any]:
+    """Every device function of cuTile's API, by qualified name (``load``, ``Array.slice``,
+    ``TiledView.dtype`` for a property's getter): all of them live in ``cuda.tile._stub``."""
+    import inspect
+
+    import cuda.tile._stub as stub
+    out: dict[str, Any] = {}
+    for name, obj in vars(stub).items():
+        if is_device_function(obj):
+            out[name] = obj
+        elif inspect.isclass(obj) and obj.__module__ == stub.__name__:
+            for attr, value in vars(obj).items():
+                fn = value.fget if isinstance(value, property) else \
+                    getattr(value, "__func__", value)
+                if is_device_function(fn):
+                    out[f"{name}.{attr}"] = fn
+    return out

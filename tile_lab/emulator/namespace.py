@@ -25,6 +25,7 @@ from . import (  # noqa: F401 (importing the ops modules registers them)
     ops_math,
     ops_memory,
     ops_misc,
+    ops_raw,
     ops_reduce,
     ops_shape,
 )
@@ -59,6 +60,7 @@ def namespace() -> types.ModuleType:
     ns.Array = ops_memory.Array
     ns.TiledView = ops_memory.TiledView
     ns.Slice = ops_memory.Slice
+    ns.RawArrayMemory = ops_raw.RawArrayMemory
     return ns
 
 

@@ -25,7 +25,7 @@ from ..access_trace import MemoryAccess
 from ..errors import EmulatorUnsupported
 from . import dtypes, poison
 from .operands import VALID_SHAPES, const_int, const_shape
-from .registry import IMPLEMENTATIONS, emulates, emulates_method
+from .registry import IMPLEMENTATIONS, emulates, emulates_method, refuses
 from .state import RECORDING as _RECORDING
 from .state import current, kernel_error, note_outside_tile, record_site
 from .tile import _INDEX_DTYPES, Tile, is_loose
@@ -107,15 +107,18 @@ class Array:
         return TiledView(self, shape, padding_mode, steps)
 
     @property
+    @refuses
     def foreign_pointer(self):
         raise EmulatorUnsupported("Array.foreign_pointer is not supported by the CPU emulator")
 
     @staticmethod
+    @refuses
     def from_foreign(pointer, shape, strides):
         raise EmulatorUnsupported("Array.from_foreign is not supported by the CPU emulator")
 
+    @emulates_method(ct.Array.get_raw_memory)
     def get_raw_memory(self):
-        raise EmulatorUnsupported("Array.get_raw_memory is not supported by the CPU emulator")
+        return IMPLEMENTATIONS["RawArrayMemory"](self)  # ops_raw.RawArrayMemory
 
     def __repr__(self) -> str:
         return f"<array {self.name}[{self._dtype}, {self._data.shape}]>"

@@ -22,13 +22,13 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from .._cutile_compat import is_kernel, kernel_parameters
+from .._cutile_compat import device_calls_routed, is_kernel, kernel_parameters
 from ..access_trace import ArrayInfo, Trace, format_block
 from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
 from ..array_like import to_host as _to_host
 from ..errors import EmulationError, SourceLocation, TileLabError
-from . import batched, dtypes, gate, poison, state
+from . import batched, dtypes, gate, poison, state, stubs
 from . import blocks as blocks_mod
 from ._kernel_access import kernel_function
 from .namespace import Rebuilder
@@ -96,6 +96,16 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     run = state.RunState(grid3, recorder, rebuilder.user_codes)
     run.grid_tiles = tuple(int32(g) for g in grid3)
     run.poison_values = padding == "poison"
+    # cuTile's own device functions that the kernel reaches through an object (a stub in a
+    # dict, a user class's method) run emulated too (stubs.py)
+    with device_calls_routed(stubs.router(rebuilder.function)):
+        return _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back,
+                    (arrays, scalars) if record else None)
+
+
+def _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back, traced):
+    """Run the blocks; ``traced``: (arrays, scalars) of a traced launch, whose Trace returns."""
+    record = traced is not None
     _, total = blocks_mod.block_ids(grid3, subset)
     limit = blocks_mod.current_limits()
     if total > limit.probe_blocks and limit.max_seconds != float("inf"):
@@ -117,14 +127,9 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
             exc.location = state.location_in_traceback(exc, rebuilder.user_codes)
         raise
     except Exception as exc:
-        hint = None
-        if "device code" in str(exc):  # a real cuda.tile stub ran: reached through an object
-            hint = ("a cuTile operation was called through an object the emulator does not "
-                    "rebuild (e.g. a class or functools.partial); call a plain function or "
-                    "@ct.function helper instead")
         raise EmulationError(f"{type(exc).__name__}: {exc} "
                              f"(block {format_block(run.bid, run.grid)})",
-                             state.location_in_traceback(exc, rebuilder.user_codes), hint) from exc
+                             state.location_in_traceback(exc, rebuilder.user_codes)) from exc
     finally:
         state.pop()
     for restore in copy_back:
@@ -133,8 +138,9 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
         _warn_undetermined(run.undetermined)
         _warn_outside(run.outside_tiles)
         return None
-    return _make_trace(pyfunc, grid3, arrays, scalars, recorder or [], run.mma_recorder or [],
-                       subset, run.undetermined)
+    arrays, scalars = traced
+    return _make_trace(pyfunc, grid3, arrays, scalars, run.recorder or [],
+                       run.mma_recorder or [], subset, run.undetermined)
 
 
 def _probe(fn, converted: list[Any], run: state.RunState, subset, total: int
