@@ -477,7 +477,7 @@ def test_the_markup_rules_catch_markup_and_renderer_imports(tmp_path):
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front ends", ("tile_lab", "tile_lab.__main__", "tile_lab._startup", "tile_lab.examples",
                     "tile_lab.magic", "tile_lab.magic_cells", "tile_lab.magic_options",
-                    "tile_lab.widgets", "tile_lab.share")),
+                    "tile_lab.widgets", "tile_lab.share", "tile_lab.testing")),
     ("renderers", ("tile_lab.render",)),
     ("results", ("tile_lab.trace_index", "tile_lab.tile_geometry", "tile_lab.checker",
                  "tile_lab.parity", "tile_lab.profiling", "tile_lab.tuning", "tile_lab.cpp.tune",

@@ -403,3 +403,26 @@ def device_functions() -> dict[str, Any]:
                 if is_device_function(fn):
                     out[f"{name}.{attr}"] = fn
     return out
+
+
+@contextlib.contextmanager
+def emulated_device_queries(capability: tuple[int, int]) -> Iterator[None]:
+    """Answer cuTile's own device queries (``_cext.get_compute_capability`` and the copies
+    ``_compile``/``_execution`` imported by name) with ``capability`` on a machine without a
+    CUDA driver, where the real ones fail loading libcuda. Test suites call them at import
+    (``require_hopper_or_newer()``), so they must answer before any test module loads."""
+    from cuda.tile import _cext, _compile, _execution
+
+    def get_compute_capability(device_id: int = 0) -> tuple[int, int]:
+        return capability
+
+    modules = (_cext, _compile, _execution)
+    saved = [m.__dict__.get("get_compute_capability") for m in modules]
+    for module in modules:
+        module.get_compute_capability = get_compute_capability  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module, original in zip(modules, saved):
+            if original is not None:
+                module.get_compute_capability = original  # type: ignore[attr-defined]
