@@ -60,7 +60,7 @@ _INT_32_64 = frozenset({ct.int32, ct.int64, ct.uint32, ct.uint64})
 _SUPPORTED = {
     "xchg": _INT_32_64 | {ct.float32, ct.float64},
     "cas": _INT_32_64 | {ct.float32, ct.float64},
-    "add": _INT_32_64 | {ct.float16, ct.float32, ct.float64},
+    "add": _INT_32_64 | {ct.float16, ct.bfloat16, ct.float32, ct.float64},  # bf16: sm_90+
     "max": _INT_32_64, "min": _INT_32_64,
     "and": _INT_32_64, "or": _INT_32_64, "xor": _INT_32_64,
 }

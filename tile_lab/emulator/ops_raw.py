@@ -6,9 +6,11 @@ array's shape and strides (a row-major ``(M, N)`` array's ``(i, j)`` is offset `
 The memory reachable is the kernel argument's, from the base pointer to its last element: a
 sliced array's raw memory runs on through the rest of the argument it came from. A live lane
 (not masked off) whose offset falls outside that memory is undefined behaviour on the GPU (a
-fault or a silent read of whatever lies there); the emulator stops with an error naming the
-offset. Masked-off lanes touch nothing: a load gives ``padding_value`` there, a CAS gives
-``expected``.
+fault, or a silent read or write of whatever lies there, e.g. the rest of the allocation's
+granule): the emulator touches nothing there; a load, an atomic's old value or a CAS result
+in such a lane is undetermined (poisoned, as an ``UNDETERMINED`` padding is), and the access
+is recorded as out of bounds and unchecked, so ``tile_lab.sanitize`` reports it. Masked-off
+lanes touch nothing: a load gives ``padding_value`` there, a CAS gives ``expected``.
 
 Every access is recorded in the trace as the argument elements it touched (an offset into a
 gap of a strided argument is memory the argument does not own: counted as out of bounds).
@@ -58,7 +60,8 @@ class RawArrayMemory:
     # ---- lanes ---------------------------------------------------------------------------
 
     def _lanes(self, offset: Any, mask: Any, op: str):
-        """(positions, shape, live lanes, masked-off count) of an access at ``offset``."""
+        """(positions, shape, live lanes, masked-off count, lanes outside the memory) of an
+        access at ``offset``; live lanes are in the memory."""
         off = as_tile(offset, "offset")
         if not dtypes.is_integer(off.dtype):
             raise kernel_error(f"RawArrayMemory.{op}: offset must be an integer tile or int, "
@@ -80,14 +83,9 @@ class RawArrayMemory:
             masked = int(np.count_nonzero(~live))
         # cuTile converts offsets to uint64: a negative one is as far out as a huge one
         outside = (raw >= size) if raw.dtype.kind == "u" else (raw < 0) | (raw >= size)
-        bad = live & outside
-        if bad.any():
-            raise kernel_error(
-                f"RawArrayMemory.{op}: offset {raw[bad].ravel()[0]} is outside the memory of "
-                f"{self._array.name} ({size} elements from its base pointer); on a GPU this "
-                "is undefined behaviour",
-                hint="mask off the lanes whose offset is out of range (mask=...)")
-        return raw.astype(np.int64), shape, live, masked
+        outside = live & outside
+        pos = np.where(outside, 0, raw).astype(np.int64)
+        return pos, shape, live & ~outside, masked, outside
 
     def _argument_coords(self, pos: np.ndarray):
         """Per position: the argument element it is (indices relative to this array's
@@ -106,11 +104,21 @@ class RawArrayMemory:
         parts = tuple(i - o for i, o in zip(idx, arr._origin))
         return parts, ok
 
-    def _record(self, kind: str, op: str, pos: np.ndarray, live: np.ndarray, masked: int
-                ) -> None:
+    def _record(self, kind: str, op: str, pos: np.ndarray, live: np.ndarray, masked: int,
+                outside: np.ndarray) -> None:
         parts, ok = self._argument_coords(pos[live])
         sel = tuple(p[ok] for p in parts)
-        record_points(kind, op, self._array, sel, int(np.count_nonzero(~ok)), masked, False)
+        wild = int(np.count_nonzero(outside))
+        record_points(kind, op, self._array, sel, int(np.count_nonzero(~ok)) + wild, masked,
+                      wild > 0)
+
+    def _undetermined(self, out: np.ndarray, outside: np.ndarray, op: str) -> Tile:
+        """``out`` as a tile whose ``outside`` lanes (read nowhere) are undetermined."""
+        if not outside.any():
+            return Tile(out, self._array._dtype)
+        out[outside] = 0  # what "zero" padding shows; poison overwrites it
+        return poison.padded(out, outside, self._array._dtype, self._array.name, op,
+                             filled=False)
 
     def _sink(self, value: Any, pos: np.ndarray, live: np.ndarray, shape, op: str) -> None:
         if type(value) is not poison.Poisoned:
@@ -123,53 +131,53 @@ class RawArrayMemory:
     @emulates_method(_RAW.load_offset)
     def load_offset(self, offset, /, *, mask=None, padding_value=0, latency=None) -> Tile:
         arr = self._array
-        pos, shape, live, masked = self._lanes(offset, mask, "load_offset")
+        pos, shape, live, masked, outside = self._lanes(offset, mask, "load_offset")
         if masked:
             out = np.array(values_for(padding_value, arr, shape, "padding_value"))
             out[live] = self._mem[pos[live]]
         else:
-            out = self._mem[pos]  # fancy indexing: a copy
-        self._record("gather", "load_offset", pos, live, masked)
-        return Tile(np.asarray(out), arr._dtype)
+            out = np.asarray(self._mem[pos])  # fancy indexing: a copy
+        self._record("gather", "load_offset", pos, live, masked, outside)
+        return self._undetermined(out, outside, "load_offset")
 
     @emulates_method(_RAW.store_offset)
     def store_offset(self, offset, value, /, *, mask=None, latency=None) -> None:
         arr = self._array
-        pos, shape, live, masked = self._lanes(offset, mask, "store_offset")
+        pos, shape, live, masked, outside = self._lanes(offset, mask, "store_offset")
         vals = values_for(value, arr, shape, "value")
         self._mem[pos[live]] = vals[live]
         self._sink(value, pos, live, shape, "store_offset")
-        self._record("scatter", "store_offset", pos, live, masked)
+        self._record("scatter", "store_offset", pos, live, masked, outside)
 
     # ---- atomics -------------------------------------------------------------------------
 
     def _rmw(self, op: str, offset, update, mask) -> Tile:
         arr, name = self._array, f"atomic_{op}_offset"
         _check_atomic(op, arr, update)
-        pos, shape, live, masked = self._lanes(offset, mask, name)
+        pos, shape, live, masked, outside = self._lanes(offset, mask, name)
         upd = values_for(update, arr, shape, "update")
         old = np.zeros(shape, dtype=arr._data.dtype)  # masked-off lanes: unspecified
         old[live] = rmw_lanes(self._mem, (pos[live],), upd[live], RMW[op], arr._dtype)
         self._sink(update, pos, live, shape, name)
-        self._record("atomic", name, pos, live, masked)
-        return Tile(old, arr._dtype)
+        self._record("atomic", name, pos, live, masked, outside)
+        return self._undetermined(old, outside, name)
 
     @emulates_method(_RAW.atomic_cas_offset)
     def atomic_cas_offset(self, offset, expected, desired, /, *, mask=None,
                           memory_order=_ACQ_REL, memory_scope=_DEVICE) -> Tile:
         arr = self._array
         _check_atomic("cas", arr, None)
-        pos, shape, live, masked = self._lanes(offset, mask, "atomic_cas_offset")
+        pos, shape, live, masked, outside = self._lanes(offset, mask, "atomic_cas_offset")
         exp = values_for(expected, arr, shape, "expected")
         des = values_for(desired, arr, shape, "desired")
         old = np.array(exp)  # masked-off lanes return `expected`
         e = exp[live]
         old[live], succeeded, flat = cas_lanes(self._mem, (pos[live],), e, des[live])
         self._sink(desired, pos, live, shape, "atomic_cas_offset")
-        self._record("atomic", "atomic_cas_offset", pos, live, masked)
+        self._record("atomic", "atomic_cas_offset", pos, live, masked, outside)
         if flat.size:
             watch_spin(succeeded > 0, (flat.tobytes(), e.tobytes()))
-        return Tile(old, arr._dtype)
+        return self._undetermined(old, outside, "atomic_cas_offset")
 
     @emulates_method(_RAW.atomic_xchg_offset)
     def atomic_xchg_offset(self, offset, update, /, *, mask=None, memory_order=_ACQ_REL,
