@@ -206,14 +206,14 @@ def test_python_errors_inside_kernels_carry_the_kernel_line():
 
 
 @ct.kernel
-def raw_memory(x):
-    x.get_raw_memory()
+def foreign(x):
+    x.foreign_pointer
 
 
 def test_unsupported_features_raise_emulator_unsupported():
-    with pytest.raises(EmulatorUnsupported, match="get_raw_memory") as info:
-        tile_lab.emulate(raw_memory, (1,), (np.zeros(4, np.float32),))
-    assert info.value.location.line == _line_of(raw_memory, "get_raw_memory")
+    with pytest.raises(EmulatorUnsupported, match="foreign_pointer") as info:
+        tile_lab.emulate(foreign, (1,), (np.zeros(4, np.float32),))
+    assert info.value.location.line == _line_of(foreign, "foreign_pointer")
 
 
 # ---- completeness of the emulated namespace ---------------------------------------------------
