@@ -49,12 +49,18 @@ Where the emulator has to choose (the device result is unspecified):
 * Blocks run one after another, and the lanes of one atomic in lane order. A spin on
   ``atomic_cas`` that fails 1000 times in a row on the same element can never succeed
   in that order and raises ``EmulationError``.
-* Narrow floats (float16, bfloat16, float8) compute in float32 and round once;
-  ``rounding_mode`` / ``flush_to_zero`` are accepted and ignored (round to nearest even,
-  subnormals kept). ``mma`` accumulates in the accumulator's precision; float32 inputs
-  are not rounded to tf32 (only ``astype(ct.tfloat32)`` rounds).
-* Out-of-bounds lanes of ``check_bounds=False`` gathers/scatters/atomics are skipped (and
-  recorded as ``unchecked``) instead of touching foreign memory.
+* Narrow floats (float16, bfloat16, float8) compute in float32 and round once; float32
+  transcendentals (sin, exp, ...) compute in float64 and round once. ``rounding_mode``
+  RZ/RM/RP/RA and ``flush_to_zero`` are applied on ``astype``, ``+ - * /`` and ``sqrt``
+  (``rounding.py``); on reductions they are accepted and ignored. ``mma`` accumulates in
+  the accumulator's precision; float32 inputs are not rounded to tf32 (only
+  ``astype(ct.tfloat32)`` rounds).
+* Out-of-bounds lanes of ``check_bounds=False`` gathers/scatters/atomics, and raw-memory
+  offsets (``Array.get_raw_memory``) past the argument, are skipped (and recorded as
+  ``unchecked``) instead of touching foreign memory.
+* cuTile device functions reached through objects (a stub kept in a dict, a user class's
+  method, ``ct.TiledView.load(view, i)``) run emulated: cuTile's dispatch routes them to
+  ``stubs.py``; nothing reaches cuTile's host-side stub.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import cuda.tile as ct
 import numpy as np
 
 from ..errors import EmulatorUnsupported
-from . import dtypes, poison
+from . import dtypes, poison, rounding
 from .operands import const_int, const_shape
 from .registry import emulates
 from .state import kernel_error
@@ -175,6 +175,12 @@ def astype(x, dtype, /, *, rounding_mode=None) -> Tile:
     dt = _dtype_arg(dtype)
     if t.dtype is dt:
         return t
+    if rounding.is_directed(rounding_mode) and dtypes.is_float(t.dtype) \
+            and dtypes.is_float(dt):
+        if dt is ct.tfloat32:
+            return Tile(rounding.round_tf32(np.asarray(t._a, np.float32), rounding_mode), dt)
+        return Tile(rounding.round_to(rounding.wide(t._a), dtypes.to_numpy(dt), rounding_mode),
+                    dt)
     return Tile(dtypes.cast(t._a, dt), dt)
 
 
