@@ -167,13 +167,14 @@ def test_the_gpu_package_keeps_its_bottom_layer():
 # The emulator's layers below its front (namespace, runtime, ...), bottom first, as its package
 # docstring draws them: a module imports only from layers below its own.
 EMULATOR_LAYERS = [
-    ("state", "dtypes", "registry"),
+    ("state", "dtypes", "registry", "rounding"),
     ("tile",),
     ("operands",),
     ("poison",),
     ("ops_memory",),
     ("ops_gather",),
     ("ops_atomic", "ops_math", "ops_reduce", "ops_shape", "ops_misc"),
+    ("ops_raw",),
 ]
 
 

@@ -25,7 +25,9 @@ checked by ``tests/test_package_shape.py``)::
     program, runtime           emulation(), emulate()/trace(): arguments in, trace out
     batched, blocks, gate      all blocks at once / one by one; cuTile's front-end check
                                (over verdict_cache)
+    stubs                      cuTile device functions reached through objects, routed here
     namespace                  the emulated cuda.tile, built from the registry
+    ops_raw                    Array.get_raw_memory(): access by element offset
     ops_atomic, ops_math,      the operations, each registered where it is defined together
     ops_reduce, ops_shape,     with the rule by which undetermined lanes move through it:
     ops_misc                   @emulates(ct.sum, taint=poison.REDUCTION)
@@ -37,8 +39,8 @@ checked by ``tests/test_package_shape.py``)::
     tile                       Tile and Poisoned (a tile with tainted lanes) and the
                                elementwise core (+, <, & ...), which carries taint lane by
                                lane; t.reshape(...) etc. call their op through the registry
-    registry, dtypes, state    the op table @emulates fills, dtype tables and promotion,
-                               the launch running now
+    registry, dtypes, state,   the op table @emulates fills, dtype tables and promotion,
+    rounding                   the launch running now, directed rounding and flush-to-zero
 
 Where the emulator has to choose (the device result is unspecified):
 
