@@ -450,3 +450,17 @@ def test_abs_keeps_bool():
     y = np.zeros(4, bool)
     tile_lab.emulate(abs_bool, (1,), (x, y))
     np.testing.assert_array_equal(y, x)
+
+
+@ct.kernel
+def floordiv_kernel(x, y, z):
+    ct.store(z, (0,), ct.load(x, (0,), (4,)) // ct.load(y, (0,), (4,)))
+
+
+def test_bf16_floordiv_floors_the_bf16_quotient():
+    # 767/3 = 255.67 rounds to 256 in bfloat16 (8 bits): the floor of the bf16 quotient is 256
+    x = np.array([767, 10, -767, 7], ml_dtypes.bfloat16)
+    y = np.array([3, 4, 3, 2], ml_dtypes.bfloat16)
+    z = np.zeros(4, ml_dtypes.bfloat16)
+    tile_lab.emulate(floordiv_kernel, (1,), (x, y, z))
+    np.testing.assert_array_equal(z.astype(np.float32), [256, 2, -256, 3])

@@ -39,6 +39,14 @@ def int32(value: int) -> Tile:
     return Tile(np.array(value, dtype=np.int32), ct.int32)
 
 
+def _index(value: int) -> Tile:
+    """A shape or stride as the kernel sees it: int32, or int64 past int32's range (which
+    the launch allows only for ``ct.IndexedWithInt64`` parameters)."""
+    if -2**31 <= value < 2**31:
+        return int32(value)
+    return Tile(np.array(value, dtype=np.int64), ct.int64)
+
+
 class Array:
     """A global array argument (a NumPy array, written in place)."""
 
@@ -57,7 +65,7 @@ class Array:
         # shapes are int32 run-time values, except dims the kernel declared static
         # (ct.ArrayAnnotation(static_shape_dims=...)), which are compile-time ints
         static = {d % data.ndim for d in static_dims} if data.ndim else set()
-        self._shape_tiles = tuple(n if k in static else int32(n)
+        self._shape_tiles = tuple(n if k in static else _index(n)
                                   for k, n in enumerate(data.shape))
 
     @property
@@ -70,7 +78,7 @@ class Array:
 
     @property
     def strides(self) -> tuple[Tile, ...]:
-        return tuple(int32(s // self._data.itemsize) for s in self._data.strides)
+        return tuple(_index(s // self._data.itemsize) for s in self._data.strides)
 
     @property
     def ndim(self) -> int:

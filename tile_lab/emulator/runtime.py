@@ -247,6 +247,7 @@ class _ParamSpec:
     int64: bool = False  # ct.ScalarInt64
     static_dims: tuple[int, ...] = ()  # ct.ArrayAnnotation(static_shape_dims=...)
     array: bool = False  # annotated ct.Array
+    int64_index: bool = False  # ct.IndexedWithInt64: shapes and strides may pass int32
 
 
 def _param_specs(kernel: Any, pyfunc, params) -> list[_ParamSpec]:
@@ -255,7 +256,8 @@ def _param_specs(kernel: Any, pyfunc, params) -> list[_ParamSpec]:
     if is_kernel(kernel):
         return [_ParamSpec(constant=info.constant, int64=info.scalar_dtype is ct.int64,
                            static_dims=info.static_shape_dims,
-                           array=_names_array(info.annotation))
+                           array=_names_array(info.annotation),
+                           int64_index=info.array_index_dtype is ct.int64)
                 for info in kernel_parameters(kernel)]
     try:
         hints = typing.get_type_hints(pyfunc, include_extras=True)
@@ -309,6 +311,8 @@ def _convert_args(kernel, pyfunc, params, args):
 
 def _convert_one(pyfunc, name, value, spec: _ParamSpec, arrays, scalars, copy_back):
     if _array_like(value):
+        if not spec.int64_index:
+            _check_int32_layout(name, value)
         host = _to_host(value, copy_back)
         arr = Array(host, dtypes.from_numpy(host.dtype), name, static_dims=spec.static_dims)
         arrays.append(ArrayInfo(name, tuple(host.shape), str(arr.dtype)))
@@ -336,6 +340,30 @@ def _convert_one(pyfunc, name, value, spec: _ParamSpec, arrays, scalars, copy_ba
         return Tile(np.array(value, dtype=np.float32), ct.float32)
     scalars[name] = _jsonable(value)
     return value  # dtypes, tuples of constants, None: passed through as Python values
+
+
+_INT32_MAX = 2**31 - 1
+
+
+def _check_int32_layout(name: str, value: Any) -> None:
+    """cuTile passes an array's shape and strides as int32 unless the parameter is
+    ``ct.IndexedWithInt64``, and refuses at launch (OverflowError) what does not fit;
+    checked before the array is copied (a broadcast view may be huge once materialized)."""
+    shape = tuple(int(n) for n in getattr(value, "shape", ()))
+    stride = getattr(value, "stride", None)
+    if callable(stride):  # torch: strides in elements
+        strides = tuple(int(s) for s in stride())
+    else:
+        raw, item = getattr(value, "strides", None), getattr(value, "itemsize", None)
+        if raw is None or not item:
+            return
+        strides = tuple(int(s) // int(item) for s in raw)
+    big = [v for v in (*shape, *strides) if not -_INT32_MAX - 1 <= v <= _INT32_MAX]
+    if big:
+        raise OverflowError(
+            f"argument {name!r}: shape {shape} / strides {strides} (elements) do not fit "
+            "int32, cuTile's index type for arrays; annotate the parameter "
+            "ct.IndexedWithInt64 for 64-bit indexing")
 
 
 def _jsonable(value: Any) -> Any:

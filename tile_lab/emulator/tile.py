@@ -366,6 +366,9 @@ def binary(fn: str, x: Any, y: Any, *, propagate_nan: bool = False) -> Any:
             r = np.minimum(a, b) if propagate_nan or a.dtype.kind != "f" else np.fmin(a, b)
         elif fn == "max":
             r = np.maximum(a, b) if propagate_nan or a.dtype.kind != "f" else np.fmax(a, b)
+        elif fn == "floordiv" and compute != dtypes.to_numpy(common) and a.dtype.kind == "f":
+            # a 16-bit float quotient is rounded to its dtype before the floor, as on the GPU
+            r = np.floor(dtypes.cast(a / b, common).astype(compute))
         else:
             r = _ARITH[fn](a, b)
     except ValueError as exc:
