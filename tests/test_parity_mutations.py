@@ -220,10 +220,10 @@ def missing_epilogue(y, y0, box, args, kind):
 
 COMMON = [scale_tile_1pct, one_element_1pct_of_max, swapped_rows, transposed_tile,
           shifted_by_one, sign_flip, stale_zeros, duplicated_tile, nan_element, inf_element]
-BUGS = {"gemm": COMMON + [dropped_k_step, narrow_accumulator, missing_epilogue],
-        "softmax": COMMON + [dropped_k_step, narrow_accumulator, missing_epilogue],
-        "row_sums": COMMON + [dropped_k_step, narrow_accumulator],
-        "scale_shift": COMMON + [missing_epilogue]}
+BUGS = {"gemm": [*COMMON, dropped_k_step, narrow_accumulator, missing_epilogue],
+        "softmax": [*COMMON, dropped_k_step, narrow_accumulator, missing_epilogue],
+        "row_sums": [*COMMON, dropped_k_step, narrow_accumulator],
+        "scale_shift": [*COMMON, missing_epilogue]}
 
 
 def _plant_all(kind):
