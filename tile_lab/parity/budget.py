@@ -19,10 +19,11 @@ is bounded by two parts:
 
   - a sum (``mma``, ``@``, ``sum``, ``cumsum``, ``reduce``, ``scan``, ``atomic_add``, blocks
     taking turns under a lock) of ``n`` terms in an accumulator of machine epsilon ``eps``:
-    ``n · eps`` (Higham's γ_n = n·u/(1-n·u) with u = eps/2, the worst case of *any*
-    summation order, relative to the sum of the terms' magnitudes; for terms of random sign
-    that sum is about √n times the output's scale, and the typical error √n·u times it, so
-    n·eps·S covers the typical error with a margin of a few times). ``n`` comes from the
+    ``n · eps``: each side is within γ_n·Σ|terms| of the exact sum whatever its order
+    (Higham, γ_n = n·u/(1-n·u), u = eps/2), so the two differ by at most 2·γ_n ≈ n·eps of
+    Σ|terms|, for which the output's scale S stands (for terms of random sign Σ|terms| is
+    about √n times the output's typical value, while the typical error is √n·u of it rather
+    than n·u: n·eps·S covers it with a margin that grows with √n). ``n`` comes from the
     trace: for a matrix product the K extent the block accumulated at that line (the sum of
     ``k`` over its products there) and the accumulator dtype the trace recorded; for another
     reduction the longest tile extent a block loaded times the loads it made at one line (a
@@ -32,14 +33,18 @@ is bounded by two parts:
     documented maximum relative error of the PTX ``.approx`` instruction (2^-21 for
     ``ex2``/``lg2``/``rsqrt``/``rcp``/``div``; 2^-11 for ``tanh``; ``exp`` as ``ex2`` of
     ``x·log2 e`` loses another |x|·2^-24, up to 2^-16 for |x| <= 128), and never less than
-    half an ULP of the kernel's narrowest float dtype (an fp16 tile's ``exp`` is rounded to
+    half an ULP of the dtype the site computes in (an fp16 tile's ``exp`` is rounded to
     fp16).
-  - a multiply-add the compiler may fuse: one rounding of the product, half an ULP of the
-    narrowest float dtype of the kernel's arrays (a float32 product when all are float32).
-  - a rounding mode other than nearest-even: one ULP of the narrowest float dtype.
+  - a multiply-add the compiler may fuse: one rounding of the product fewer, half an ULP of
+    the dtype it computes in (none for integers: exact).
+  - a rounding mode other than nearest-even: one ULP of the dtype it computes in.
   - a narrowing cast feeding a sum (``p.astype(ct.float16)`` into an ``mma``): a value that
-    differs by design may round to the neighbouring fp16 value, one ULP of the narrow dtype
-    on a term of the sum: ``eps`` of the narrowest float dtype.
+    differs by design may round to the neighbouring fp16 value, one ULP of that dtype on a
+    term of the sum (none for a widening cast to float32: exact).
+
+  The dtype a site computes in is followed through the kernel's source
+  (:mod:`tile_lab.parity.flow`); where the source does not say, the narrowest float dtype of
+  the kernel's arrays stands for it (the cautious side).
   - flush-to-zero: values below the smallest normal number, on both sides, agree.
 
 For a fp16 GEMM of K = 1024 with a float32 accumulator that is 1 ULP of fp16 plus
@@ -131,7 +136,8 @@ class ErrorModel:
         head = f"{self.output_ulps:g} ULP of {dtype}"
         if not self.terms:
             return head
-        parts = "; ".join(f"{t.op} at line {t.line}: {t.why}" for t in self.terms)
+        parts = "; ".join(f"{t.op} at line {t.line}: {t.why}" if t.line else t.why
+                          for t in self.terms)
         return f"{head} + {self.rho:.2g} × {scale:.4g} ({parts})"
 
 
