@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="only print the bench/README table from these --json files")
     ap.add_argument("--rejudge", nargs="+", type=Path, metavar="JSON",
                     help="no GPU: the recorded GPU differences in these --json files against "
-                         "today's budget (examples and corpus; tutorials with --only)")
+                         "today's budget")
     opts = ap.parse_args(argv)
     if opts.table:
         print(markdown_table(opts.table))
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.rejudge:
         items = (example_items() if "examples" in opts.only else []) + \
             (corpus_items() if "corpus" in opts.only else [])
-        if "tutorials" in opts.only and opts.notebooks:
+        if "tutorials" in opts.only:
             items += tutorial_items(opts.tutorial_timeout, opts.workers, opts.notebooks)[0]
         return rejudge(opts.rejudge, items)
 

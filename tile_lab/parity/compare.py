@@ -116,7 +116,8 @@ def compare_output(arg: str, gpu: np.ndarray, emu: np.ndarray, trace: Trace,
     finite_emu = emu[np.isfinite(emu)] if is_float_dtype(emu.dtype) else emu
     scale = float(np.abs(finite_emu.astype(np.float64)).max()) if finite_emu.size else 0.0
     model = error_model(trace, sites, budget, dtypes)
-    flush = any(s.kind == "ftz" for s in sites)
+    # flush_to_zero, and approximate math (the device may use its .ftz instruction forms)
+    flush = any(s.kind in ("ftz", "approx") for s in sites)
     locked = takes_a_lock(trace)
     undet = undetermined_mask(trace, arg, shape)
     is_float = is_float_dtype(emu.dtype)
@@ -146,7 +147,7 @@ class _Allowance:
     model: ErrorModel
     scale: float  # the largest finite magnitude in the whole output
     locked: bool = False  # the kernel takes a lock (see _is_race)
-    flush: bool = False  # the kernel flushes subnormals somewhere
+    flush: bool = False  # the kernel may flush subnormals somewhere
 
 
 def _is_race(t: _Tile, locked: bool) -> bool:
