@@ -277,6 +277,67 @@ def is_tile_error(exc: BaseException) -> bool:
     return isinstance(exc, TileError)
 
 
+def is_kernel_rejection(exc: BaseException) -> bool:
+    """True for a cuTile error that rejects the kernel itself (typing, syntax, values,
+    static evaluation and assertions, unsupported calls and features). Not an InternalError
+    (e.g. for a kernel whose source cuTile cannot read), which says nothing about the kernel."""
+    from cuda.tile._exception import InternalError, TileError
+
+    return isinstance(exc, TileError) and not isinstance(exc, InternalError)
+
+
+# The TypeErrors cuTile 1.7's launcher raises from its argument checks, which it runs before
+# it looks at any array's memory (and so before it needs a CUDA driver).
+_LAUNCH_ARGUMENT_ERRORS = (
+    "Kernel expects ", "Received a tuple of length ", "Received a non-tuple argument",
+    "Invalid kernel argument #", "Invalid item #", "Constant annotation cannot be combined",
+    "Empty lists are not supported", "Expected list items to be arrays",
+    "Argument nesting exceeds", "a CUDA stream cannot be passed")
+_DRIVER: list[bool] = []
+
+
+def _driver_loads() -> bool:
+    if not _DRIVER:
+        try:
+            import cuda.tile._load_libcuda  # noqa: F401 (what cuTile's launcher loads)
+            _DRIVER.append(True)
+        except OSError:
+            _DRIVER.append(False)
+    return _DRIVER[0]
+
+
+def check_launch_arguments(kernel: Any, args: Iterable[Any]) -> None:
+    """Run the checks ``ct.launch`` makes of its arguments before compiling (count, tuple
+    arity and nesting, ``Constant`` values, unsupported objects) and raise the TypeError
+    cuTile raises there, unchanged. Host arrays (NumPy, torch CPU tensors) are the
+    emulator's own arguments: with a CUDA driver, where cuTile would go on to reject their
+    host memory, these arguments are not checked."""
+    from cuda.tile._cext import CallingConvention, get_parameter_constraints_from_pyargs
+
+    args = tuple(args)
+    if _driver_loads() and any(_host_array(a) for a in args):
+        return
+    try:
+        # v2: the convention that accepts tuple parameters (the launcher picks it for them)
+        get_parameter_constraints_from_pyargs(kernel, args, CallingConvention.cutile_python_v2())
+    except TypeError as exc:
+        if str(exc).startswith(_LAUNCH_ARGUMENT_ERRORS):
+            raise
+    except Exception:  # noqa: BLE001 (no driver, or a check past those above: not ours)
+        return
+
+
+def _host_array(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_host_array(v) for v in value)
+    if hasattr(value, "__cuda_array_interface__"):
+        return False
+    device = getattr(value, "device", None)
+    if getattr(device, "type", None) == "cuda":
+        return False
+    return hasattr(value, "__array_interface__") or hasattr(value, "__dlpack__")
+
+
 def tile_error_message(exc: BaseException) -> str:
     return str(getattr(exc, "message", exc))
 

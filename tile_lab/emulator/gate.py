@@ -4,7 +4,8 @@ Before a ``@ct.kernel`` runs, cuTile's own front end (parsing, type inference, c
 folding, ``static_assert``; no tileiras, no GPU) types it for the signature of the actual
 arguments. A kernel the compiler would reject (``range(4, 0, -1)``, a name bound to tiles of
 different dtypes on two paths, a Python list of tiles) fails here with cuTile's message at
-the kernel's line, as a :class:`~tile_lab.errors.CompileError`, instead of "working" on the
+the kernel's line, as cuTile's own exception class (``ct.TileTypeError`` & co.; also a
+:class:`~tile_lab.errors.CompileError`, see ``compile_errors.as_cutile_error``), instead of "working" on the
 CPU and failing on the GPU. Each (kernel, signature) is checked once per process, and an
 acceptance is remembered on disk for later processes (``verdict_cache.py``; keyed by the
 kernel's code, what it names, the signature and cuTile's version; ``TILE_LAB_FRONTEND_CACHE=off``
@@ -36,13 +37,15 @@ _QUICK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> {qu
 
 
 def check(kernel: Any, args: Sequence[Any]) -> None:
-    """Raise cuTile's error (as a CompileError at the kernel line) if it rejects ``kernel``
-    for these arguments; return at once for a signature that passed before."""
+    """Raise cuTile's error (its class and message; a CompileError at the kernel line) if it
+    rejects ``kernel`` or ``ct.launch`` rejects these arguments; return at once for a
+    signature that passed before."""
     if _OFF[0] or not compat.is_kernel(kernel):
         return
     quick = _quick_key(args)
     if quick is not None and quick in _QUICK.get(kernel, ()):
         return  # the same argument layout passed before: skip building its signature
+    _check_launch_arguments(kernel, args)
     from ..signature import build_signature
 
     try:
@@ -61,14 +64,12 @@ def check(kernel: Any, args: Sequence[Any]) -> None:
     try:
         compat.check_frontend(kernel, signature)
     except Exception as exc:
-        if type(exc).__name__ not in _REJECTIONS:
+        if not compat.is_kernel_rejection(exc):
             return  # cuTile could not look at the kernel (e.g. no source): not a verdict
-        from ..compile import compile_error_from_tile_error
+        from ..compile_errors import as_cutile_error
 
-        error = compile_error_from_tile_error(exc)
-        error.hint = _join(error.hint, "cuTile's compiler rejects this kernel, so the emulator "
-                           "does not run it")
-        raise error from None
+        raise as_cutile_error(exc, "cuTile's compiler rejects this kernel, so the emulator "
+                              "does not run it") from None
     _passed(kernel, seen, key, quick)
     if disk is not None:
         verdict_cache.remember(disk)
@@ -109,11 +110,17 @@ def _quick_key(args: Sequence[Any]) -> tuple | None:
     return tuple(out)
 
 
-# cuTile's errors that reject the kernel itself (others, e.g. InternalError for a kernel
-# whose source cuTile cannot read, say nothing about the kernel and do not block emulation)
-_REJECTIONS = frozenset({"TypeCheckingError", "UnsupportedSyntaxError", "InvalidValueError",
-                         "UnsupportedFeatureError", "StaticAssertionError", "StaticEvalError",
-                         "RecursionLimitError"})
+def _check_launch_arguments(kernel: Any, args: Sequence[Any]) -> None:
+    """cuTile's ``ct.launch`` checks of the arguments against the kernel's parameters
+    (count, tuple arity, constants), raised as cuTile raises them: a TypeError with cuTile's
+    message (tile_lab's ArgumentTypeError, a TypeError, for the notebook display)."""
+    try:
+        compat.check_launch_arguments(kernel, args)
+    except TypeError as exc:
+        from ..errors import ArgumentTypeError
+
+        raise ArgumentTypeError(str(exc), hint="cuTile's ct.launch rejects these "
+                                "arguments, so the emulator does not run the kernel") from None
 
 
 @contextlib.contextmanager
@@ -147,6 +154,3 @@ def clear_cache() -> None:
         _PASSED.clear()
         _QUICK.clear()
 
-
-def _join(a: str | None, b: str) -> str:
-    return b if not a else f"{a}; {b}"
