@@ -88,28 +88,37 @@ class ParamInfo:
     static_shape_dims: tuple[int, ...] = ()
     static_stride_dims: tuple[int, ...] = ()
     scalar_dtype: Any = None  # from ct.ScalarAnnotation, when given
+    # a tuple annotation's items (tuple[int, ct.Constant[int]]), or its one item type for
+    # every position (tuple[ct.Constant[int], ...]); None when not given
+    items: tuple[ParamInfo, ...] | None = None
+    each: ParamInfo | None = None
 
 
 def kernel_parameters(kernel: Any) -> list[ParamInfo]:
     """Parameters of a kernel, in order, as cuTile's annotation parser sees them."""
-    from cuda.tile._annotated_function import LeafAnnotationNode
-
     ann_func = kernel._annotated_function
-    out = []
-    for (name, p), node in zip(ann_func.pysig.parameters.items(),
-                               ann_func.parameter_annotations, strict=True):
-        if isinstance(node, LeafAnnotationNode):
-            arr = node.array
-            out.append(ParamInfo(
-                name=name, constant=node.constant, annotation=p.annotation,
-                array_index_dtype=arr.index_dtype if arr is not None else None,
-                static_shape_dims=tuple(arr.static_shape_dims) if arr is not None else (),
-                static_stride_dims=tuple(arr.static_stride_dims) if arr is not None else (),
-                scalar_dtype=node.scalar.dtype if node.scalar is not None else None))
-        else:
-            out.append(ParamInfo(name=name, constant=False, annotation=p.annotation,
-                                 is_tuple=True))
-    return out
+    return [_param_info(name, p.annotation, node)
+            for (name, p), node in zip(ann_func.pysig.parameters.items(),
+                                       ann_func.parameter_annotations, strict=True)]
+
+
+def _param_info(name: str, annotation: Any, node: Any) -> ParamInfo:
+    from cuda.tile._annotated_function import HomogeneousTupleNode, LeafAnnotationNode
+
+    if isinstance(node, LeafAnnotationNode):
+        arr = node.array
+        return ParamInfo(
+            name=name, constant=node.constant, annotation=annotation,
+            array_index_dtype=arr.index_dtype if arr is not None else None,
+            static_shape_dims=tuple(arr.static_shape_dims) if arr is not None else (),
+            static_stride_dims=tuple(arr.static_stride_dims) if arr is not None else (),
+            scalar_dtype=node.scalar.dtype if node.scalar is not None else None)
+    if isinstance(node, HomogeneousTupleNode):
+        return ParamInfo(name=name, constant=False, annotation=annotation, is_tuple=True,
+                         each=_param_info(f"{name}[i]", None, node.each))
+    return ParamInfo(name=name, constant=False, annotation=annotation, is_tuple=True,
+                     items=tuple(_param_info(f"{name}[{i}]", None, item)
+                                 for i, item in enumerate(node.items)))
 
 
 # -- compiler options (kernel hints) ---------------------------------------------------
@@ -323,8 +332,38 @@ def check_launch_arguments(kernel: Any, args: Iterable[Any]) -> None:
     except TypeError as exc:
         if str(exc).startswith(_LAUNCH_ARGUMENT_ERRORS):
             raise
-    except Exception:  # noqa: BLE001 (no driver, or a check past those above: not ours)
+    except Exception:
         return
+
+
+def is_parameter_error(exc: BaseException) -> bool:
+    """True for the TypeError cuTile's compile raises when a parameter's annotation does not
+    fit it (``Constant`` combined with ``ScalarInt64``, ``ArrayAnnotation`` on a scalar...),
+    which ``ct.launch`` raises as it is."""
+    if not isinstance(exc, TypeError):
+        return False
+    import cuda.tile._annotated_function as annotated
+    import cuda.tile._compile as compile_module
+
+    ours = {compile_module.__file__, annotated.__file__}
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in ours and code.co_name in ("_create_parameter", "validate"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def native_dtype(value: Any) -> Any:
+    """The cuTile dtype a foreign dtype object stands for in a kernel (``torch.float32`` ->
+    ``ct.float32``, as cuTile reads it), or None for anything else."""
+    from cuda.tile._cext import foreign_dtype_object_to_native
+
+    try:
+        return foreign_dtype_object_to_native(value)
+    except Exception:
+        return None
 
 
 def _host_array(value: Any) -> bool:

@@ -5,11 +5,12 @@ folding, ``static_assert``; no tileiras, no GPU) types it for the signature of t
 arguments. A kernel the compiler would reject (``range(4, 0, -1)``, a name bound to tiles of
 different dtypes on two paths, a Python list of tiles) fails here with cuTile's message at
 the kernel's line, as cuTile's own exception class (``ct.TileTypeError`` & co.; also a
-:class:`~tile_lab.errors.CompileError`, see ``compile_errors.as_cutile_error``), instead of "working" on the
-CPU and failing on the GPU. Each (kernel, signature) is checked once per process, and an
-acceptance is remembered on disk for later processes (``verdict_cache.py``; keyed by the
-kernel's code, what it names, the signature and cuTile's version; ``TILE_LAB_FRONTEND_CACHE=off``
-turns that off).
+:class:`~tile_lab.errors.CompileError`, see ``compile_errors.as_cutile_error``), instead
+of "working" on the CPU and failing on the GPU. ``ct.launch``'s own argument checks (count,
+tuple arity, constants) raise cuTile's TypeError the same way. Each (kernel, signature)
+is checked once per process, and an acceptance is remembered on disk for later processes
+(``verdict_cache.py``; keyed by the kernel's code, what it names, the signature and cuTile's
+version; ``TILE_LAB_FRONTEND_CACHE=off`` turns that off).
 
 Plain Python functions (not ``@ct.kernel``) are not gated: cuTile cannot compile them.
 Arguments the signature builder cannot describe skip the gate; the emulator's own checks
@@ -36,36 +37,43 @@ _OFF = [0]  # >0 inside ``disabled()``
 _QUICK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> {quick keys}
 
 
-def check(kernel: Any, args: Sequence[Any]) -> None:
+def check(kernel: Any, args: Sequence[Any]) -> bool:
     """Raise cuTile's error (its class and message; a CompileError at the kernel line) if it
     rejects ``kernel`` or ``ct.launch`` rejects these arguments; return at once for a
-    signature that passed before."""
+    signature that passed before. True when cuTile's front end accepted the kernel for
+    this signature (so its compile-time facts, e.g. every ``static_assert``, hold); False
+    when it was not asked (gate off, a plain function, arguments it cannot describe)."""
     if _OFF[0] or not compat.is_kernel(kernel):
-        return
+        return False
     quick = _quick_key(args)
     if quick is not None and quick in _QUICK.get(kernel, ()):
-        return  # the same argument layout passed before: skip building its signature
+        return True  # the same argument layout passed before: skip building its signature
     _check_launch_arguments(kernel, args)
     from ..signature import build_signature
 
     try:
         signature = build_signature(kernel, [_describable(a) for a in args]).kernel_signature
     except (TileLabError, TypeError, ValueError):
-        return  # arguments the signature cannot describe: the emulator reports them
+        return False  # arguments the signature cannot describe: the emulator reports them
     key = repr(signature)
     with _LOCK:
         seen = _PASSED.setdefault(kernel, set())
         if key in seen:
-            return
+            return True
     disk = _disk_key(kernel, key)
     if disk is not None and verdict_cache.known(disk):
         _passed(kernel, seen, key, quick)  # accepted in an earlier process
-        return
+        return True
     try:
         compat.check_frontend(kernel, signature)
     except Exception as exc:
+        if compat.is_parameter_error(exc):  # ct.launch raises these TypeErrors as they are
+            from ..errors import ArgumentTypeError
+
+            raise ArgumentTypeError(str(exc), hint="cuTile rejects the kernel's parameter "
+                                    "annotations for these arguments") from None
         if not compat.is_kernel_rejection(exc):
-            return  # cuTile could not look at the kernel (e.g. no source): not a verdict
+            return False  # cuTile could not look at the kernel (e.g. no source): no verdict
         from ..compile_errors import as_cutile_error
 
         raise as_cutile_error(exc, "cuTile's compiler rejects this kernel, so the emulator "
@@ -73,6 +81,7 @@ def check(kernel: Any, args: Sequence[Any]) -> None:
     _passed(kernel, seen, key, quick)
     if disk is not None:
         verdict_cache.remember(disk)
+    return True
 
 
 def _passed(kernel: Any, seen: set, key: str, quick: tuple | None) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import cuda.tile as ct
 
+from .. import _cutile_compat as compat
 from . import (  # noqa: F401 (importing the ops modules registers them)
     dtypes,
     ops_atomic,
@@ -178,6 +179,10 @@ class Rebuilder:
             return replacement
         if isinstance(value, types.FunctionType) and _is_user_function(value):
             return self.function(value)
+        if type(value).__module__.split(".")[0] == "torch":
+            native = compat.native_dtype(value)  # torch.float32 as cuTile reads it
+            if native is not None:
+                return DTypeConstructor(native)
         return value
 
 
