@@ -114,3 +114,41 @@ def test_warm_compiler_queries_fills_cutiles_per_process_caches():
     # both are functools caches: after the warm-up, the first compile finds them filled
     assert _get_compiler_version_string.cache_info().currsize == 1
     assert _get_max_supported_bytecode_version.cache_info().currsize >= 1
+
+
+@ct.kernel
+def _tuple_params(out, cfg: tuple[int, ct.Constant[int]], rest: tuple[ct.Constant[int], ...]):
+    ct.scatter(out, (0,), cfg[0])
+
+
+def test_kernel_parameters_read_tuple_item_annotations():
+    _, cfg, rest = compat.kernel_parameters(_tuple_params)
+    assert cfg.is_tuple and [i.constant for i in cfg.items] == [False, True]
+    assert rest.is_tuple and rest.items is None and rest.each.constant
+
+
+def test_check_launch_arguments_raises_cuTiles_own_TypeError():
+    import numpy as np
+
+    out = np.zeros(1, np.int32)
+    compat.check_launch_arguments(_tuple_params, (out, (1, 2), (3,)))  # fine: no error
+    with pytest.raises(TypeError, match="Received a tuple of length 3 for a parameter "
+                                        "annotated as a tuple of length 2"):
+        compat.check_launch_arguments(_tuple_params, (out, (1, 2, 3), (3,)))
+    with pytest.raises(TypeError, match="Kernel expects 3 arguments but 2 were given"):
+        compat.check_launch_arguments(_tuple_params, (out, (1, 2)))
+
+
+def test_rejections_and_parameter_errors_are_told_apart():
+    from cuda.tile._exception import InternalError, TileTypeError
+
+    assert compat.is_kernel_rejection(TileTypeError("x"))
+    assert not compat.is_kernel_rejection(InternalError("x"))
+    assert not compat.is_kernel_rejection(TypeError("x"))
+    assert not compat.is_parameter_error(TypeError("raised here, not by cuTile"))
+
+
+def test_native_dtype_reads_foreign_dtypes_as_cutile_does():
+    torch = pytest.importorskip("torch")
+    assert compat.native_dtype(torch.bfloat16) is ct.bfloat16
+    assert compat.native_dtype(3) is None and compat.native_dtype([1]) is None
