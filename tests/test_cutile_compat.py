@@ -152,3 +152,29 @@ def test_native_dtype_reads_foreign_dtypes_as_cutile_does():
     torch = pytest.importorskip("torch")
     assert compat.native_dtype(torch.bfloat16) is ct.bfloat16
     assert compat.native_dtype(3) is None and compat.native_dtype([1]) is None
+
+
+def test_signatures_without_driver_builds_cutiles_signature_on_the_cpu():
+    import numpy as np
+    from cuda.tile._cext import CallingConvention
+    from cuda.tile.compilation import KernelSignature
+
+    from tile_lab.signature import constraints_from_args
+
+    if compat.gpu_compute_capability() is not None:
+        pytest.skip("a CUDA driver is present: cuTile derives the signature itself")
+    args = (np.zeros(1, np.int32), (1, 2), (3,))
+    cc = CallingConvention.cutile_python_v2()
+    original = KernelSignature.from_kernel_args
+    with pytest.raises(OSError):  # cuTile's own: it loads libcuda
+        KernelSignature.from_kernel_args(_tuple_params, args, cc)
+    with compat.signatures_without_driver(constraints_from_args):
+        sig = KernelSignature.from_kernel_args(_tuple_params, args, cc)
+        named = KernelSignature.from_kernel_args(_tuple_params, args, cc, symbol="k0")
+        with pytest.raises(TypeError, match="Received a tuple of length 3"):
+            KernelSignature.from_kernel_args(_tuple_params, (args[0], (1, 2, 3), (3,)), cc)
+    assert KernelSignature.from_kernel_args is original  # put back
+    assert sig.calling_convention.code == cc.code and named.symbol == "k0"
+    assert "_tuple_params" in sig.symbol
+    assert sig.parameters[1].items[1].value == 2  # the Constant item: a compile-time value
+    compat.check_frontend(_tuple_params, sig)  # cuTile's front end accepts it

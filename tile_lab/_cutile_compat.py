@@ -377,6 +377,38 @@ def _host_array(value: Any) -> bool:
     return hasattr(value, "__array_interface__") or hasattr(value, "__dlpack__")
 
 
+@contextlib.contextmanager
+def signatures_without_driver(constraints_of: Any) -> Iterator[None]:
+    """Make ``ct.compilation.KernelSignature.from_kernel_args`` work without a CUDA driver.
+
+    cuTile derives the parameter constraints of example arguments in its C extension, which
+    loads libcuda to look at the arrays' memory; on a CPU-only machine that fails with
+    OSError before any compile (tileiras itself needs no GPU). Inside this block such a
+    call gets its constraints from ``constraints_of(kernel, args)`` instead (tile_lab's
+    signature builder) and builds the signature as cuTile does (calling convention and
+    symbol as asked; the mangled kernel name by default). cuTile's own argument errors
+    (TypeError) still come from cuTile."""
+    from cuda.tile.compilation import KernelSignature
+
+    original = KernelSignature.__dict__["from_kernel_args"]
+
+    def from_kernel_args(kernel: Any, kernel_args: Any, calling_convention: Any, *,
+                         symbol: str | None = None) -> Any:
+        try:
+            return original.__func__(kernel, kernel_args, calling_convention, symbol=symbol)
+        except OSError:  # no CUDA driver: cuTile's checks passed, its device query did not
+            pass
+        sig = KernelSignature(constraints_of(kernel, kernel_args), calling_convention, symbol)
+        return sig if symbol is not None else sig.with_mangled_symbol(
+            python_function(kernel).__name__)
+
+    KernelSignature.from_kernel_args = staticmethod(from_kernel_args)
+    try:
+        yield
+    finally:
+        KernelSignature.from_kernel_args = original
+
+
 def tile_error_message(exc: BaseException) -> str:
     return str(getattr(exc, "message", exc))
 

@@ -467,6 +467,12 @@ def signature_from_args(kernel: Any, args: Sequence[Any]) -> BuiltSignature:
     return _finish(kernel, params, parts)
 
 
+def constraints_from_args(kernel: Any, args: Sequence[Any]) -> list[Any]:
+    """The parameter constraints (and constant values) cuTile's launcher derives for
+    ``args``, without a CUDA driver (for ``KernelSignature.from_kernel_args`` on the CPU)."""
+    return list(signature_from_args(kernel, args).kernel_signature.parameters)
+
+
 def signature_from_spec(kernel: Any, spec: str) -> BuiltSignature:
     """The signature described by a spec string (see ``parse_spec``)."""
     params = compat.kernel_parameters(kernel)
