@@ -88,28 +88,37 @@ class ParamInfo:
     static_shape_dims: tuple[int, ...] = ()
     static_stride_dims: tuple[int, ...] = ()
     scalar_dtype: Any = None  # from ct.ScalarAnnotation, when given
+    # a tuple annotation's items (tuple[int, ct.Constant[int]]), or its one item type for
+    # every position (tuple[ct.Constant[int], ...]); None when not given
+    items: tuple[ParamInfo, ...] | None = None
+    each: ParamInfo | None = None
 
 
 def kernel_parameters(kernel: Any) -> list[ParamInfo]:
     """Parameters of a kernel, in order, as cuTile's annotation parser sees them."""
-    from cuda.tile._annotated_function import LeafAnnotationNode
-
     ann_func = kernel._annotated_function
-    out = []
-    for (name, p), node in zip(ann_func.pysig.parameters.items(),
-                               ann_func.parameter_annotations, strict=True):
-        if isinstance(node, LeafAnnotationNode):
-            arr = node.array
-            out.append(ParamInfo(
-                name=name, constant=node.constant, annotation=p.annotation,
-                array_index_dtype=arr.index_dtype if arr is not None else None,
-                static_shape_dims=tuple(arr.static_shape_dims) if arr is not None else (),
-                static_stride_dims=tuple(arr.static_stride_dims) if arr is not None else (),
-                scalar_dtype=node.scalar.dtype if node.scalar is not None else None))
-        else:
-            out.append(ParamInfo(name=name, constant=False, annotation=p.annotation,
-                                 is_tuple=True))
-    return out
+    return [_param_info(name, p.annotation, node)
+            for (name, p), node in zip(ann_func.pysig.parameters.items(),
+                                       ann_func.parameter_annotations, strict=True)]
+
+
+def _param_info(name: str, annotation: Any, node: Any) -> ParamInfo:
+    from cuda.tile._annotated_function import HomogeneousTupleNode, LeafAnnotationNode
+
+    if isinstance(node, LeafAnnotationNode):
+        arr = node.array
+        return ParamInfo(
+            name=name, constant=node.constant, annotation=annotation,
+            array_index_dtype=arr.index_dtype if arr is not None else None,
+            static_shape_dims=tuple(arr.static_shape_dims) if arr is not None else (),
+            static_stride_dims=tuple(arr.static_stride_dims) if arr is not None else (),
+            scalar_dtype=node.scalar.dtype if node.scalar is not None else None)
+    if isinstance(node, HomogeneousTupleNode):
+        return ParamInfo(name=name, constant=False, annotation=annotation, is_tuple=True,
+                         each=_param_info(f"{name}[i]", None, node.each))
+    return ParamInfo(name=name, constant=False, annotation=annotation, is_tuple=True,
+                     items=tuple(_param_info(f"{name}[{i}]", None, item)
+                                 for i, item in enumerate(node.items)))
 
 
 # -- compiler options (kernel hints) ---------------------------------------------------
@@ -275,6 +284,129 @@ def is_tile_error(exc: BaseException) -> bool:
     """True for cuTile's compile-time errors (syntax, typing, tileiras, ...)."""
     from cuda.tile._exception import TileError
     return isinstance(exc, TileError)
+
+
+def is_kernel_rejection(exc: BaseException) -> bool:
+    """True for a cuTile error that rejects the kernel itself (typing, syntax, values,
+    static evaluation and assertions, unsupported calls and features). Not an InternalError
+    (e.g. for a kernel whose source cuTile cannot read), which says nothing about the kernel."""
+    from cuda.tile._exception import InternalError, TileError
+
+    return isinstance(exc, TileError) and not isinstance(exc, InternalError)
+
+
+# The TypeErrors cuTile 1.7's launcher raises from its argument checks, which it runs before
+# it looks at any array's memory (and so before it needs a CUDA driver).
+_LAUNCH_ARGUMENT_ERRORS = (
+    "Kernel expects ", "Received a tuple of length ", "Received a non-tuple argument",
+    "Invalid kernel argument #", "Invalid item #", "Constant annotation cannot be combined",
+    "Empty lists are not supported", "Expected list items to be arrays",
+    "Argument nesting exceeds", "a CUDA stream cannot be passed")
+_DRIVER: list[bool] = []
+
+
+def _driver_loads() -> bool:
+    if not _DRIVER:
+        try:
+            import cuda.tile._load_libcuda  # noqa: F401 (what cuTile's launcher loads)
+            _DRIVER.append(True)
+        except OSError:
+            _DRIVER.append(False)
+    return _DRIVER[0]
+
+
+def check_launch_arguments(kernel: Any, args: Iterable[Any]) -> None:
+    """Run the checks ``ct.launch`` makes of its arguments before compiling (count, tuple
+    arity and nesting, ``Constant`` values, unsupported objects) and raise the TypeError
+    cuTile raises there, unchanged. Host arrays (NumPy, torch CPU tensors) are the
+    emulator's own arguments: with a CUDA driver, where cuTile would go on to reject their
+    host memory, these arguments are not checked."""
+    from cuda.tile._cext import CallingConvention, get_parameter_constraints_from_pyargs
+
+    args = tuple(args)
+    if _driver_loads() and any(_host_array(a) for a in args):
+        return
+    try:
+        # v2: the convention that accepts tuple parameters (the launcher picks it for them)
+        get_parameter_constraints_from_pyargs(kernel, args, CallingConvention.cutile_python_v2())
+    except TypeError as exc:
+        if str(exc).startswith(_LAUNCH_ARGUMENT_ERRORS):
+            raise
+    except Exception:
+        return
+
+
+def is_parameter_error(exc: BaseException) -> bool:
+    """True for the TypeError cuTile's compile raises when a parameter's annotation does not
+    fit it (``Constant`` combined with ``ScalarInt64``, ``ArrayAnnotation`` on a scalar...),
+    which ``ct.launch`` raises as it is."""
+    if not isinstance(exc, TypeError):
+        return False
+    import cuda.tile._annotated_function as annotated
+    import cuda.tile._compile as compile_module
+
+    ours = {compile_module.__file__, annotated.__file__}
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in ours and code.co_name in ("_create_parameter", "validate"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def native_dtype(value: Any) -> Any:
+    """The cuTile dtype a foreign dtype object stands for in a kernel (``torch.float32`` ->
+    ``ct.float32``, as cuTile reads it), or None for anything else."""
+    from cuda.tile._cext import foreign_dtype_object_to_native
+
+    try:
+        return foreign_dtype_object_to_native(value)
+    except Exception:
+        return None
+
+
+def _host_array(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_host_array(v) for v in value)
+    if hasattr(value, "__cuda_array_interface__"):
+        return False
+    device = getattr(value, "device", None)
+    if getattr(device, "type", None) == "cuda":
+        return False
+    return hasattr(value, "__array_interface__") or hasattr(value, "__dlpack__")
+
+
+@contextlib.contextmanager
+def signatures_without_driver(constraints_of: Any) -> Iterator[None]:
+    """Make ``ct.compilation.KernelSignature.from_kernel_args`` work without a CUDA driver.
+
+    cuTile derives the parameter constraints of example arguments in its C extension, which
+    loads libcuda to look at the arrays' memory; on a CPU-only machine that fails with
+    OSError before any compile (tileiras itself needs no GPU). Inside this block such a
+    call gets its constraints from ``constraints_of(kernel, args)`` instead (tile_lab's
+    signature builder) and builds the signature as cuTile does (calling convention and
+    symbol as asked; the mangled kernel name by default). cuTile's own argument errors
+    (TypeError) still come from cuTile."""
+    from cuda.tile.compilation import KernelSignature
+
+    original = KernelSignature.__dict__["from_kernel_args"]
+
+    def from_kernel_args(kernel: Any, kernel_args: Any, calling_convention: Any, *,
+                         symbol: str | None = None) -> Any:
+        try:
+            return original.__func__(kernel, kernel_args, calling_convention, symbol=symbol)
+        except OSError:  # no CUDA driver: cuTile's checks passed, its device query did not
+            pass
+        sig = KernelSignature(constraints_of(kernel, kernel_args), calling_convention, symbol)
+        return sig if symbol is not None else sig.with_mangled_symbol(
+            python_function(kernel).__name__)
+
+    KernelSignature.from_kernel_args = staticmethod(from_kernel_args)
+    try:
+        yield
+    finally:
+        KernelSignature.from_kernel_args = original
 
 
 def tile_error_message(exc: BaseException) -> str:

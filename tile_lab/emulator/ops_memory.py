@@ -545,7 +545,7 @@ def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None,
 @emulates(ct.num_tiles)
 def num_tiles(array, /, axis, shape, order="C") -> Tile:
     arr = check_array(array, "num_tiles")
-    tshape = const_shape(shape, "shape")
+    tshape = const_shape(shape, "shape") or (1,) * arr.ndim  # cuTile: () is all ones
     axis = const_int(axis, "axis")
     perm = _order(order, arr.ndim) or tuple(range(arr.ndim))
     n = arr._data.shape[perm[axis]]

@@ -123,13 +123,17 @@ def broadcast_to(x, /, shape) -> Tile:
 
 @emulates(ct.cat, taint=poison.CAT)
 def cat(tiles, /, axis) -> Tile:
-    if not isinstance(tiles, (tuple, list)) or len(tiles) != 2:
-        raise kernel_error("ct.cat takes a pair of tiles")
+    if not isinstance(tiles, (tuple, list)) or not 1 <= len(tiles) <= 2:
+        raise kernel_error("ct.cat takes a tuple of one or two tiles")
+    ax = const_int(axis, "axis")
+    if len(tiles) == 1:  # cuTile: the tile itself
+        return as_tile(tiles[0])
     a, b = as_tile(tiles[0]), as_tile(tiles[1])
-    if a.shape != b.shape or a.dtype is not b.dtype:
-        raise kernel_error(f"ct.cat needs two tiles of the same shape and dtype, got "
-                           f"{a.dtype}{a.shape} and {b.dtype}{b.shape}")
-    return Tile(np.concatenate((a._a, b._a), axis=const_int(axis, "axis")), a.dtype)
+    if a.ndim != b.ndim or a.dtype is not b.dtype or not -a.ndim <= ax < a.ndim or any(
+            i != ax % a.ndim and m != n for i, (m, n) in enumerate(zip(a.shape, b.shape))):
+        raise kernel_error(f"ct.cat needs two tiles of one dtype and rank, equal but along "
+                           f"axis {ax}, got {a.dtype}{a.shape} and {b.dtype}{b.shape}")
+    return Tile(np.concatenate((a._a, b._a), axis=ax), a.dtype)
 
 
 def _subtile(t: Tile, index, shape) -> tuple[slice, ...]:
@@ -153,7 +157,8 @@ def _subtile(t: Tile, index, shape) -> tuple[slice, ...]:
 def extract(x, /, index, shape) -> Tile:
     t = as_tile(x)
     shp = const_shape(shape, "shape")
-    return Tile(np.array(t._a[_subtile(t, index, shp)]), t.dtype)
+    values = np.array(t._a[_subtile(t, index, shp or (1,) * t.ndim)])  # (): one element
+    return Tile(values.reshape(shp), t.dtype)
 
 
 @emulates(ct.insert, taint=poison.INSERT)

@@ -86,7 +86,7 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
         raise EmulationError(f"padding must be 'poison' or 'zero', got {padding!r}")
     pyfunc = kernel_function(kernel)
     grid3 = _check_grid(grid)
-    gate.check(kernel, args)  # what cuTile's compiler rejects does not run here either
+    typed = gate.check(kernel, args)  # what cuTile's compiler rejects does not run here
     subset = None if blocks is None else _check_blocks(blocks, grid3)
     params = _parameters(pyfunc, args)
     converted, arrays, scalars, copy_back = _convert_args(kernel, pyfunc, params, args)
@@ -96,6 +96,7 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     run = state.RunState(grid3, recorder, rebuilder.user_codes)
     run.grid_tiles = tuple(int32(g) for g in grid3)
     run.poison_values = padding == "poison"
+    run.typed = typed
     # cuTile's own device functions that the kernel reaches through an object (a stub in a
     # dict, a user class's method) run emulated too (stubs.py)
     with device_calls_routed(stubs.router(rebuilder.function)):
@@ -149,6 +150,7 @@ def _probe(fn, converted: list[Any], run: state.RunState, subset, total: int
     probe = state.RunState(run.grid, [], run.user_codes)
     probe.grid_tiles = run.grid_tiles
     probe.poison_values = run.poison_values
+    probe.typed = run.typed
     copies = [_copy_arg(a) for a in converted]
     picks = blocks_mod.probe_blocks(total, run.grid, subset)
     state.push(probe)
@@ -248,17 +250,20 @@ class _ParamSpec:
     static_dims: tuple[int, ...] = ()  # ct.ArrayAnnotation(static_shape_dims=...)
     array: bool = False  # annotated ct.Array
     int64_index: bool = False  # ct.IndexedWithInt64: shapes and strides may pass int32
+    items: tuple[_ParamSpec, ...] | None = None  # a tuple annotation's items, when given
+    each: _ParamSpec | None = None  # tuple[X, ...]: every item's
+
+    def item(self, i: int) -> _ParamSpec:
+        if self.items is not None and i < len(self.items):
+            return self.items[i]
+        return self.each if self.each is not None else _ParamSpec()
 
 
 def _param_specs(kernel: Any, pyfunc, params) -> list[_ParamSpec]:
     """cuTile's own reading of the annotations for a ``@ct.kernel``; for a plain
     function, the same facts read from its type hints."""
     if is_kernel(kernel):
-        return [_ParamSpec(constant=info.constant, int64=info.scalar_dtype is ct.int64,
-                           static_dims=info.static_shape_dims,
-                           array=_names_array(info.annotation),
-                           int64_index=info.array_index_dtype is ct.int64)
-                for info in kernel_parameters(kernel)]
+        return [_spec_of(info) for info in kernel_parameters(kernel)]
     try:
         hints = typing.get_type_hints(pyfunc, include_extras=True)
     except Exception:  # unresolvable forward references: treat as unannotated
@@ -274,6 +279,14 @@ def _param_specs(kernel: Any, pyfunc, params) -> list[_ParamSpec]:
                               if isinstance(m, ct.ArrayAnnotation)), ()),
             array=_names_array(hint)))
     return specs
+
+
+def _spec_of(info: Any) -> _ParamSpec:
+    return _ParamSpec(constant=info.constant, int64=info.scalar_dtype is ct.int64,
+                      static_dims=info.static_shape_dims, array=_names_array(info.annotation),
+                      int64_index=info.array_index_dtype is ct.int64,
+                      items=None if info.items is None else tuple(map(_spec_of, info.items)),
+                      each=None if info.each is None else _spec_of(info.each))
 
 
 def _names_array(annotation: Any) -> bool:
@@ -318,8 +331,11 @@ def _convert_one(pyfunc, name, value, spec: _ParamSpec, arrays, scalars, copy_ba
         arrays.append(ArrayInfo(name, tuple(host.shape), str(arr.dtype)))
         return arr
     if isinstance(value, (list, tuple)):  # lists of arrays, tuples of arrays/scalars
-        return type(value)(_convert_one(pyfunc, f"{name}[{i}]", v, _ParamSpec(), arrays,
-                                        scalars, copy_back) for i, v in enumerate(value))
+        items = [spec.item(i) for i in range(len(value))]
+        return type(value)(
+            v if item.constant else  # tuple[int, ct.Constant[int]]: a compile-time value
+            _convert_one(pyfunc, f"{name}[{i}]", v, item, arrays, scalars, copy_back)
+            for i, (v, item) in enumerate(zip(value, items)))
     if spec.array:
         raise EmulationError(f"parameter {name!r} expects an array, got "
                              f"{type(value).__name__}", _def_location(pyfunc))

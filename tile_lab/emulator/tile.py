@@ -232,7 +232,7 @@ class DTypeConstructor(dtypes.KernelDType):
 
     __slots__ = ()
 
-    def __call__(self, x: object) -> Tile:
+    def __call__(self, x: object = 0) -> Tile:  # cuTile: ct.float32() is 0
         t = as_tile(x, f"the argument of {self.dtype}()")
         if t.ndim != 0:
             raise kernel_error(f"{self.dtype}() converts scalars; use .astype() for tiles")

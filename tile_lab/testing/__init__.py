@@ -65,6 +65,10 @@ def activate(device: str = "auto", arch: str = "sm_90") -> contextlib.ExitStack:
         from .. import _cutile_compat as compat
         capability = capability_of(arch)
         stack.enter_context(compat.emulated_device_queries(capability))
+        from ..signature import constraints_from_args
+        # the compile API (KernelSignature.from_kernel_args, then export_kernel with
+        # tileiras) works without a driver too: constraints from tile_lab's builder
+        stack.enter_context(compat.signatures_without_driver(constraints_from_args))
         with contextlib.suppress(ImportError):
             from .torch_cpu import cuda_on_cpu
             stack.enter_context(cuda_on_cpu(capability))
