@@ -362,3 +362,34 @@ def emulated_device_queries(capability: tuple[int, int]) -> Iterator[None]:
         for module, original in zip(modules, saved):
             if original is not None:
                 module.get_compute_capability = original  # type: ignore[attr-defined]
+
+
+_TUNING_HOOKS = ("_benchmark", "benchmark_with_timeout")
+
+
+def replace_tuning_benchmarks(benchmark: Any, benchmark_with_timeout: Any) -> Any:
+    """Point ``cuda.tile.tune``'s two ways of timing one launch (``_benchmark``: CUDA events
+    on the caller's stream; ``benchmark_with_timeout``: a CUDA IPC payload run in a worker
+    process) at ``benchmark`` and ``benchmark_with_timeout``, in both modules that bound the
+    names (``_tune`` and ``_tune_utils``). ``exhaustive_search`` itself, its search phases
+    and its result types stay cuTile's own. Returns a function that puts cuTile's back."""
+    from cuda.tile.tune import _tune, _tune_utils
+
+    new = {"_benchmark": benchmark, "benchmark_with_timeout": benchmark_with_timeout}
+    saved = [(m, name, m.__dict__[name]) for m in (_tune, _tune_utils)
+             for name in _TUNING_HOOKS if name in m.__dict__]
+    for module, name, _ in saved:
+        setattr(module, name, new[name])
+
+    def restore() -> None:
+        for module, name, original in saved:
+            setattr(module, name, original)
+
+    return restore
+
+
+def tuning_timeout_error() -> type[BaseException]:
+    """The exception ``cuda.tile.tune`` raises for a launch over its time limit."""
+    from cuda.tile.tune._tune_utils import TileLaunchTimeoutError
+
+    return TileLaunchTimeoutError

@@ -14,7 +14,8 @@ kernel line, a caret, the hint) plus the program line that launched the kernel; 
 exit status is 3 under ``--sanitize`` when a launch had findings, 2 for a usage mistake (a
 missing script: one line), and an unknown ``TILE_LAB_EMULATE`` value is a one-line error.
 
-While on, ``cuda.tile.launch(stream, grid, kernel, args)`` runs ``kernel`` on the emulator:
+While on, ``cuda.tile.launch(stream, grid, kernel, args)`` runs ``kernel`` on the emulator, and
+so do the launches ``ct.tune.exhaustive_search`` makes (untimed: ``tuning.py``):
 any ``stream`` is accepted (``None`` included), NumPy arrays and torch CPU tensors are
 updated in place, CuPy/DLPack arrays are copied to the host and back. In sanitize mode every
 launch is sanitized and its report printed with the kernel and the launching line. A name
@@ -40,7 +41,8 @@ import cuda.tile as ct
 
 ENV_VAR = "TILE_LAB_EMULATE"
 _LOCK = threading.Lock()
-_STACK: list[tuple[Any, bool]] = []  # (the launch that was in place, sanitize) per switch
+# per switch: (the launch that was in place, sanitize, the undo of the tuning switch)
+_STACK: list[tuple[Any, bool, Any]] = []
 _FOUND = [0]  # sanitized launches with findings, this process (sets the runner's exit status)
 
 
@@ -94,8 +96,10 @@ def launch_site(frame: Any) -> str:
 
 def enable(*, sanitize: bool = False) -> None:
     """Turn emulation on until :func:`disable` (nested: each enable needs its disable)."""
+    from .tuning import switch_on
+
     with _LOCK:
-        _STACK.append((ct.launch, sanitize))
+        _STACK.append((ct.launch, sanitize, switch_on()))  # ct.tune runs on the emulator too
         ct.launch = _EmulatedLaunch(sanitize)
 
 
@@ -103,7 +107,9 @@ def disable() -> None:
     """Undo the last :func:`enable` (no-op when emulation is off)."""
     with _LOCK:
         if _STACK:
-            ct.launch = _STACK.pop()[0]
+            launch, _, undo_tuning = _STACK.pop()
+            undo_tuning()
+            ct.launch = launch
 
 
 def is_enabled() -> bool:
