@@ -46,11 +46,30 @@ _STACK: list[tuple[Any, bool, Any]] = []
 _FOUND = [0]  # sanitized launches with findings, this process (sets the runner's exit status)
 
 
+PADDING_VAR = "TILE_LAB_PADDING"
+# Program mode runs whole programs (and test suites) that were checked against a GPU, so its
+# undetermined lanes hold what the compiled kernel's do ("hardware"); notebooks, emulate() and
+# the sanitizer keep "poison", which makes a use of such lanes visible (README says why).
+PROGRAM_PADDING = "hardware"
+
+
+def padding_from_env() -> str:
+    """The padding policy for program mode: ``TILE_LAB_PADDING`` or ``"hardware"``."""
+    from .poison import PADDING_POLICIES
+
+    value = os.environ.get(PADDING_VAR, "").strip().lower() or PROGRAM_PADDING
+    if value not in PADDING_POLICIES:
+        raise SystemExit(f"{PADDING_VAR}={value!r}: expected one of "
+                         f"{', '.join(PADDING_POLICIES)}")
+    return value
+
+
 class _EmulatedLaunch:
     """Stands in for ``cuda.tile.launch`` while emulation is on."""
 
-    def __init__(self, sanitize: bool) -> None:
+    def __init__(self, sanitize: bool, padding: str = PROGRAM_PADDING) -> None:
         self.sanitize = sanitize
+        self.padding = padding
         self.__name__ = self.__qualname__ = "launch"
         self.__doc__ = "cuda.tile.launch, running kernels on tile_lab's CPU emulator"
 
@@ -60,7 +79,7 @@ class _EmulatedLaunch:
         args = tuple(kernel_args)
         if not self.sanitize:
             from .runtime import emulate
-            emulate(kernel, grid, args)
+            emulate(kernel, grid, args, padding=self.padding)
             return
         from ..sanitizer import sanitize
         report = sanitize(kernel, grid, args)
@@ -94,13 +113,20 @@ def launch_site(frame: Any) -> str:
 
 # ---- switching ---------------------------------------------------------------------------------
 
-def enable(*, sanitize: bool = False) -> None:
-    """Turn emulation on until :func:`disable` (nested: each enable needs its disable)."""
+def enable(*, sanitize: bool = False, padding: str | None = None) -> None:
+    """Turn emulation on until :func:`disable` (nested: each enable needs its disable).
+    ``padding``: the policy for undetermined lanes (default: ``TILE_LAB_PADDING``, else
+    ``"hardware"``; the sanitize mode always poisons)."""
     from .tuning import switch_on
 
+    policy = padding_from_env() if padding is None else padding
+    from .poison import PADDING_POLICIES
+
+    if policy not in PADDING_POLICIES:
+        raise ValueError(f"padding must be one of {PADDING_POLICIES}, got {policy!r}")
     with _LOCK:
         _STACK.append((ct.launch, sanitize, switch_on()))  # ct.tune runs on the emulator too
-        ct.launch = _EmulatedLaunch(sanitize)
+        ct.launch = _EmulatedLaunch(sanitize, policy)
 
 
 def disable() -> None:
@@ -125,10 +151,12 @@ def mode() -> str | None:
 
 
 @contextlib.contextmanager
-def emulation(*, sanitize: bool = False) -> Iterator[None]:
+def emulation(*, sanitize: bool = False, padding: str | None = None) -> Iterator[None]:
     """Run ``ct.launch`` calls inside this block on the CPU emulator (sanitizing each launch
-    when ``sanitize``). A GPU-only call inside fails with a note saying what to use instead."""
-    enable(sanitize=sanitize)
+    when ``sanitize``). ``padding``: what undetermined lanes hold (``"hardware"`` unless
+    ``TILE_LAB_PADDING`` says otherwise; ``"poison"``, ``"zero"``). A GPU-only call inside
+    fails with a note saying what to use instead."""
+    enable(sanitize=sanitize, padding=padding)
     try:
         yield
     except BaseException as exc:
