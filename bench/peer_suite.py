@@ -240,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("path", help="a cutile-python checkout (or its test/ folder)")
     ap.add_argument("--mode", choices=("auto", "native", "emulated", "both"), default="auto")
     ap.add_argument("-n", "--workers", type=int, default=0, help="pytest-xdist workers (0: none)")
-    ap.add_argument("--files", nargs="+", help="test files (default: the 57 of issue 31)")
+    ap.add_argument("--native-workers", type=int,
+                    help="workers for the native run (default: -n; GPU memory may want fewer)")
+    ap.add_argument("--files", nargs="+", help="test files (default: the 56 issue 31 names)")
     ap.add_argument("-k", dest="keyword", help="pytest -k expression")
     ap.add_argument("--timeout", type=int, default=120, help="per-test limit (pytest-timeout)")
     ap.add_argument("--native-from", help="a previous run's JSON: its native outcomes")
@@ -259,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     for mode in modes:
         print(f"peer_suite: {mode} run of {len(files)} files in {suite} ...", flush=True)
         runs[mode] = run_once(suite, files, python=a.python, emulated=mode == "emulated",
-                              device="cuda" if gpu else "cpu", workers=a.workers,
+                              device="cuda" if gpu else "cpu",
+                              workers=a.native_workers if mode == "native"
+                              and a.native_workers is not None else a.workers,
                               timeout=a.timeout, keyword=a.keyword)
     native = runs.get("native", {}).get("tests")
     if native is None and a.native_from:
