@@ -98,12 +98,15 @@ def pytest_command(python: str, files: list[str], junit: Path, *, emulated: bool
 
 
 def run_once(suite: Path, files: list[str], *, python: str, emulated: bool, device: str,
-             workers: int, timeout: int, keyword: str | None) -> dict[str, Any]:
+             workers: int, timeout: int, keyword: str | None,
+             padding: str | None = None) -> dict[str, Any]:
     """One pytest run of ``files``: its command, wall time, exit status and outcomes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TILE_LAB_")}
     if emulated:  # our tile_lab, whether or not it is installed where the suite runs
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         env["TILE_LAB_EMULATE"] = "1"
+        if padding:
+            env["TILE_LAB_PADDING"] = padding
     with tempfile.TemporaryDirectory(prefix="peer_suite_") as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = pytest_command(python, files, junit, emulated=emulated, device=device,
@@ -115,6 +118,7 @@ def run_once(suite: Path, files: list[str], *, python: str, emulated: bool, devi
     shown = [("<junit>" if str(junit) in a else a) for a in cmd[1:]]
     return {"command": " ".join(["python", *shown]),
             "mode": "emulated" if emulated else "native", "device": device,
+            "padding": (padding or "hardware (program mode's default)") if emulated else None,
             "wall_s": round(wall, 1), "returncode": proc.returncode,
             "counts": dict(Counter(outcome_of(v) for v in tests.values())),
             "tail": proc.stdout[-1500:] if not tests else proc.stdout[-300:],
@@ -245,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", nargs="+", help="test files (default: the 56 issue 31 names)")
     ap.add_argument("-k", dest="keyword", help="pytest -k expression")
     ap.add_argument("--timeout", type=int, default=120, help="per-test limit (pytest-timeout)")
+    ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                    help="where the emulated run's torch 'cuda' tensors live (auto: the GPU if "
+                         "torch sees one, else the CPU; cpu: the CPU even on a GPU machine)")
+    ap.add_argument("--padding", choices=("poison", "zero", "hardware"),
+                    help="the emulated run's padding policy (TILE_LAB_PADDING; default hardware)")
     ap.add_argument("--native-from", help="a previous run's JSON: its native outcomes")
     ap.add_argument("--out", default="peer_suite.json.gz", help="JSON (.gz: compressed)")
     ap.add_argument("--python", default=sys.executable, help="the Python that runs pytest")
@@ -261,10 +270,11 @@ def main(argv: list[str] | None = None) -> int:
     for mode in modes:
         print(f"peer_suite: {mode} run of {len(files)} files in {suite} ...", flush=True)
         runs[mode] = run_once(suite, files, python=a.python, emulated=mode == "emulated",
-                              device="cuda" if gpu else "cpu",
+                              device=a.device if a.device != "auto" else
+                              ("cuda" if gpu else "cpu"),
                               workers=a.native_workers if mode == "native"
                               and a.native_workers is not None else a.workers,
-                              timeout=a.timeout, keyword=a.keyword)
+                              timeout=a.timeout, keyword=a.keyword, padding=a.padding)
     native = runs.get("native", {}).get("tests")
     if native is None and a.native_from:
         native = load(a.native_from)["runs"]["native"]["tests"]
