@@ -33,6 +33,7 @@ import gzip
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -111,18 +112,26 @@ def run_once(suite: Path, files: list[str], *, python: str, emulated: bool, devi
         junit = Path(tmp) / "junit.xml"
         cmd = pytest_command(python, files, junit, emulated=emulated, device=device,
                              workers=workers, timeout=timeout, keyword=keyword)
-        started = time.perf_counter()
+        started, cpu_before = time.perf_counter(), _children_cpu()
         proc = subprocess.run(cmd, cwd=suite, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - started
+        cpu = _children_cpu() - cpu_before  # on a shared machine: what an idle one needs
         tests = parse_junit(junit) if junit.is_file() else {}
     shown = [("<junit>" if str(junit) in a else a) for a in cmd[1:]]
     return {"command": " ".join(["python", *shown]),
             "mode": "emulated" if emulated else "native", "device": device,
             "padding": (padding or "hardware (program mode's default)") if emulated else None,
-            "wall_s": round(wall, 1), "returncode": proc.returncode,
+            "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "returncode": proc.returncode,
             "counts": dict(Counter(outcome_of(v) for v in tests.values())),
             "tail": proc.stdout[-1500:] if not tests else proc.stdout[-300:],
             "tests": tests}
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's finished children (pytest and its
+    workers)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 # ---- junit XML -------------------------------------------------------------------------------
@@ -204,8 +213,8 @@ def per_file(tests: dict[str, Any]) -> dict[str, Counter[str]]:
 
 
 def tables(comparison: dict[str, Any], runs: dict[str, Any]) -> str:
-    lines = [f"{name}: {r['wall_s']:.0f} s wall, {r['counts']} ({r['command']})"
-             for name, r in runs.items()]
+    lines = [f"{name}: {r['wall_s']:.0f} s wall, {r.get('cpu_s', 0):.0f} s CPU, {r['counts']} "
+             f"({r['command']})" for name, r in runs.items()]
     if not comparison:  # no native outcomes to compare with: each run's counts per file
         for name, r in runs.items():
             lines += ["", f"{name}: {'file':42} {'passed':>7} {'failed':>7} {'error':>6} "
