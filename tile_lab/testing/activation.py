@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 
 DEVICE_VAR = "TILE_LAB_DEVICE"
 ARCH_VAR = "TILE_LAB_ARCH"
@@ -64,6 +65,33 @@ def _driver_answers() -> bool:
     return compat.gpu_compute_capability() is not None
 
 
+@contextlib.contextmanager
+def host_kernel_signatures() -> Iterator[None]:
+    """``KernelSignature.from_kernel_args`` from host arrays. cuTile's own asks the CUDA
+    driver about each array (it loads libcuda, which a CPU-only machine lacks); tile_lab's
+    ``signature.signature_from_args`` derives the same constraints from the arrays' metadata
+    (suites export kernels this way to check their bytecode)."""
+    from cuda.tile.compilation import KernelSignature
+
+    from .. import _cutile_compat as compat
+    from ..signature import signature_from_args
+
+    original = KernelSignature.__dict__["from_kernel_args"]
+
+    def from_kernel_args(cls, kernel, kernel_args, calling_convention, symbol=None):
+        built = signature_from_args(kernel, list(kernel_args)).kernel_signature
+        sig = KernelSignature(built.parameters, calling_convention, symbol)
+        if symbol is None:
+            sig = sig.with_mangled_symbol(compat.python_function(kernel).__name__)
+        return sig
+
+    KernelSignature.from_kernel_args = classmethod(from_kernel_args)
+    try:
+        yield
+    finally:
+        KernelSignature.from_kernel_args = original
+
+
 def activate(device: str = "auto", arch: str = DEFAULT_ARCH) -> contextlib.ExitStack:
     """Switch emulation on (and, on the CPU, cuTile's device queries and torch's CUDA device);
     close the returned stack to switch everything back."""
@@ -75,6 +103,7 @@ def activate(device: str = "auto", arch: str = DEFAULT_ARCH) -> contextlib.ExitS
         from .. import _cutile_compat as compat
 
         stack.enter_context(compat.emulated_device_queries(capability))
+        stack.enter_context(host_kernel_signatures())
         with contextlib.suppress(ImportError):
             from .torch_cpu import cuda_on_cpu
 
@@ -96,6 +125,7 @@ def cuda_tile_on_cpu(device: str, arch: str) -> None:
 
     stack = contextlib.ExitStack()
     stack.enter_context(compat.emulated_device_queries(capability_of(arch)))
+    stack.enter_context(host_kernel_signatures())
     _KEPT.append(stack)
 
 
