@@ -150,9 +150,10 @@ class TiledView:
     def num_tiles(self, axis) -> Tile:
         axis = const_int(axis, "axis")
         n = self._array._data.shape[axis]
-        t, s = self._full_shape()[axis], self._steps[axis]
-        # origins 0, s, 2s, ... while the tile still starts inside the array
-        return int32(max(-(-max(n - t, 0) // s) + 1, 0) if n > 0 else 0)
+        s = self._steps[axis]
+        # origins 0, s, 2s, ... while the tile still starts inside the array (the last ones
+        # may reach past its end and are padded), as cuTile counts them: cdiv(n, s)
+        return int32(-(-n // s) if n > 0 else 0)
 
     def _start(self, index) -> tuple[int, ...]:
         idx = _tile_index(index, self._array.ndim)
