@@ -119,7 +119,7 @@ class _Event:
     """``torch.cuda.Event`` on the host; ``elapsed_time`` is host wall time in ms."""
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False,
-                 interprocess: bool = False) -> None:
+                 interprocess: bool = False, **_: Any) -> None:  # external=, newer flags
         self._at: float | None = None
 
     def record(self, stream: Any = None) -> None:
