@@ -108,6 +108,17 @@ def test_kernels_export_from_cuda_tensors():
     assert sig.symbol.startswith("plus_one") and len(out.getvalue()) > 100
 
 
+def test_size_one_dims_are_constants_under_the_v2_convention():
+    from cuda.tile.compilation import CallingConvention, KernelSignature
+
+    x = torch.zeros((8, 1), device="cuda")
+    v1, v2 = (KernelSignature.from_kernel_args(plus_one, (x, x, 64), cc)
+              for cc in (CallingConvention.cutile_python_v1(),
+                         CallingConvention.cutile_python_v2()))
+    assert v1.parameters[0].shape_constant == (None, None)
+    assert v2.parameters[0].shape_constant == (None, 1)
+
+
 def test_products_with_an_out_dtype_run_on_the_cpu():
     a = torch.full((4, 8), 1.5, dtype=torch.bfloat16, device="cuda")
     c = torch.mm(a, a.T, out_dtype=torch.float32)
@@ -133,7 +144,7 @@ def test_the_environment_variable_chooses_the_cpu_for_the_plugin(tmp_path):
          "-p", "no:cacheprovider", "-W", "ignore", str(tmp_path)],
         capture_output=True, text=True, timeout=280, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert "4 passed" in run.stdout
+    assert "5 passed" in run.stdout
 
 
 PROGRAM = '''

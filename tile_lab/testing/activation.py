@@ -16,8 +16,10 @@ answers) or ``cuda`` (a real GPU: arrays are copied to the host per emulated lau
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Iterator
+from typing import Any
 
 DEVICE_VAR = "TILE_LAB_DEVICE"
 ARCH_VAR = "TILE_LAB_ARCH"
@@ -71,7 +73,7 @@ def host_kernel_signatures() -> Iterator[None]:
     driver about each array (it loads libcuda, which a CPU-only machine lacks); tile_lab's
     ``signature.signature_from_args`` derives the same constraints from the arrays' metadata
     (suites export kernels this way to check their bytecode)."""
-    from cuda.tile.compilation import KernelSignature
+    from cuda.tile.compilation import CallingConvention, KernelSignature
 
     from .. import _cutile_compat as compat
     from ..signature import signature_from_args
@@ -80,7 +82,10 @@ def host_kernel_signatures() -> Iterator[None]:
 
     def from_kernel_args(cls, kernel, kernel_args, calling_convention, symbol=None):
         built = signature_from_args(kernel, list(kernel_args)).kernel_signature
-        sig = KernelSignature(built.parameters, calling_convention, symbol)
+        params = built.parameters
+        if calling_convention == CallingConvention.cutile_python_v2():
+            params = tuple(_singletons(c, a) for c, a in zip(params, kernel_args))
+        sig = KernelSignature(params, calling_convention, symbol)
         if symbol is None:
             sig = sig.with_mangled_symbol(compat.python_function(kernel).__name__)
         return sig
@@ -90,6 +95,19 @@ def host_kernel_signatures() -> Iterator[None]:
         yield
     finally:
         KernelSignature.from_kernel_args = original
+
+
+def _singletons(constraint: Any, arg: Any) -> Any:
+    """Under the v2 calling convention cuTile takes an array's size-1 dims as constants,
+    unless the kernel annotated static dims (then only those are)."""
+    from cuda.tile.compilation import ArrayConstraint
+
+    shape = getattr(arg, "shape", None)
+    if not isinstance(constraint, ArrayConstraint) or shape is None or \
+            any(c is not None for c in constraint.shape_constant):
+        return constraint
+    dims = tuple(1 if int(n) == 1 else None for n in shape)
+    return dataclasses.replace(constraint, shape_constant=dims)
 
 
 def activate(device: str = "auto", arch: str = DEFAULT_ARCH) -> contextlib.ExitStack:
