@@ -168,7 +168,7 @@ def test_signatures_without_driver_builds_cutiles_signature_on_the_cpu():
     original = KernelSignature.from_kernel_args
     with pytest.raises(OSError):  # cuTile's own: it loads libcuda
         KernelSignature.from_kernel_args(_tuple_params, args, cc)
-    with compat.signatures_without_driver(constraints_from_args):
+    with compat.signatures_without_driver(lambda k, a, cc: constraints_from_args(k, a)):
         sig = KernelSignature.from_kernel_args(_tuple_params, args, cc)
         named = KernelSignature.from_kernel_args(_tuple_params, args, cc, symbol="k0")
         with pytest.raises(TypeError, match="Received a tuple of length 3"):

@@ -384,7 +384,8 @@ def signatures_without_driver(constraints_of: Any) -> Iterator[None]:
     cuTile derives the parameter constraints of example arguments in its C extension, which
     loads libcuda to look at the arrays' memory; on a CPU-only machine that fails with
     OSError before any compile (tileiras itself needs no GPU). Inside this block such a
-    call gets its constraints from ``constraints_of(kernel, args)`` instead (tile_lab's
+    call gets its constraints from ``constraints_of(kernel, args, calling_convention)``
+    instead (tile_lab's
     signature builder) and builds the signature as cuTile does (calling convention and
     symbol as asked; the mangled kernel name by default). cuTile's own argument errors
     (TypeError) still come from cuTile."""
@@ -398,7 +399,8 @@ def signatures_without_driver(constraints_of: Any) -> Iterator[None]:
             return original.__func__(kernel, kernel_args, calling_convention, symbol=symbol)
         except OSError:  # no CUDA driver: cuTile's checks passed, its device query did not
             pass
-        sig = KernelSignature(constraints_of(kernel, kernel_args), calling_convention, symbol)
+        sig = KernelSignature(constraints_of(kernel, kernel_args, calling_convention),
+                              calling_convention, symbol)
         return sig if symbol is not None else sig.with_mangled_symbol(
             python_function(kernel).__name__)
 
@@ -558,3 +560,34 @@ def emulated_device_queries(capability: tuple[int, int]) -> Iterator[None]:
         for module, original in zip(modules, saved):
             if original is not None:
                 module.get_compute_capability = original  # type: ignore[attr-defined]
+
+
+_TUNING_HOOKS = ("_benchmark", "benchmark_with_timeout")
+
+
+def replace_tuning_benchmarks(benchmark: Any, benchmark_with_timeout: Any) -> Any:
+    """Point ``cuda.tile.tune``'s two ways of timing one launch (``_benchmark``: CUDA events
+    on the caller's stream; ``benchmark_with_timeout``: a CUDA IPC payload run in a worker
+    process) at ``benchmark`` and ``benchmark_with_timeout``, in both modules that bound the
+    names (``_tune`` and ``_tune_utils``). ``exhaustive_search`` itself, its search phases
+    and its result types stay cuTile's own. Returns a function that puts cuTile's back."""
+    from cuda.tile.tune import _tune, _tune_utils
+
+    new = {"_benchmark": benchmark, "benchmark_with_timeout": benchmark_with_timeout}
+    saved = [(m, name, m.__dict__[name]) for m in (_tune, _tune_utils)
+             for name in _TUNING_HOOKS if name in m.__dict__]
+    for module, name, _ in saved:
+        setattr(module, name, new[name])
+
+    def restore() -> None:
+        for module, name, original in saved:
+            setattr(module, name, original)
+
+    return restore
+
+
+def tuning_timeout_error() -> type[BaseException]:
+    """The exception ``cuda.tile.tune`` raises for a launch over its time limit."""
+    from cuda.tile.tune._tune_utils import TileLaunchTimeoutError
+
+    return TileLaunchTimeoutError

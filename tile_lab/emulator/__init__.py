@@ -45,7 +45,8 @@ checked by ``tests/test_package_shape.py``)::
 Where the emulator has to choose (the device result is unspecified):
 
 * ``PaddingMode.UNDETERMINED`` pads with poison (NaN, or bytes 0xDB for integers; ``padding=
-  "zero"`` for zeros) whose taint is tracked to every store (``poison.py``); a tile entirely
+  "zero"`` for zeros; ``"hardware"``, program mode's default, zeros where the load can be a
+  TMA copy) whose taint is tracked to every store (``poison.py``); a tile entirely
   outside its array (undefined behaviour) is padded / discarded like a partial one and
   recorded for the sanitizer.
 * Blocks run one after another, and the lanes of one atomic in lane order. A spin on

@@ -16,6 +16,7 @@ discards it like a partial tile and records it, so the sanitizer can report it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import cuda.tile as ct
@@ -160,9 +161,10 @@ class TiledView:
     def num_tiles(self, axis) -> Tile:
         axis = const_int(axis, "axis")
         n = self._array._data.shape[axis]
-        t, s = self._full_shape()[axis], self._steps[axis]
-        # origins 0, s, 2s, ... while the tile still starts inside the array
-        return int32(max(-(-max(n - t, 0) // s) + 1, 0) if n > 0 else 0)
+        s = self._steps[axis]
+        # origins 0, s, 2s, ... while the tile still starts inside the array (the last ones
+        # may reach past its end and are padded), as cuTile counts them: cdiv(n, s)
+        return int32(-(-n // s) if n > 0 else 0)
 
     def _start(self, index) -> tuple[int, ...]:
         idx = _tile_index(index, self._array.ndim)
@@ -174,7 +176,8 @@ class TiledView:
         start, idx = self._start(index)
         shape = self._full_shape()
         tile = _read_box(arr, arr._data, start, shape, self._padding, self._tile_shape,
-                         "tiled_view.load")
+                         "tiled_view.load",
+                         lambda: poison.tma_eligible(arr._data, shape, allow_tma))
         _record_box("load", "tiled_view.load", arr, idx, shape, start, None, self._padding,
                     not check_bounds)
         return tile
@@ -341,8 +344,9 @@ def _clip(dshape, start, shape):
 
 
 def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode,
-              tile_shape, op: str) -> Tile:
-    """The box as a tile of ``tile_shape``; lanes padded under ``UNDETERMINED`` are poisoned."""
+              tile_shape, op: str, tma: Callable[[], bool] | None = None) -> Tile:
+    """The box as a tile of ``tile_shape``; lanes padded under ``UNDETERMINED`` hold what the
+    launch's padding policy says (``poison.fill_value``) and are tainted either way."""
     inside = True
     for st, sz, n in zip(start, shape, data.shape):
         if st < 0 or st + sz > n:
@@ -352,7 +356,7 @@ def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode,
         values = data[tuple([slice(st, st + sz) for st, sz in zip(start, shape)])].copy()
         return Tile(values.reshape(tile_shape), arr._dtype)
     undetermined = padding_mode is _UNDETERMINED
-    fill = poison.fill_value(arr._dtype) if undetermined else pad_value(padding_mode, arr)
+    fill = poison.fill_value(arr._dtype, tma) if undetermined else pad_value(padding_mode, arr)
     out = np.full(shape, fill, dtype=data.dtype)
     sl, src = _clip(data.shape, start, shape)
     if sl is not None:
@@ -511,7 +515,11 @@ def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check
     perm = None if order == "C" else _order(order, nd)
     data = arr._data if perm is None else arr._data.transpose(perm)
     start = [i * s for i, s in zip(idx, box)]
-    tile = _read_box(arr, data, start, box, padding_mode, tshape, "load")
+    # TMA reads the array in its own layout (an order= transposes on chip), so that is the
+    # layout its preconditions are checked on
+    in_memory = box if perm is None else tuple(box[perm.index(k)] for k in range(nd))
+    tile = _read_box(arr, data, start, box, padding_mode, tshape, "load",
+                     lambda: poison.tma_eligible(arr._data, in_memory, allow_tma))
     _record_box("load", "load", arr, idx, box, start, perm, padding_mode, not check_bounds)
     return tile
 

@@ -14,7 +14,8 @@ kernel line, a caret, the hint) plus the program line that launched the kernel; 
 exit status is 3 under ``--sanitize`` when a launch had findings, 2 for a usage mistake (a
 missing script: one line), and an unknown ``TILE_LAB_EMULATE`` value is a one-line error.
 
-While on, ``cuda.tile.launch(stream, grid, kernel, args)`` runs ``kernel`` on the emulator:
+While on, ``cuda.tile.launch(stream, grid, kernel, args)`` runs ``kernel`` on the emulator, and
+so do the launches ``ct.tune.exhaustive_search`` makes (untimed: ``tuning.py``):
 any ``stream`` is accepted (``None`` included), NumPy arrays and torch CPU tensors are
 updated in place, CuPy/DLPack arrays are copied to the host and back. In sanitize mode every
 launch is sanitized and its report printed with the kernel and the launching line. A name
@@ -40,15 +41,35 @@ import cuda.tile as ct
 
 ENV_VAR = "TILE_LAB_EMULATE"
 _LOCK = threading.Lock()
-_STACK: list[tuple[Any, bool]] = []  # (the launch that was in place, sanitize) per switch
+# per switch: (the launch that was in place, sanitize, the undo of the tuning switch)
+_STACK: list[tuple[Any, bool, Any]] = []
 _FOUND = [0]  # sanitized launches with findings, this process (sets the runner's exit status)
+
+
+PADDING_VAR = "TILE_LAB_PADDING"
+# Program mode runs whole programs (and test suites) that were checked against a GPU, so its
+# undetermined lanes hold what the compiled kernel's do ("hardware"); notebooks, emulate() and
+# the sanitizer keep "poison", which makes a use of such lanes visible (README says why).
+PROGRAM_PADDING = "hardware"
+
+
+def padding_from_env() -> str:
+    """The padding policy for program mode: ``TILE_LAB_PADDING`` or ``"hardware"``."""
+    from .poison import PADDING_POLICIES
+
+    value = os.environ.get(PADDING_VAR, "").strip().lower() or PROGRAM_PADDING
+    if value not in PADDING_POLICIES:
+        raise SystemExit(f"{PADDING_VAR}={value!r}: expected one of "
+                         f"{', '.join(PADDING_POLICIES)}")
+    return value
 
 
 class _EmulatedLaunch:
     """Stands in for ``cuda.tile.launch`` while emulation is on."""
 
-    def __init__(self, sanitize: bool) -> None:
+    def __init__(self, sanitize: bool, padding: str = PROGRAM_PADDING) -> None:
         self.sanitize = sanitize
+        self.padding = padding
         self.__name__ = self.__qualname__ = "launch"
         self.__doc__ = "cuda.tile.launch, running kernels on tile_lab's CPU emulator"
 
@@ -58,7 +79,7 @@ class _EmulatedLaunch:
         args = tuple(kernel_args)
         if not self.sanitize:
             from .runtime import emulate
-            emulate(kernel, grid, args)
+            emulate(kernel, grid, args, padding=self.padding)
             return
         from ..sanitizer import sanitize
         report = sanitize(kernel, grid, args)
@@ -92,18 +113,29 @@ def launch_site(frame: Any) -> str:
 
 # ---- switching ---------------------------------------------------------------------------------
 
-def enable(*, sanitize: bool = False) -> None:
-    """Turn emulation on until :func:`disable` (nested: each enable needs its disable)."""
+def enable(*, sanitize: bool = False, padding: str | None = None) -> None:
+    """Turn emulation on until :func:`disable` (nested: each enable needs its disable).
+    ``padding``: the policy for undetermined lanes (default: ``TILE_LAB_PADDING``, else
+    ``"hardware"``; the sanitize mode always poisons)."""
+    from .tuning import switch_on
+
+    policy = padding_from_env() if padding is None else padding
+    from .poison import PADDING_POLICIES
+
+    if policy not in PADDING_POLICIES:
+        raise ValueError(f"padding must be one of {PADDING_POLICIES}, got {policy!r}")
     with _LOCK:
-        _STACK.append((ct.launch, sanitize))
-        ct.launch = _EmulatedLaunch(sanitize)
+        _STACK.append((ct.launch, sanitize, switch_on()))  # ct.tune runs on the emulator too
+        ct.launch = _EmulatedLaunch(sanitize, policy)
 
 
 def disable() -> None:
     """Undo the last :func:`enable` (no-op when emulation is off)."""
     with _LOCK:
         if _STACK:
-            ct.launch = _STACK.pop()[0]
+            launch, _, undo_tuning = _STACK.pop()
+            undo_tuning()
+            ct.launch = launch
 
 
 def is_enabled() -> bool:
@@ -119,10 +151,12 @@ def mode() -> str | None:
 
 
 @contextlib.contextmanager
-def emulation(*, sanitize: bool = False) -> Iterator[None]:
+def emulation(*, sanitize: bool = False, padding: str | None = None) -> Iterator[None]:
     """Run ``ct.launch`` calls inside this block on the CPU emulator (sanitizing each launch
-    when ``sanitize``). A GPU-only call inside fails with a note saying what to use instead."""
-    enable(sanitize=sanitize)
+    when ``sanitize``). ``padding``: what undetermined lanes hold (``"hardware"`` unless
+    ``TILE_LAB_PADDING`` says otherwise; ``"poison"``, ``"zero"``). A GPU-only call inside
+    fails with a note saying what to use instead."""
+    enable(sanitize=sanitize, padding=padding)
     try:
         yield
     except BaseException as exc:

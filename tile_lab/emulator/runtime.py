@@ -53,9 +53,10 @@ def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
             emulator does not implement.
 
     ``padding``: what lanes padded under ``PaddingMode.UNDETERMINED`` (cuTile's default)
-    hold: ``"poison"`` (NaN for floats, bytes 0xDB for integers), or ``"zero"``. Either way
-    a warning names the load and the store when such lanes reach an output (see
-    ``tile_lab.sanitize`` for the full report).
+    hold: ``"poison"`` (NaN for floats, bytes 0xDB for integers), ``"zero"``, or
+    ``"hardware"`` (zero where the load can be a TMA copy, as TMA fills; poison elsewhere:
+    README "Undetermined lanes"). Whichever, a warning names the load and the store when
+    such lanes reach an output (see ``tile_lab.sanitize`` for the full report).
     """
     _launch(kernel, grid, args, record=False, padding=padding)
 
@@ -82,8 +83,9 @@ def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
 
 def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bool,
             blocks: Sequence[Sequence[int]] | None = None, padding: str = "poison"):
-    if padding not in ("poison", "zero"):
-        raise EmulationError(f"padding must be 'poison' or 'zero', got {padding!r}")
+    if padding not in poison.PADDING_POLICIES:
+        allowed = ", ".join(map(repr, poison.PADDING_POLICIES))
+        raise EmulationError(f"padding must be one of {allowed}, got {padding!r}")
     pyfunc = kernel_function(kernel)
     grid3 = _check_grid(grid)
     typed = gate.check(kernel, args)  # what cuTile's compiler rejects does not run here
@@ -95,7 +97,8 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     recorder: list | None = [] if record else None
     run = state.RunState(grid3, recorder, rebuilder.user_codes)
     run.grid_tiles = tuple(int32(g) for g in grid3)
-    run.poison_values = padding == "poison"
+    run.poison_values = padding != "zero"
+    run.padding = padding
     run.typed = typed
     # cuTile's own device functions that the kernel reaches through an object (a stub in a
     # dict, a user class's method) run emulated too (stubs.py)
@@ -149,7 +152,7 @@ def _probe(fn, converted: list[Any], run: state.RunState, subset, total: int
     """Time a few blocks on copies of the arrays (nothing the user passed is written)."""
     probe = state.RunState(run.grid, [], run.user_codes)
     probe.grid_tiles = run.grid_tiles
-    probe.poison_values = run.poison_values
+    probe.poison_values, probe.padding = run.poison_values, run.padding
     probe.typed = run.typed
     copies = [_copy_arg(a) for a in converted]
     picks = blocks_mod.probe_blocks(total, run.grid, subset)

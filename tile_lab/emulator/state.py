@@ -19,7 +19,7 @@ class RunState:
     """Mutable per-launch state (a stack per thread: launches may nest or run in threads)."""
 
     __slots__ = ("bid", "bid_tiles", "cas_failures", "grid", "grid_tiles", "line_counts",
-                 "mma_recorder", "outside_tiles", "poison_values", "recorder", "typed",
+                 "mma_recorder", "outside_tiles", "padding", "poison_values", "recorder", "typed",
                  "undetermined", "user_codes")
 
     def __init__(self, grid: tuple[int, int, int], recorder, user_codes: set[CodeType]) -> None:
@@ -33,6 +33,7 @@ class RunState:
         self.line_counts: dict[tuple[str, int], int] = {}  # per block: executions of a line
         self.cas_failures: dict[tuple[str, int], int] = {}  # per block: consecutive CAS fails
         self.poison_values = True  # undetermined lanes hold NaN / 0xDB.. (False: zeros)
+        self.padding = "poison"  # the policy (poison.PADDING_POLICIES) that set poison_values
         self.undetermined: list = []  # UndeterminedWrite records (always collected)
         # (file, line) -> (op, arg, tile index, first block, count): tiles entirely outside
         self.outside_tiles: dict[tuple[str, int], tuple] = {}

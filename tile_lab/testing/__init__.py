@@ -17,74 +17,72 @@ GPU checks at import) and switched off when the session ends.
 from __future__ import annotations
 
 import contextlib
-import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+from .activation import (
+    ARCH_VAR,
+    DEFAULT_ARCH,
+    DEVICE_CHOICES,
+    DEVICE_VAR,
+    arch_from_env,
+    device_from_env,
+)
+from .activation import activate as _activate
+from .activation import capability_of as _capability_of
 
-DEVICE_CHOICES = ("auto", "cpu", "cuda")
+if TYPE_CHECKING:
+    import pytest
+
+# pytest is imported inside the hooks only: programs import this package for
+# TILE_LAB_DEVICE (tile_lab/_startup.py) without pytest
+__all__ = ["DEVICE_CHOICES", "activate", "capability_of"]
 _ACTIVE: list[contextlib.ExitStack] = []
+
+
+def _env_device() -> str:
+    try:
+        return device_from_env() or "auto"
+    except ValueError as exc:
+        import pytest
+
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tile_lab", "tile_lab: run cuTile kernels on the CPU emulator")
-    group.addoption("--tile-lab-device", choices=DEVICE_CHOICES,
-                    default=os.environ.get("TILE_LAB_TEST_DEVICE", "auto"),
+    group.addoption("--tile-lab-device", choices=DEVICE_CHOICES, default=_env_device(),
                     help="where torch's 'cuda' tensors live: cpu (CUDA played by the CPU), "
                          "cuda (a real GPU; tensors copied to the host per launch) or auto "
-                         "(cpu unless torch sees a GPU). Env: TILE_LAB_TEST_DEVICE")
-    group.addoption("--tile-lab-arch", default=os.environ.get("TILE_LAB_TEST_ARCH", "sm_90"),
+                         f"(cpu unless torch sees a GPU). Env: {DEVICE_VAR}")
+    group.addoption("--tile-lab-arch", default=arch_from_env(),
                     help="the arch cuTile's and torch's device queries report on the CPU "
-                         "(default sm_90). Env: TILE_LAB_TEST_ARCH")
+                         f"(default {DEFAULT_ARCH}). Env: {ARCH_VAR}")
 
 
 def capability_of(arch: str) -> tuple[int, int]:
     """``"sm_90"`` -> ``(9, 0)``; ``"sm_100a"`` -> ``(10, 0)``."""
-    digits = arch.strip().lower().removeprefix("sm_").rstrip("af")
-    if not digits.isdigit() or len(digits) < 2:
-        raise pytest.UsageError(f"--tile-lab-arch {arch!r}: expected an arch like sm_90")
-    return int(digits[:-1]), int(digits[-1])
-
-
-def _torch_sees_a_gpu() -> bool:
     try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
+        return _capability_of(arch)
+    except ValueError:
+        import pytest
+
+        raise pytest.UsageError(f"--tile-lab-arch {arch!r}: expected an arch like sm_90"
+                                ) from None
 
 
-def activate(device: str = "auto", arch: str = "sm_90") -> contextlib.ExitStack:
-    """Switch emulation (and, for ``device="cpu"``, CUDA on the CPU) on; close the returned
+def activate(device: str = "auto", arch: str = DEFAULT_ARCH) -> contextlib.ExitStack:
+    """Switch emulation on (and, for ``device="cpu"``, CUDA on the CPU); close the returned
     stack to switch everything back. Also usable outside pytest."""
-    if device not in DEVICE_CHOICES:
-        raise ValueError(f"device must be one of {DEVICE_CHOICES}, got {device!r}")
-    stack = contextlib.ExitStack()
-    on_cpu = device == "cpu" or (device == "auto" and not _torch_sees_a_gpu())
-    if on_cpu:
-        from .. import _cutile_compat as compat
-        capability = capability_of(arch)
-        stack.enter_context(compat.emulated_device_queries(capability))
-        from ..signature import constraints_from_args
-        # the compile API (KernelSignature.from_kernel_args, then export_kernel with
-        # tileiras) works without a driver too: constraints from tile_lab's builder
-        stack.enter_context(compat.signatures_without_driver(constraints_from_args))
-        with contextlib.suppress(ImportError):
-            from .torch_cpu import cuda_on_cpu
-            stack.enter_context(cuda_on_cpu(capability))
-    from ..emulator import program
-    if not program.is_enabled():
-        program.enable()
-        stack.callback(program.disable)
-    return stack
+    capability_of(arch)
+    return _activate(device, arch)
 
 
-@pytest.hookimpl(tryfirst=True)
+# no tryfirst needed: pytest's own conftest loading is trylast, so this runs before it
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: Any, args: Any) -> None:
     # Before the suite's conftest.py files import: they ask the GPU for its arch at import.
     ns = early_config.known_args_namespace
     device = getattr(ns, "tile_lab_device", None) or "auto"
-    arch = getattr(ns, "tile_lab_arch", None) or "sm_90"
+    arch = getattr(ns, "tile_lab_arch", None) or DEFAULT_ARCH
     _ACTIVE.append(activate(device, arch))
 
 

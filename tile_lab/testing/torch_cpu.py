@@ -7,6 +7,7 @@ machine without CUDA every one of those fails. :func:`cuda_on_cpu` makes them wo
 * a :class:`torch.overrides.TorchFunctionMode` rewrites every ``device`` that names CUDA
   (``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``) to the CPU, in keyword and positional
   form; ``.cuda()`` and ``.to(<cuda>)`` return a CPU copy, as a host-to-device copy would;
+* products with ``out_dtype=`` (CUDA-only kernels in torch) widen their operands first;
 * ``torch.cuda``'s queries answer for one emulated device (``is_available()`` True,
   ``get_device_capability()`` the emulated arch, ``device_count()`` 1, a name that says it
   is the emulator), and its streams, events and ``synchronize()`` are host-side stand-ins
@@ -58,10 +59,25 @@ class _CudaArgumentsToCpu(TorchFunctionMode):
         if func is torch.Tensor.to and any(_names_cuda(a) for a in args[1:]):
             args = (args[0], *(_on_cpu(a) for a in args[1:]))
             copy = True
-        result = func(*args, **kwargs)
+        try:
+            result = func(*args, **kwargs)
+        except NotImplementedError:
+            if "out_dtype" not in kwargs:
+                raise
+            result = _wide_product(func, args, kwargs)
         if copy and result is args[0]:
             return result.clone()  # a move to "the GPU" is a copy, never an alias
         return result
+
+
+def _wide_product(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``torch.mm(a, b, out_dtype=torch.float32)`` and kin exist only as CUDA kernels: on the
+    CPU the operands are widened to ``out_dtype`` first, which is what accumulating in it does
+    (up to summation order)."""
+    out_dtype = kwargs.pop("out_dtype")
+    wide = tuple(a.to(out_dtype) if isinstance(a, torch.Tensor) and a.is_floating_point()
+                 else a for a in args)
+    return func(*wide, **kwargs).to(out_dtype)
 
 
 class _Stream:
@@ -103,7 +119,7 @@ class _Event:
     """``torch.cuda.Event`` on the host; ``elapsed_time`` is host wall time in ms."""
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False,
-                 interprocess: bool = False) -> None:
+                 interprocess: bool = False, **_: Any) -> None:  # external=, newer flags
         self._at: float | None = None
 
     def record(self, stream: Any = None) -> None:
