@@ -295,6 +295,20 @@ def test_runner_sanitize_exit_status_says_whether_anything_was_found(tmp_path):
     assert "no problems found" in clean.stdout
 
 
+def test_env_var_sanitize_exit_status_matches_the_runner(tmp_path):
+    # TILE_LAB_EMULATE=sanitize printed the findings and exited 0; the README says 3
+    env = {"TILE_LAB_EMULATE": "sanitize"}
+    found = _run(RACE + "open('kept.txt', 'w').write('kept')\n", env=env, tmp_path=tmp_path)
+    assert found.returncode == 3, found.stderr
+    assert "ran" in found.stdout and "write_race" in found.stdout
+    assert "TILE_LAB_EMULATE=sanitize: 1 launch with findings (exit status 3)" in found.stderr
+    assert (tmp_path / "kept.txt").read_text() == "kept"  # an unclosed file is still flushed
+    # the program's own failure keeps its status
+    assert _run(RACE + "import sys; sys.exit(5)\n", env=env, tmp_path=tmp_path).returncode == 5
+    failed = _run(RACE + "raise ValueError('boom')\n", env=env, tmp_path=tmp_path)
+    assert failed.returncode == 1 and "ValueError: boom" in failed.stderr
+
+
 def test_runner_tracebacks_start_at_the_script(tmp_path):
     done = _run("x = 1\nraise ValueError('boom')\n", module=True, tmp_path=tmp_path)
     assert done.returncode == 1
