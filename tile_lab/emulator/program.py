@@ -241,9 +241,11 @@ def _chain_excepthook() -> None:
 
     def hook(kind, value, tb):
         from ..errors import TileLabError
+        from .blocks import EmulationInterrupted
 
         _FAILED[0] = True
-        if isinstance(value, TileLabError):  # the kernel line with a caret, not our stack
+        if isinstance(value, (TileLabError, EmulationInterrupted)):  # the kernel line with a
+            # caret, not our stack (Python still ends a Ctrl-C'd program by SIGINT)
             print(format_program_error(value), file=sys.stderr)
             return
         add_gpu_note(value)
@@ -257,8 +259,9 @@ def format_program_error(exc: BaseException) -> str:
     caret, the hint, and the program line that launched the kernel. Other errors: Python's
     traceback (with a note for GPU-only calls)."""
     from ..errors import TileLabError
+    from .blocks import EmulationInterrupted
 
-    if not isinstance(exc, TileLabError):
+    if not isinstance(exc, (TileLabError, EmulationInterrupted)):
         add_gpu_note(exc)
         return "".join(traceback.format_exception(exc)).rstrip()
     text = exc.render(file_line=True)
@@ -287,7 +290,7 @@ USAGE = ("usage: python -m tile_lab.emulator [--sanitize] script.py [args...]\n"
 def run_script(argv: Sequence[str]) -> int:
     """``python -m tile_lab.emulator [--sanitize] script.py [args...]``. Exit status: the
     script's; 1 when it raised (tile_lab errors print the kernel line with a caret); 2 for a
-    usage mistake (one line); 3 with ``--sanitize`` when a launch had findings."""
+    usage mistake (one line); 3 with ``--sanitize`` when a launch had findings; 130 after Ctrl-C."""
     import runpy
 
     args = list(argv)
@@ -323,7 +326,7 @@ def run_script(argv: Sequence[str]) -> int:
             tb = tb.tb_next
         print(format_program_error(exc.with_traceback(tb or exc.__traceback__)),
               file=sys.stderr)
-        return 1
+        return 130 if isinstance(exc, KeyboardInterrupt) else 1  # the shell's Ctrl-C status
     finally:
         disable()
     return _sanitize_status(sanitize, found_before)
