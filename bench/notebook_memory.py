@@ -11,15 +11,22 @@ run it); a cell appended to it reads, from inside the kernel:
     python bench/notebook_memory.py                  # every notebook, a markdown table
     python bench/notebook_memory.py 02 11 --json out.json
 
-Linux only (``/proc``). The numbers depend on the machine only through the libraries loaded;
-the notebooks run on the CPU (the emulator) where there is no GPU.
+Each kernel starts with an empty cache of cuTile's verdicts (``TILE_LAB_FRONTEND_CACHE`` set
+to a fresh folder), as a first visit to Binder does: with the cache warm, cuTile's compiler
+is skipped and the kernel stays far smaller. ``--binder`` also hides torch from the kernel
+(``sys.modules['torch'] = None``): Binder's environment (``binder/``) has no torch, and
+cuTile's compiler imports it, when installed, to recognise torch dtypes.
+
+Linux only (``/proc``). The notebooks run on the CPU (the emulator) where there is no GPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,13 +47,20 @@ print('TILE_LAB_MEMORY', _json.dumps({
 """
 
 
-def measure(path: Path, timeout: int = 900) -> dict:
+NO_TORCH = "import sys as _sys\n_sys.modules['torch'] = None  # as on Binder: no torch\n"
+
+
+def measure(path: Path, *, binder: bool = False, timeout: int = 900) -> dict:
     """Run ``path`` in a fresh kernel; its peak memory and how long it ran."""
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+    if binder:
+        nb.cells.insert(0, nbformat.v4.new_code_cell(NO_TORCH))
     started = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    with tempfile.TemporaryDirectory(prefix="tile_lab_frontend_") as cache:
+        os.environ["TILE_LAB_FRONTEND_CACHE"] = cache  # the kernel inherits it
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     seconds = time.perf_counter() - started
     text = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
     line = next(ln for ln in text.splitlines() if ln.startswith("TILE_LAB_MEMORY "))
@@ -73,13 +87,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="notebook number prefixes (default: all)")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--binder", action="store_true", help="hide torch, as on Binder")
     ns = ap.parse_args()
     paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if ns.names:
         paths = [p for p in paths if any(p.name.startswith(n) for n in ns.names)]
     rows = []
     for p in paths:
-        row = measure(p)
+        row = measure(p, binder=ns.binder)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     print(table(rows))

@@ -284,6 +284,20 @@ def test_coverage_exactly_once_for_a_correct_kernel():
     assert d.geometry.panel("a", "read").heatmap.count((9, 6)) == 1
 
 
+def test_coverage_legend_names_the_dotted_band_past_a_ragged_edge():
+    # the dotted area outside the array (notebook 02) was drawn but not in the legend
+    ragged = diagram(ragged_copy(), view="coverage")
+    assert ragged.geometry.panel("c", "write").padding_area()
+    assert ">tile extent beyond the array</text>" in ragged.svg
+    assert ">tile extent beyond the array</text>" in diagram(ragged_copy(), view="order").svg
+
+    def body(b):
+        yield ("store", "c", 6, 0, b[:1], (4,))
+
+    even = diagram(make_trace("even", (2,), [("c", (8,))], body), view="coverage")
+    assert "tile extent beyond the array" not in even.svg
+
+
 def test_coverage_calls_out_double_writes_and_uncovered_elements():
     # seeded bugs: block (1, 0) also stores block (0, 0)'s tile; the grid misses column tile 1
     def body(b):

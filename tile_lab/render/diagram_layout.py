@@ -531,6 +531,11 @@ def _legend(g: Geometry, x: float, y: float) -> tuple[list, float, float]:
                ("b<id>·<iteration> ×<visits>", Style(stroke=INK, stroke_opacity=0.5))]
     else:
         return out, width, y
+    if g.view in ("coverage", "order") and any(p.padding_area() for p in g.panels):
+        # the dotted band the panels draw past a ragged edge (the block views name their
+        # padded and discarded lanes instead)
+        key.append(("tile extent beyond the array", Style(stroke=INK, stroke_opacity=0.5,
+                                                          dash="3 2", hatch="dots")))
     y += 20
     kx = x
     for label, style in key:
