@@ -733,3 +733,30 @@ def test_legend_cuts_long_lines_at_a_word_with_an_ellipsis():
 def test_svg_scales_down_in_a_narrow_container():
     d = partition((10, 16), (2, 4))
     assert 'style="max-width:100%;height:auto"' in d.svg
+
+
+def test_a_no_tma_reason_is_shown_whole_wrapped_and_ticks_are_legible():
+    # notebook 11: the compiler's reason was cut at "(TMA's…"; margin labels and "i0" at
+    # 8 px read as "8" / "i8"
+    from pathlib import Path
+
+    from kernels_inspect import gemm
+
+    from tile_lab.artifacts import Inspection
+    from tile_lab.render.tma import tma_report
+
+    fixture = Path(__file__).parent / "fixtures" / "tma_gemm_k1004_sm_90.json"
+    a, b = np.ones((64, 96), np.float16), np.ones((96, 64), np.float16)
+    tr = tile_lab.trace(gemm, (1, 1, 1), (a, b, np.zeros((64, 64), np.float32), 64, 64, 32))
+    d = diagram(tr, tma=tma_report(Inspection.from_json(fixture.read_text())))
+    [note] = [e.tma_note for e in d.geometry.legend if e.tma is False]
+    assert len(note) > 110  # long enough to have been cut
+    root = ET.fromstring(d.svg)
+    texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    start = next(i for i, t in enumerate(texts) if t.startswith("↳ "))
+    lines = [texts[start][2:]] + [t[2:] for t in texts[start + 1:] if t.startswith("  ")]
+    assert " ".join(lines) == " ".join(note.split()) and "…" not in "".join(lines)
+    assert len(lines) > 1 and all(len(ln) <= 100 for ln in lines)
+    sizes = {float(t.get("font-size")) for t in root.iter("{http://www.w3.org/2000/svg}text")
+             if re.fullmatch(r"i?\d+", t.text or "")}
+    assert sizes and min(sizes) >= 9
