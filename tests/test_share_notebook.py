@@ -136,9 +136,15 @@ def test_a_notebook_without_views_is_refused_saying_why(tmp_path):
     pictures = _notebook(tmp_path / "pics.ipynb", [
         _cell({"image/svg+xml": picture._repr_svg_(), "text/html": picture._repr_html_()})])
     with pytest.raises(FileFormatError, match=r"its 1 outputs hold no tile_lab inspect or "
-                                              r"profile view \(1 are tile_lab pictures"):
+                                              r"profile view \(1 of them a tile_lab picture"):
         export_notebook(pictures)
     assert not list(tmp_path.glob("*.html"))
+    mixed = _notebook(tmp_path / "mixed.ipynb", [
+        _cell(_vadd()._repr_mimebundle_()),
+        _cell({"image/svg+xml": picture._repr_svg_(), "text/html": picture._repr_html_()})])
+    assert export_notebook(mixed).summary().endswith(
+        "1 tile_lab view; 1 other outputs left out (not tile_lab data, 1 of them a tile_lab "
+        "picture: tile_lab.export(...) in the running notebook exports them)")
     done = subprocess.run([sys.executable, "-m", "tile_lab", "export", str(blank)],
                           capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)},
                           timeout=300)

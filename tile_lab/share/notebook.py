@@ -36,11 +36,18 @@ class NotebookExport:
     path: Path
     views: int
     skipped_outputs: int
+    pictures: int = 0  # of the skipped outputs, tile_lab diagrams and pictures (SVG)
 
     def summary(self) -> str:
+        pics = (f", {_pictures(self.pictures)}: tile_lab.export(...) in the running notebook "
+                "exports them" if self.pictures else "")
         return (f"wrote {self.path}: {self.views} tile_lab view{'s' * (self.views != 1)}"
-                + (f"; {self.skipped_outputs} other outputs left out (not tile_lab data)"
-                   if self.skipped_outputs else ""))
+                + (f"; {self.skipped_outputs} other outputs left out (not tile_lab data"
+                   f"{pics})" if self.skipped_outputs else ""))
+
+
+def _pictures(n: int) -> str:
+    return "1 of them a tile_lab picture" if n == 1 else f"{n} of them tile_lab pictures"
 
 
 def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None = None, *,
@@ -97,14 +104,13 @@ def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None =
         why = ("none of its cells has an output: it was saved without running (run it in "
                "Jupyter, save it, then export)" if not ran else
                f"its {skipped} outputs hold no tile_lab inspect or profile view"
-               + (f" ({pictures} are tile_lab pictures, drawn as SVG: export those with "
+               + (f" ({_pictures(pictures)}, drawn as SVG: export those with "
                   "tile_lab.export(...) in the running notebook)" if pictures else ""))
         raise FileFormatError(f"{name!r} has no tile_lab views to export: {why}",
                               hint="nothing was written")
     if skipped:
-        which = (f", {pictures} of them tile_lab diagrams or pictures (SVG in the notebook: "
-                 "tile_lab.export(...) in the running notebook exports them)"
-                 if pictures else "")
+        which = (f", {_pictures(pictures)} (SVG in the notebook: tile_lab.export(...) in "
+                 "the running notebook exports them)" if pictures else "")
         sections.append(("left out", note_html(
             f"{skipped} other outputs (HTML, SVG, images, text){which} are left out: a "
             "notebook's markup is never copied into this page. Diagrams and measurements "
@@ -116,7 +122,7 @@ def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None =
                                 meta=f"exported by tile_lab {__version__} from {src.name}"),
                       encoding="utf-8")
     views = len([s for s in sections if s[0] != "left out"])
-    return NotebookExport(target, views, skipped)
+    return NotebookExport(target, views, skipped, pictures)
 
 
 def _tile_lab_picture(data: dict[str, Any]) -> bool:
