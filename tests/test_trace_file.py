@@ -54,7 +54,7 @@ def _same(a: tile_lab.Trace, b: tile_lab.Trace) -> None:
 
 def test_notebook4_gemm_reloads_and_redraws_identically(gemm_trace, tmp_path):
     path = tmp_path / "gemm.tltrace"
-    gemm_trace.save(path)
+    assert gemm_trace.save(str(path)) == path  # the path written, to chain (it was None)
     again = tile_lab.load_trace(path)
     _same(gemm_trace, again)
     for kwargs in ({"block": (1, 2), "view": "gemm"}, {"view": "coverage"},

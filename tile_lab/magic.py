@@ -118,6 +118,20 @@ class TileMagics(Magics):
         "emulate", help="what --launch does without a GPU: 'emulate' (run on the CPU "
                         "emulator, with a notice) or 'error'").tag(config=True)
 
+    @validate("arch")
+    def _valid_arch(self, proposal: Any) -> str:
+        # checked when %config sets it: a bad value must not wait for the next cell to fail
+        # there without saying where it came from
+        value = proposal["value"]
+        if value.strip():
+            from ._inspect import resolve_arch
+
+            try:
+                resolve_arch(value)
+            except CompileError as exc:
+                raise TraitError(f"TileMagics.arch: {exc.message}; {exc.hint}") from None
+        return value
+
     @validate("show")
     def _valid_show(self, proposal: Any) -> str:
         value = proposal["value"]

@@ -10,9 +10,10 @@ Three switches, all scoped (cuda.tile is never patched just because tile_lab is 
   tile_lab.emulator [--sanitize] script.py [args]``.
 
 In both program modes a tile_lab error prints like in a notebook (message, ``file:line``, the
-kernel line, a caret, the hint) plus the program line that launched the kernel; the runner's
-exit status is 3 under ``--sanitize`` when a launch had findings, 2 for a usage mistake (a
-missing script: one line), and an unknown ``TILE_LAB_EMULATE`` value is a one-line error.
+kernel line, a caret, the hint) plus the program line that launched the kernel; the exit
+status is 3 under ``--sanitize`` (or ``=sanitize``) when a launch had findings, 2 for a usage
+mistake (a missing script: one line), and an unknown ``TILE_LAB_EMULATE`` value is a one-line
+error.
 
 While on, ``cuda.tile.launch(stream, grid, kernel, args)`` runs ``kernel`` on the emulator, and
 so do the launches ``ct.tune.exhaustive_search`` makes (untimed: ``tuning.py``):
@@ -187,7 +188,56 @@ def install_from_env() -> bool:
         return False
     enable(sanitize=mode == "sanitize")
     _chain_excepthook()
+    if mode == "sanitize":
+        _exit_3_on_findings()
     return True
+
+
+_FAILED = [False]  # an uncaught error ended the program (its exit status 1 is kept)
+
+
+def _exit_3_on_findings() -> None:
+    """``TILE_LAB_EMULATE=sanitize``: end with status 3, like ``python -m tile_lab.emulator
+    --sanitize``, when a launch had findings and the program itself ended well (status 0).
+
+    Python offers no hook that changes the exit status of a program it did not start, and an
+    atexit function cannot see it: so ``sys.exit`` records a non-zero status, the excepthook
+    an uncaught error, and at exit, when neither happened and a launch had findings, the
+    remaining exit functions run, every open file is flushed, and the process ends with 3."""
+    import atexit
+
+    real_exit = sys.exit
+
+    def exit(status: object = None) -> None:
+        _EXIT_STATUS[0] = status
+        real_exit(status)
+
+    exit.__doc__ = real_exit.__doc__
+    sys.exit = exit
+    atexit.register(_at_exit)
+
+
+_EXIT_STATUS: list[object] = [None]
+
+
+def _at_exit() -> None:
+    import atexit
+    import gc
+    import io
+
+    found, status = _FOUND[0], _EXIT_STATUS[0]
+    if not found or _FAILED[0] or status not in (None, 0):
+        return
+    print(f"TILE_LAB_EMULATE=sanitize: {found} launch{'es' if found > 1 else ''} with "
+          "findings (exit status 3)", file=sys.stderr)
+    atexit.unregister(_at_exit)
+    atexit._run_exitfuncs()  # the program's own exit functions (registered before us) still run
+    for obj in gc.get_objects():  # what interpreter shutdown would flush, os._exit does not
+        if isinstance(obj, io.IOBase):
+            with contextlib.suppress(Exception):
+                if not obj.closed:
+                    obj.flush()
+    os._exit(3)
 
 
 # ---- GPU-only calls ----------------------------------------------------------------------------
@@ -225,8 +275,11 @@ def _chain_excepthook() -> None:
 
     def hook(kind, value, tb):
         from ..errors import TileLabError
+        from .blocks import EmulationInterrupted
 
-        if isinstance(value, TileLabError):  # the kernel line with a caret, not our stack
+        _FAILED[0] = True
+        if isinstance(value, (TileLabError, EmulationInterrupted)):  # the kernel line with a
+            # caret, not our stack (Python still ends a Ctrl-C'd program by SIGINT)
             print(format_program_error(value), file=sys.stderr)
             return
         add_gpu_note(value)
@@ -240,8 +293,9 @@ def format_program_error(exc: BaseException) -> str:
     caret, the hint, and the program line that launched the kernel. Other errors: Python's
     traceback (with a note for GPU-only calls)."""
     from ..errors import TileLabError
+    from .blocks import EmulationInterrupted
 
-    if not isinstance(exc, TileLabError):
+    if not isinstance(exc, (TileLabError, EmulationInterrupted)):
         add_gpu_note(exc)
         return "".join(traceback.format_exception(exc)).rstrip()
     text = exc.render(file_line=True)
@@ -270,7 +324,7 @@ USAGE = ("usage: python -m tile_lab.emulator [--sanitize] script.py [args...]\n"
 def run_script(argv: Sequence[str]) -> int:
     """``python -m tile_lab.emulator [--sanitize] script.py [args...]``. Exit status: the
     script's; 1 when it raised (tile_lab errors print the kernel line with a caret); 2 for a
-    usage mistake (one line); 3 with ``--sanitize`` when a launch had findings."""
+    usage mistake (one line); 3 with ``--sanitize`` when a launch had findings; 130 after Ctrl-C."""
     import runpy
 
     args = list(argv)
@@ -306,7 +360,7 @@ def run_script(argv: Sequence[str]) -> int:
             tb = tb.tb_next
         print(format_program_error(exc.with_traceback(tb or exc.__traceback__)),
               file=sys.stderr)
-        return 1
+        return 130 if isinstance(exc, KeyboardInterrupt) else 1  # the shell's Ctrl-C status
     finally:
         disable()
     return _sanitize_status(sanitize, found_before)
