@@ -84,11 +84,26 @@ def gpu_present(python: str) -> bool:
         return False
 
 
+def suite_config(suite: Path, scratch: Path) -> Path:
+    """The pytest config the suite runs under: its checkout's own ``pytest.ini`` (markers,
+    file patterns), else an empty one, never a config pytest would find further up (a copy of
+    the suite inside another project would run under that project's warning filters)."""
+    own = suite.parent / "pytest.ini"
+    if own.is_file():
+        return own
+    empty = scratch / "pytest.ini"
+    empty.write_text("[pytest]\n")
+    return empty
+
+
 def pytest_command(python: str, files: list[str], junit: Path, *, emulated: bool,
-                   device: str, workers: int, timeout: int, keyword: str | None) -> list[str]:
+                   device: str, workers: int, timeout: int, keyword: str | None,
+                   config: Path | None = None) -> list[str]:
     cmd = [python, "-m", "pytest", *files, "-q", "-o", "addopts=", "-p", "no:cacheprovider",
            "--continue-on-collection-errors", "--timeout", str(timeout),
            f"--junitxml={junit}", "-o", "junit_family=xunit1"]
+    if config is not None:
+        cmd += ["-c", str(config), "--rootdir", "."]  # run from the suite's folder
     if workers > 0:
         cmd += ["-n", str(workers)]
     if keyword:
@@ -111,7 +126,8 @@ def run_once(suite: Path, files: list[str], *, python: str, emulated: bool, devi
     with tempfile.TemporaryDirectory(prefix="peer_suite_") as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = pytest_command(python, files, junit, emulated=emulated, device=device,
-                             workers=workers, timeout=timeout, keyword=keyword)
+                             workers=workers, timeout=timeout, keyword=keyword,
+                             config=suite_config(suite, Path(tmp)))
         started, cpu_before = time.perf_counter(), _children_cpu()
         proc = subprocess.run(cmd, cwd=suite, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - started
@@ -137,10 +153,14 @@ def _children_cpu() -> float:
 # ---- junit XML -------------------------------------------------------------------------------
 
 def test_id(classname: str, name: str) -> str:
-    """``test_copy.TestX`` + ``test_a[p]`` -> ``test_copy.py::TestX::test_a[p]``."""
-    module, _, rest = classname.partition(".")
-    parts = [f"{module}.py" if module else "<collection>", *filter(None, rest.split(".")), name]
-    return "::".join(parts)
+    """``test_copy.TestX`` + ``test_a[p]`` -> ``test_copy.py::TestX::test_a[p]``; folders
+    above the test module (``test.test_copy``, ``.peer.test.test_copy``: a rootdir above the
+    suite) are dropped, so runs from different rootdirs compare."""
+    dotted = [p for p in classname.split(".") if p]
+    first = next((i for i, p in enumerate(dotted) if p.startswith(("test_", "bench_"))), None)
+    if first is None:
+        return "::".join(["<collection>", *dotted, name])
+    return "::".join([f"{dotted[first]}.py", *dotted[first + 1:], name])
 
 
 def first_line(text: str | None) -> str:

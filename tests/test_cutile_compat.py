@@ -178,3 +178,15 @@ def test_signatures_without_driver_builds_cutiles_signature_on_the_cpu():
     assert "_tuple_params" in sig.symbol
     assert sig.parameters[1].items[1].value == 2  # the Constant item: a compile-time value
     compat.check_frontend(_tuple_params, sig)  # cuTile's front end accepts it
+
+
+def test_a_device_array_whose_interface_raises_keyerror_is_not_a_host_array():
+    # torch (2.11) answers __cuda_array_interface__ of a CUDA float8 tensor with KeyError
+    class Float8OnCuda:
+        device = type("Device", (), {"type": "cuda"})()
+
+        @property
+        def __cuda_array_interface__(self):
+            raise KeyError("torch.float8_e4m3fn")
+
+    assert compat._host_array((Float8OnCuda(),)) is False

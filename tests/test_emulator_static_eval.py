@@ -178,3 +178,20 @@ def test_dataclass_methods_run_emulated():
     tile_lab.emulate(use_methods, (1,), (x,))
     assert x.tolist() == [5, 40, 7, 9]
     assert type(Scaled(x, 1)) is Scaled  # the user's class itself is untouched
+
+
+# ---- a tile shape read from a constant-bound slice -----------------------------------------
+
+@ct.kernel
+def copy_first_half(src, dst):
+    head = src.slice(axis=0, start=0, stop=8)
+    n = head.shape[0]  # cuTile folds it to 8: a compile-time shape
+    ct.store(dst, index=(0,), tile=ct.load(head, index=(0,), shape=(n,)))
+
+
+def test_a_slice_extent_folded_by_cutile_is_a_tile_shape():
+    src = np.arange(16, dtype=np.float32)
+    dst = np.zeros(16, np.float32)
+    for _ in range(2):  # the second launch reads the shape cache the first one filled
+        tile_lab.emulate(copy_first_half, (1,), (src, dst))
+    assert (dst[:8] == src[:8]).all() and (dst[8:] == 0).all()

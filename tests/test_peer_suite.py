@@ -120,3 +120,21 @@ def test_an_emulated_run_of_our_own_small_suite_on_the_cpu(tmp_path):
 def test_a_folder_that_is_no_suite_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="not a cutile-python checkout"):
         peer_suite.test_dir(tmp_path)
+
+
+def test_test_ids_compare_across_rootdirs():
+    # the same test reported from the suite's folder, from its checkout, from a project above
+    ids = {peer_suite.test_id(c, "test_a[p]") for c in
+           ("test_copy.TestX", "test.test_copy.TestX", ".peer.test.test_copy.TestX")}
+    assert ids == {"test_copy.py::TestX::test_a[p]"}
+
+
+def test_a_suite_runs_under_its_own_config_never_one_found_above(tmp_path):
+    checkout = tmp_path / "checkout"
+    (checkout / "test").mkdir(parents=True)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    empty = peer_suite.suite_config(checkout / "test", scratch)
+    assert empty.parent == scratch and empty.read_text() == "[pytest]\n"
+    (checkout / "pytest.ini").write_text("[pytest]\nmarkers = use_mlir\n")
+    assert peer_suite.suite_config(checkout / "test", scratch) == checkout / "pytest.ini"

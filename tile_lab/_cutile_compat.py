@@ -369,10 +369,11 @@ def native_dtype(value: Any) -> Any:
 def _host_array(value: Any) -> bool:
     if isinstance(value, (tuple, list)):
         return any(_host_array(v) for v in value)
-    if hasattr(value, "__cuda_array_interface__"):
-        return False
     device = getattr(value, "device", None)
     if getattr(device, "type", None) == "cuda":
+        return False  # asked first: torch's CUDA float8 tensors raise KeyError, not
+        # AttributeError, for __cuda_array_interface__ (so hasattr does not answer)
+    if hasattr(value, "__cuda_array_interface__"):
         return False
     return hasattr(value, "__array_interface__") or hasattr(value, "__dlpack__")
 

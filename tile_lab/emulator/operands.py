@@ -6,6 +6,8 @@ sits just above ``tile.py`` (a tile is never a constant).
 
 from __future__ import annotations
 
+import contextlib
+
 from typing import Any
 
 import numpy as np
@@ -47,7 +49,8 @@ def const_shape(shape: Any, what: str, *, allow_empty: bool = True,
                 raise kernel_error(f"{what} {out}: every dimension of a tile must be a power "
                                    f"of two, got {d}")
         if allow_empty and isinstance(shape, (tuple, int)):
-            VALID_SHAPES[shape] = out
+            with contextlib.suppress(TypeError):  # a folded 0-d tile in it: not cached
+                VALID_SHAPES[shape] = out
     return out
 
 
