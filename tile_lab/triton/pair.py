@@ -19,6 +19,7 @@ import numpy as np
 from ..artifacts import Inspection
 from ..errors import ArgumentTypeError
 from ..parity import Budget, CrossCheck
+from ._require import require_triton
 from .build import compile_triton, triton_arch
 from .kernel import jit_function, param_names
 from .resources import Resources, cubin_resources, instruction_mix
@@ -157,6 +158,7 @@ def compare_triton(triton_kernel: Any, cutile_kernel: Any, *, args: Sequence[Any
     from .interpret import run_triton_cpu
     from .outputs import check_pair_arrays, compare_runs, triton_sites
 
+    require_triton("tile_lab.compare of a Triton kernel and a cuTile kernel")
     tk = jit_function(triton_kernel, "tile_lab.compare: argument 1 (the Triton kernel)")
     ck = cutile_kernel_of(cutile_kernel, "tile_lab.compare: argument 2 (the cuTile kernel)")
     c_args = args if cutile_args is None else cutile_args
