@@ -11,6 +11,7 @@ on the CPU, and compile again.
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -26,8 +27,27 @@ __all__ = ["interpreting", "run_triton_cpu"]
 def _patched_objects(kernel: Any) -> list[Any]:
     import triton.language as tl
 
-    return [tl, tl.core, tl.math, tl.tensor, tl.core.tensor, tl.dtype,
+    return [tl, tl.core, tl.math, tl.standard, tl.tensor, tl.core.tensor, tl.dtype,
             tl.core.tensor_descriptor_base]
+
+
+def _interpret_jit_helpers(objs: list[Any], fn_globals: dict[str, Any], kernel: Any,
+                           interpreted: Any) -> dict[str, Any]:
+    """Swap every ``@triton.jit`` helper the kernel may call (``tl.max``, ``tl.softmax``, the
+    user's own) for its interpreted version, as ``TRITON_INTERPRET=1`` at import would have
+    made it; returns the user globals replaced (the modules are restored from their snapshot)."""
+    from .kernel import is_triton_kernel
+
+    for mod in objs:
+        if isinstance(mod, type):
+            continue
+        for name, value in list(vars(mod).items()):
+            if is_triton_kernel(value):
+                setattr(mod, name, interpreted(value.fn))
+    replaced = {k: v for k, v in fn_globals.items() if is_triton_kernel(v) and v is not kernel}
+    for k, v in replaced.items():
+        fn_globals[k] = interpreted(v.fn)
+    return replaced
 
 
 @contextlib.contextmanager
@@ -36,13 +56,24 @@ def interpreting(kernel: Any) -> Iterator[Any]:
     kernel's globals are as they were before."""
     from triton.runtime.interpreter import InterpretedFunction
 
+    # Triton imports Gluon lazily on a first launch, and Gluon checks at import that
+    # tl.standard's helpers are JITFunctions: import it before they are swapped below
+    with contextlib.suppress(ImportError):
+        importlib.import_module("triton.experimental.gluon.nvidia.hopper")
     objs = list({id(o): o for o in _patched_objects(kernel)}.values())
     saved = [dict(vars(o)) for o in objs]
     fn_globals = kernel.fn.__globals__
     global_keys = set(fn_globals)
+    replaced: dict[str, Any] = {}
+    interp_mod = importlib.import_module("triton.runtime.interpreter")
+    patch_tensor = interp_mod._patch_lang_tensor
     try:
+        replaced = _interpret_jit_helpers(objs, fn_globals, kernel, InterpretedFunction)
+        interp_mod._patch_lang_tensor = _index_fix(patch_tensor)
         yield InterpretedFunction(kernel.fn)
     finally:
+        interp_mod._patch_lang_tensor = patch_tensor
+        fn_globals.update(replaced)
         for obj, before in zip(objs, saved):
             for name in [k for k in vars(obj) if k not in before]:
                 delattr(obj, name)
@@ -57,6 +88,17 @@ def interpreting(kernel: Any) -> Iterator[Any]:
 
 
 _MISSING = object()
+
+
+def _index_fix(patch_tensor: Any) -> Any:
+    """Triton 3.5's interpreter turns a scalar into an int with ``int(array)``, which NumPy
+    >= 2.4 refuses for its one-element 1-D arrays (``range(0, K, BK)`` over a runtime ``K``
+    fails); ``.item()`` reads the same value on every NumPy."""
+    def patched(tensor: Any) -> None:
+        patch_tensor(tensor)
+        tensor.__index__ = lambda self: int(self.handle.data.item())
+
+    return patched
 
 
 def _to_torch(torch: Any, value: Any) -> Any:
