@@ -69,7 +69,11 @@ def _location(kernel: Any, err: Any) -> SourceLocation | None:
     line = def_line + node.lineno - 1
     lines = source.splitlines()
     text = lines[line - first] if 0 <= line - first < len(lines) else None
-    return SourceLocation(filename, line, getattr(node, "col_offset", None), text)
+    col = getattr(node, "col_offset", None)
+    if col is not None:  # Triton parses the dedented function: add the def's indentation back
+        def_text = lines[def_line - first]
+        col += len(def_text) - len(def_text.lstrip())
+    return SourceLocation(filename, line, col, text)
 
 
 def _compile_error(kernel: Any, err: Exception) -> CompileError:
@@ -88,7 +92,12 @@ def _mlir_stage(name: str, text: str, filename: str) -> StageText:
     from ..compile import tileir_stage  # Tile IR and Triton's IRs are MLIR with the same locs
 
     st = tileir_stage(text, filename)
-    return StageText(name, st.text, st.line_map)
+    # the loc parser drops every "#alias = ..." line (Tile IR's are all locations); TTGIR's
+    # "#blocked = #ttg.blocked<...>" layouts are what that stage is read for: keep them
+    layouts = [t for t in text.splitlines()
+               if t.startswith("#") and not t.startswith("#loc") and " = " in t]
+    return StageText(name, "\n".join([*layouts, st.text]),
+                     (None,) * len(layouts) + st.line_map)
 
 
 _CACHE: dict[tuple[Any, ...], TritonBuild] = {}
