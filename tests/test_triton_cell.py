@@ -82,7 +82,7 @@ def test_compile_error_at_the_cell_line(shell, capsys):
 def test_not_a_triton_kernel(shell, capsys):
     cell = ("%%tile " + SIG + "\nimport cuda.tile as ct\n\n@ct.kernel\n"
             "def ct_only(a, TILE: ct.Constant[int]):\n    pass\n")
-    err, out = run_failing(shell, capsys, cell)
+    err, _out = run_failing(shell, capsys, cell)
     assert isinstance(err, CompileError)
     assert "the cell defines no @triton.jit kernel" in err.message
     assert "ct_only is a cuTile kernel" in err.hint and err.location.line == 1
@@ -97,7 +97,7 @@ def test_refused_options(shell, capsys, extra, words):
 
 
 def test_bad_sig_item_is_pointed_at(shell, capsys):
-    err, out = run_failing(shell, capsys, '%%tile --lang triton --sig "*fp32, *fp32, *f32, '
+    err, _out = run_failing(shell, capsys, '%%tile --lang triton --sig "*fp32, *fp32, *f32, '
                                           'i32, 256"\n' + ADD)
     assert "spec item 3" in err.message and err.location.line == 1
 

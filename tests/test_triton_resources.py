@@ -19,8 +19,7 @@ def gemm():
     from tile_lab.examples.triton_ports import matmul_kernel
     from tile_lab.triton import compile_triton
 
-    return compile_triton(matmul_kernel, "*fp16, *fp16, *fp32, i32, i32, i32, i32, i32, i32, "
-                                         "64, 64, 32")
+    return compile_triton(matmul_kernel, "*fp16, *fp16, *fp32, i32, i32, i32, 64, 64, 32")
 
 
 def _cuobjdump() -> Path | None:

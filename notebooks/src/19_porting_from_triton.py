@@ -198,7 +198,7 @@ show_pair(smax)
 # ## 3 · Tiled GEMM
 #
 # Here the languages differ most. Triton builds a **grid of pointers** for the A and B tiles
-# (`offs_m[:, None] * stride_am + offs_k[None, :]`), masks both edges, and walks K by bumping the
+# (`offs_m[:, None] * K + offs_k[None, :]`), masks both edges, and walks K by bumping the
 # pointers (`a_ptrs += BK`). cuTile asks for **tile `(bm, k)` of A** and **tile `(k, bn)` of B**:
 # the array's shape and strides are the array's business, and `padding_mode=ZERO` pads the
 # ragged edges with zeros, which add nothing to the sum (what Triton's `other=0.0` does).
@@ -206,21 +206,22 @@ show_pair(smax)
 # accumulator.
 
 # %%
-%%tile --lang triton --sig "*fp16, *fp16, *fp32, i32, i32, i32, i32, i32, i32, 64, 64, 32" --show source,sass
+%%tile --lang triton --sig "*fp16, *fp16, *fp32, i32, i32, i32, 64, 64, 32" --show source,sass
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # row-major, contiguous: a row of A is K elements apart, a row of B and of C N apart
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
-    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :]
+    a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * N + offs_n[None, :]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
         k_left = K - k
@@ -228,8 +229,8 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
         b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
         a_ptrs += BK
-        b_ptrs += BK * stride_bk
-    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
+        b_ptrs += BK * N
+    c_ptrs = c_ptr + offs_m[:, None] * N + offs_n[None, :]
     tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 # %%
@@ -278,7 +279,7 @@ A = rng.standard_normal((80, 80)).astype(np.float16)
 B = rng.standard_normal((80, 80)).astype(np.float16)
 C = np.zeros((80, 80), np.float32)
 gemm = tile_lab.compare(matmul_kernel, matmul_tiles,
-                        args=(A, B, C, 80, 80, 80, 80, 80, 80, 64, 64, 32),
+                        args=(A, B, C, 80, 80, 80, 64, 64, 32),
                         cutile_args=(A, B, C, 64, 64, 32), grid=(2, 2), arch="sm_90")
 print(gemm.outputs.summary())
 print("same kernels as tile_lab.examples.triton_ports:", same_as_example(gemm))

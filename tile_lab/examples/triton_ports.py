@@ -7,7 +7,7 @@ Each pair computes the same thing the way its language wants it written:
   dropped on store);
 * row softmax: Triton loads with ``other=-inf`` under a mask; cuTile asks for
   ``padding_mode=NEG_INF``;
-* tiled GEMM: Triton walks pointer grids ``a_ptrs += BK * stride_ak`` and calls ``tl.dot``;
+* tiled GEMM: Triton walks pointer grids ``a_ptrs += BK`` and calls ``tl.dot``;
   cuTile loads tile ``(bm, k)`` of ``A`` and calls ``ct.mma``.
 
 The array arguments come in the same order on both sides of a pair (``tile_lab.compare`` pairs
@@ -75,15 +75,16 @@ def softmax_rows(x, out, TILE_N: ct.Constant[int]):
 # ---- 3. tiled GEMM ------------------------------------------------------------------------
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # row-major, contiguous: a row of A is K elements apart, a row of B and of C N apart
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
-    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :]
+    a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * N + offs_n[None, :]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
         k_left = K - k
@@ -91,8 +92,8 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
         b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
         a_ptrs += BK
-        b_ptrs += BK * stride_bk
-    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :]
+        b_ptrs += BK * N
+    c_ptrs = c_ptr + offs_m[:, None] * N + offs_n[None, :]
     tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
@@ -140,7 +141,7 @@ def pair_inputs(name: str, size: int, *, seed: int = 0, xp: Any = np) -> dict[st
         bm, bn, bk = 64, 64, 32
         grid = (-(-size // bm), -(-size // bn))
         return {"triton": matmul_kernel, "cutile": matmul_tiles, "grid": grid,
-                "args": (a, b, c, size, size, size, size, size, size, bm, bn, bk),
+                "args": (a, b, c, size, size, size, bm, bn, bk),
                 "cutile_args": (a, b, c, bm, bn, bk),
                 "bytes": 2 * 2 * size * size + 4 * size * size, "flops": 2 * size ** 3}
     raise ValueError(f"pair {name!r}: choose from {', '.join(PAIRS)}")
