@@ -52,3 +52,15 @@ def test_errors_name_the_kernel():
         run_triton_cpu(scale, (1,), (x, x, 8))
     with pytest.raises(EmulationError, match="Triton's interpreter failed running scale"):
         run_triton_cpu(scale, (1,), (x, x, 8, 1.0, 6))  # arange needs a power of two
+
+
+def test_a_helper_kernel_runs_again_after_the_restore():
+    from triton_cases import uses_helper
+
+    from tile_lab.triton import run_triton_cpu
+
+    x = np.arange(32, dtype=np.float32)
+    for _ in range(2):  # the second run once met tl.max's stale rewrite (NameError)
+        out = np.zeros(32, np.float32)
+        run_triton_cpu(uses_helper, (1,), (x, out, 32))
+        assert np.array_equal(out, x - 31)

@@ -83,8 +83,9 @@ def interpreting(kernel: Any) -> Iterator[Any]:
                         setattr(obj, name, value)
         for name in [k for k in fn_globals if k not in global_keys]:
             del fn_globals[name]  # the interpreter's helpers, copied into the user's namespace
-        # its cached rewrite refers to those helpers: rewrite again next time
-        InterpretedFunction.rewritten_fn.pop(kernel.fn, None)
+        # its cached rewrites (the kernel's and tl.max's, ...) refer to the helpers just removed
+        # from those globals: rewrite them all again next time
+        InterpretedFunction.rewritten_fn.clear()
 
 
 _MISSING = object()
