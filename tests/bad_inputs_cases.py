@@ -262,7 +262,7 @@ def sc(a, n):
          (r"unknown pane 'bogus'",),
          caret_under='--show'),
     Case("lang-unknown", "options", tile("--lang fortran"), "OptionError", 1,
-         (r"--lang must be python or c\+\+",),
+         (r"--lang must be python, c\+\+ or triton",),
          caret_under='--lang'),
     Case("two-run-flags", "options", tile("--emulate --trace " + RUN), "OptionError", 1,
          (r"one of --emulate, --trace",),

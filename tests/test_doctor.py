@@ -184,3 +184,20 @@ def test_doctor_catches_the_libnvvm_trap(tmp_path, monkeypatch):
     [finding] = [f for f in report.findings if "CUDA_HOME" in f.message]
     assert finding.level == "warning" and "failed to compile Tile IR program" in finding.message
     assert finding.fix.startswith("unset CUDA_HOME")
+
+
+def test_doctor_reports_triton_and_what_it_enables(monkeypatch):
+    versions = {"triton": "3.5.1", "torch": "2.9.1"}
+    monkeypatch.setattr(_doctor, "_dist_version", lambda name: versions.get(name))
+    report = _doctor.doctor()
+    (row,) = [c for c in report.components if c.name == "triton"]
+    assert row.version == "3.5.1"
+    assert row.where.startswith("enables %%tile --lang triton") and "notebook 19" in row.where
+    assert not [f for f in report.findings if "%%tile --lang triton" in f.message]
+    versions["triton"] = None  # as without the extra
+    report = _doctor.doctor()
+    (missing,) = [f for f in report.findings if "%%tile --lang triton" in f.message]
+    assert missing.message.startswith("triton not installed: no %%tile --lang triton")
+    assert missing.fix == 'pip install "tile_lab[triton]"'
+    assert {c.name: c.version for c in report.components}["triton"] == \
+        "not installed (optional)"

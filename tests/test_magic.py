@@ -236,7 +236,7 @@ def test_wrong_arg_count_is_signature_error(shell, api_calls):
 @pytest.mark.parametrize("line,match", [
     ("--bogus", "unrecognized arguments"),
     ("--show source,nonsense " + SIG3, "unknown pane 'nonsense'"),
-    ("--lang fortran", "--lang must be python or c\\+\\+"),
+    ("--lang fortran", "--lang must be python, c\\+\\+ or triton"),
     ("--emulate --trace --grid 4 --args 'ea, eb, ec, 128'", "one of --emulate"),
     ("--grid 4 " + SIG3, "--grid is for running a kernel"),
     ("--emulate --args 'ea, eb, ec, 128'", "needs --grid and --args"),

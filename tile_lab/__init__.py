@@ -64,10 +64,12 @@ _EXPORTS: dict[str, str] = {
     "check": ".checker",
     # CUDA Tile C++
     "inspect_cpp": ".cpp",
-    "compare": ".cpp",
+    "compare": "._compare",
     "launch_cpp": ".cpp",
     "bench_cpp": ".cpp",
     "tune_cpp": ".cpp",
+    # Triton beside cuTile
+    "inspect_triton": ".triton",
     # errors
     "TileLabError": ".errors",
     "NoGPUError": ".errors",

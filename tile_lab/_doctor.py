@@ -241,6 +241,35 @@ def _front_end_pieces() -> tuple[list[Component], list[Finding]]:
     return components, findings
 
 
+def _dist_version(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+# what the optional Triton extra enables (tile_lab.triton; read without importing Triton,
+# which takes seconds)
+TRITON_ENABLES = ("%%tile --lang triton (Triton IR, TTGIR, PTX, SASS for sm_90 on a CPU), "
+                  "tile_lab.compare(triton_kernel, cutile_kernel, ...) with registers, "
+                  "instruction mix and outputs compared on a CPU (Triton's interpreter vs the "
+                  "emulator), and notebook 19")
+
+
+def _triton_pieces() -> tuple[list[Component], list[Finding]]:
+    triton, torch = _dist_version("triton"), _dist_version("torch")
+    enables = f"enables {TRITON_ENABLES}" if triton and torch else ""
+    components = [Component("triton", triton or "not installed (optional)", enables),
+                  Component("torch", torch or "not installed (optional)")]
+    if triton and torch:
+        return components, []
+    missing = " and ".join(n for n, v in (("triton", triton), ("torch", torch)) if not v)
+    return components, [Finding("info", f"{missing} not installed: no {TRITON_ENABLES}",
+                                'pip install "tile_lab[triton]"')]
+
+
 _CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
@@ -304,9 +333,10 @@ def doctor() -> DoctorReport:
                 f"reinstall {tc.TOOL_PACKAGES['tileiras']}"))
     findings += _check_cuda_home(versions.get("tileiras"))
 
-    extras, extra_findings = _front_end_pieces()
-    components += extras
-    findings += extra_findings
+    for pieces in (_front_end_pieces, _triton_pieces):
+        extras, extra_findings = pieces()
+        components += extras
+        findings += extra_findings
 
     gpu = _detect_gpu()
     if gpu is None:

@@ -22,8 +22,9 @@ __all__ = ["MIME_TYPE", "STAGES", "Inspection", "LazyStages", "Remark", "StageTe
 
 MIME_TYPE = "application/vnd.tile-lab.v1+json"
 
-# Stage names, in the order the panes are shown.
-STAGES = ("source", "cutile", "tileir", "ptx", "sass", "remarks")
+# Stage names, in the order the panes are shown. "ttir"/"ttgir": Triton IR and TritonGPU IR of
+# a @triton.jit kernel (tile_lab.triton), which compiles through them instead of Tile IR.
+STAGES = ("source", "cutile", "ttir", "ttgir", "tileir", "ptx", "sass", "remarks")
 
 
 @dataclass(frozen=True)

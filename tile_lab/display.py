@@ -27,6 +27,8 @@ RENDERERS: dict[str, str] = {
     "tile_lab.artifacts.Inspection": "tile_lab.render.html:inspection_mimebundle",
     "tile_lab.profiling.data.Profile": "tile_lab.render.profile_view:profile_summary_html",
     "tile_lab.cpp.compare.Comparison": "tile_lab.render.compare_view:comparison_html",
+    "tile_lab.triton.pair.PortComparison":
+        "tile_lab.render.triton_pair:port_comparison_mimebundle",
     "tile_lab.sanitizer_report.SanitizerReport":
         "tile_lab.render.sanitizer_view:sanitizer_report_html",
     "tile_lab.checker.CheckResult": "tile_lab.render.check_view:check_result_html",

@@ -58,6 +58,7 @@ from .magic_options import (
     CPP_REFUSED,
     EXECUTION_FLAGS,
     PANES,
+    TRITON_LANGS,
     check_options,
     choose,
     split_show,
@@ -190,7 +191,7 @@ class TileMagics(Magics):
               help="sliders over a tile_lab.Space (an expression in the notebook); --grid and "
                    "--args are then expressions of the slider config, named cfg: "
                    "--grid \"(N // cfg['TILE'],)\" --args \"x, y, cfg['TILE']\"")
-    @argument("--lang", default="python", help="python (default) or c++")
+    @argument("--lang", default="python", help="python (default), c++ or triton")
     @argument("--export", metavar="FILE.html",
               help="also write what the cell shows to one self-contained HTML file that "
                    "opens offline (tile_lab.export)")
@@ -210,6 +211,10 @@ class TileMagics(Magics):
             self._shown: list[Any] | None = [] if opts.export else None
             if opts.lang.lower() in CPP_LANGS:
                 self._run_cpp(opts, body)
+            elif opts.lang.lower() in TRITON_LANGS:
+                from .triton.cell import run_triton_cell
+
+                run_triton_cell(self, opts, body)
             else:
                 self._run_python(opts, body)
             if opts.export:

@@ -12,11 +12,13 @@ from IPython.core.error import UsageError
 from .artifacts import STAGES
 
 __all__ = ["CPP_EMULATOR_FLAGS", "CPP_LANGS", "CPP_REFUSED", "EXECUTION_FLAGS", "PANES",
+           "TRITON_LANGS",
            "check_options", "choose", "split_show", "unquote_options"]
 
 EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile", "crosscheck")
 PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
 CPP_LANGS = ("c++", "cpp", "cuda")
+TRITON_LANGS = ("triton",)  # handled by tile_lab.triton.cell
 # Options a C++ cell refuses, each with why (checked before anything compiles). The CPU
 # emulator's flags are refused apart, as EmulatorUnsupported; the rest work in both languages.
 CPP_REFUSED = (
@@ -38,8 +40,8 @@ def unquote_options(opts: Any) -> None:
 
 def check_options(opts: Any) -> None:
     """Refuse option combinations that cannot work, before anything compiles or runs."""
-    if opts.lang.lower() not in ("python", "py", *CPP_LANGS):
-        raise UsageError(f"%%tile: --lang must be python or c++, not {opts.lang!r}")
+    if opts.lang.lower() not in ("python", "py", *CPP_LANGS, *TRITON_LANGS):
+        raise UsageError(f"%%tile: --lang must be python, c++ or triton, not {opts.lang!r}")
     flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
     if opts.explore is not None:
         if flags:

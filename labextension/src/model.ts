@@ -11,11 +11,13 @@
 export const MIME_TYPE = 'application/vnd.tile-lab.v1+json';
 
 /** Stage panes in display order (keys of `stages`), after `source`. */
-export const STAGE_ORDER = ['cutile', 'tileir', 'ptx', 'sass'];
+export const STAGE_ORDER = ['cutile', 'ttir', 'ttgir', 'tileir', 'ptx', 'sass'];
 
 const STAGE_TITLES: ReadonlyMap<string, string> = new Map([
   ['source', 'Source'],
   ['cutile', 'cuTile IR'],
+  ['ttir', 'Triton IR'],
+  ['ttgir', 'TritonGPU IR'],
   ['tileir', 'Tile IR'],
   ['ptx', 'PTX'],
   ['sass', 'SASS'],

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 
-import { HighlightState, LineIndex, paneRows, rowLines } from '../src/linking';
+import { HighlightState, LineIndex, paneRows, rowLines, stageNames } from '../src/linking';
+import { paneTitle } from '../src/model';
 import { fixture } from './helpers';
 
 test('pane rows carry source lines from first_line and the line maps', () => {
@@ -41,4 +42,16 @@ test('hover wins over the pinned line; clicking the pinned line unpins', () => {
   assert.equal(s.active, 5);
   s.click(5);
   assert.equal(s.active, null);
+});
+
+test('a Triton view orders its panes Triton IR, TritonGPU IR, PTX, SASS, titled as such', () => {
+  const d = fixture();
+  const sass = d.stages.get('sass')!;
+  d.stages.delete('tileir');
+  d.stages.set('ttgir', { ...sass });
+  d.stages.set('ttir', { ...sass });
+  d.stages.set('ptx', { ...sass });
+  assert.deepEqual(stageNames(d), ['ttir', 'ttgir', 'ptx', 'sass']);
+  assert.equal(paneTitle('ttir'), 'Triton IR');
+  assert.equal(paneTitle('ttgir'), 'TritonGPU IR');
 });

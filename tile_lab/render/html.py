@@ -63,6 +63,8 @@ JSON_SCHEMA_VERSION = MIME_VERSION
 PANE_TITLES = {
     "source": "Source",
     "cutile": "cuTile IR",
+    "ttir": "Triton IR",
+    "ttgir": "TritonGPU IR",
     "tileir": "Tile IR",
     "ptx": "PTX",
     "sass": "SASS",
@@ -291,7 +293,7 @@ def _source_lexer(insp: Inspection) -> Lexer:
 
 
 def _stage_lexer(name: str) -> Lexer:
-    if name == "tileir":
+    if name in ("tileir", "ttir", "ttgir"):  # all MLIR: ops, types, attributes alike
         return TileIRLexer(stripnl=False)
     if name == "sass":
         return SassLexer(stripnl=False)
