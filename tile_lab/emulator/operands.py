@@ -7,7 +7,6 @@ sits just above ``tile.py`` (a tile is never a constant).
 from __future__ import annotations
 
 import contextlib
-
 from typing import Any
 
 import numpy as np
