@@ -71,10 +71,20 @@ def _messages_until_idle(kc, msg_id: str, timeout: float, clock=time.monotonic
     return msgs, error_at
 
 
+def _reply(kc, msg_id: str, timeout: float) -> dict:
+    """The shell reply to ``msg_id`` (a busy machine can leave a late kernel_info reply of
+    ``wait_for_ready`` ahead of it in the queue)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = kc.get_shell_msg(timeout=max(0.05, deadline - time.monotonic()))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply
+
+
 def _run(kc, code: str) -> tuple[int, dict | None, str]:
     msg_id = kc.execute(code)
     msgs, _ = _messages_until_idle(kc, msg_id, 300)
-    reply = kc.get_shell_msg(timeout=60)
+    reply = _reply(kc, msg_id, 60)
     errors = [m["content"] for m in msgs if m["msg_type"] == "error"]
     out = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
     return reply["content"]["execution_count"], (errors[0] if errors else None), out
@@ -95,11 +105,16 @@ def _interrupt_once(km, kc, code: str, started: str | None) -> tuple[int, dict, 
                 and started in msg["content"]["text"]
             ):
                 break
-    time.sleep(3.0)  # blocks 0-4 are done long before; block 5 spins
+    # blocks 0-4 are done long before the kernel has spent 3 s of CPU on the cell; block 5
+    # spins (CPU time: on a busy machine 3 s of wall time can pass before block 5 starts)
+    cpu0, deadline = _kernel_cpu_s(km), time.monotonic() + 300
+    while _kernel_cpu_s(km) - cpu0 < 3.0 and time.monotonic() < deadline:
+        time.sleep(0.1)
     sent = _kernel_cpu_s(km)
     km.interrupt_kernel()  # once, as Jupyter's stop button does
-    msgs, error_at = _messages_until_idle(kc, msg_id, 30, lambda: _kernel_cpu_s(km))
-    reply = kc.get_shell_msg(timeout=30)
+    # (generous waits, only so that a kernel that never stops fails instead of hanging)
+    msgs, error_at = _messages_until_idle(kc, msg_id, 120, lambda: _kernel_cpu_s(km))
+    reply = _reply(kc, msg_id, 120)
     errors = [m["content"] for m in msgs if m["msg_type"] == "error"]
     assert errors, f"no error after one interrupt: {[m['msg_type'] for m in msgs]}"
     assert error_at is not None

@@ -138,6 +138,8 @@ def _exported_page(root: Path) -> str:
     return "export_big.html"
 
 
+# 38 openings of up to 10 MB notebooks in one browser: ~10 min on a busy 2-core machine
+@pytest.mark.timeout(1800)
 def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # noqa: F811
     url, root = lab_server
     node = browser_env.node()

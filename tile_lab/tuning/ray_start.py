@@ -46,7 +46,14 @@ def start_ray(address: str | None, init_kwargs: dict[str, Any]) -> Any:
 
 
 def _start_local(ray: Any, kwargs: dict[str, Any], attempts: int = 2) -> None:
+    import os
+
     import psutil  # a dependency of Ray's
+
+    # the raylet's own start-up waits (for its agents' port files, read by the raylet
+    # binary): longer than the default, which a busy machine misses; the driver's wait for
+    # the raylet stays Ray's fixed 30 s, hence the attempts
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
 
     me = psutil.Process()
     for attempt in range(1, attempts + 1):
