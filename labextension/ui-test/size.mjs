@@ -142,10 +142,12 @@ try {
       window.__tlWidget = w;
     }, c.path);
     const nb = '[data-tl-size="open"]';
+    // (generous waits: they only end a hang; a 7.7 MB notebook's opening, 8 s of main-thread
+    // CPU, took 52 s of wall time on a 2-core machine shared with several test runs)
     if (c.kind === 'case') {
-      await page.waitForSelector(`${nb} .jp-OutputArea-output .tl-view`, { timeout: 180_000 });
+      await page.waitForSelector(`${nb} .jp-OutputArea-output .tl-view`, { timeout: 600_000 });
     } else {
-      await page.waitForSelector(`${nb} .jp-OutputArea-output`, { timeout: 180_000 });
+      await page.waitForSelector(`${nb} .jp-OutputArea-output`, { timeout: 600_000 });
     }
     await settle(page);
     const r = { ...(await longestSince(page, t0)), ...longestTraced(await browser.stopTracing()) };
