@@ -49,6 +49,9 @@ def pytest_cmdline_main(config):
         config.option.numprocesses = "auto"
     if config.option.numprocesses and config.option.dist == "no":
         config.option.dist = "loadfile"
+        # files in collection order (the slow ones first, below), not xdist's default of
+        # the files with the most tests first, which left the one-test size file to the end
+        config.option.loadscopereorder = False
 
 
 def pytest_configure(config):
