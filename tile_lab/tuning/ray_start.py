@@ -1,9 +1,10 @@
 """Reaching Ray for :mod:`tile_lab.tuning.cluster`: importing it (an optional extra) and
 starting or joining an instance, within bounds.
 
-Ray gives a local raylet a fixed 30 s to register with its GCS (not configurable in Ray
-2.60), which a machine busy with other jobs can miss; such a start fails but leaves its
-processes running. :func:`start_ray` stops them and tries once more, and a last failure is a
+Ray gives a local raylet a fixed 30 s to register with its GCS, and the raylet gives its
+dashboard agent a fixed 15 s to write its port file (neither configurable in Ray 2.60:
+``RAY_raylet_start_wait_time_s``, which tile_lab used to set, changes neither); a machine
+busy with other jobs can miss them, and such a start fails but leaves its processes running. :func:`start_ray` stops them and tries once more, and a last failure is a
 :class:`ClusterError` that says what happened.
 """
 
@@ -46,14 +47,8 @@ def start_ray(address: str | None, init_kwargs: dict[str, Any]) -> Any:
 
 
 def _start_local(ray: Any, kwargs: dict[str, Any], attempts: int = 2) -> None:
-    import os
-
     import psutil  # a dependency of Ray's
 
-    # the raylet's own start-up waits (for its agents' port files, read by the raylet
-    # binary): longer than the default, which a busy machine misses; the driver's wait for
-    # the raylet stays Ray's fixed 30 s, hence the attempts
-    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
 
     me = psutil.Process()
     for attempt in range(1, attempts + 1):
