@@ -4,7 +4,8 @@ starting or joining an instance, within bounds.
 Ray gives a local raylet a fixed 30 s to register with its GCS, and the raylet gives its
 dashboard agent a fixed 15 s to write its port file (neither configurable in Ray 2.60:
 ``RAY_raylet_start_wait_time_s``, which tile_lab used to set, changes neither); a machine
-busy with other jobs can miss them, and such a start fails but leaves its processes running. :func:`start_ray` stops them and tries once more, and a last failure is a
+busy with other jobs can miss them, and such a start fails but leaves its processes
+running. :func:`start_ray` stops them and tries once more, and a last failure is a
 :class:`ClusterError` that says what happened.
 """
 
