@@ -4,7 +4,14 @@
 * the notebooks are tested with ``--nbval-lax`` and ``notebooks/sanitize.cfg`` where nbval
   is installed: set here, not in ``addopts``, where they make pytest fail at start-up without
   nbval (e.g. ``pytest -m gpu tests`` on a GPU machine with only the runtime dependencies);
-* the header says up front which groups of tests will skip on this machine, and why.
+* the header says up front which groups of tests will skip on this machine, and why;
+* the whole suite (``pytest`` with no paths: pyproject's ``testpaths``) runs on every core
+  with pytest-xdist (``-n auto --dist loadfile``: a file's tests, a notebook's cells and its
+  geometry item stay on one worker, in order, so module fixtures such as the Ray instance and
+  the JupyterLab server start once). A run given paths stays in one process unless it passes
+  ``-n``; ``-p no:xdist`` or ``-n 0`` turns it off;
+* while tests run, a line every minute says what each worker is running and for how long
+  (``progress.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import os
 import shutil
 from pathlib import Path
 
+import progress
 import pytest
 from gpu_presence import gpu_available
 
@@ -29,7 +37,25 @@ def nbval_installed() -> bool:
     return importlib.util.find_spec("nbval") is not None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns -n into workers
+def pytest_cmdline_main(config):
+    if (hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist")
+            or config.option.collectonly):
+        return
+    # one process where a GPU is: its timing tests must not share the GPU with each other
+    whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    if (whole_suite and config.option.numprocesses is None and not config.option.usepdb
+            and not gpu_available()):
+        config.option.numprocesses = "auto"
+    if config.option.numprocesses and config.option.dist == "no":
+        config.option.dist = "loadfile"
+        # files in collection order (the slow ones first, below), not xdist's default of
+        # the files with the most tests first, which left the one-test size file to the end
+        config.option.loadscopereorder = False
+
+
 def pytest_configure(config):
+    progress.register(config)
     if not config.pluginmanager.hasplugin("nbval"):
         return  # the header says the notebooks are not tested
     option = config.option  # options given on the command line win
@@ -60,7 +86,25 @@ def pytest_report_header(config):
     return lines
 
 
+@pytest.hookimpl(trylast=True)  # after notebooks/conftest.py placed the geometry items
 def pytest_collection_modifyitems(config, items):
+    """The files holding the longest tests first (marked ``slow``), then the notebooks, then
+    the rest, each file's tests together and in their order: with the files spread over
+    workers, none of the long ones is left to run alone at the end."""
+    def rank(item) -> int:
+        if item.get_closest_marker("slow"):
+            return 0
+        return 1 if type(item).__module__.startswith("nbval") else 2
+
+    first: dict[str, int] = {}
+    for item in items:
+        file = item.nodeid.split("::")[0]
+        first[file] = min(first.get(file, 3), rank(item))
+    items.sort(key=lambda item: first[item.nodeid.split("::")[0]])  # stable: order kept
+    _skip_gpu(items)
+
+
+def _skip_gpu(items):
     if gpu_available():
         return
     skip = pytest.mark.skip(reason=GPU_SKIP_REASON)

@@ -119,15 +119,22 @@ SPIN_LINE = spin_in_block_5._pyfunc.__code__.co_firstlineno + 6  # `t = t + 1`
 
 def test_one_ctrl_c_stops_a_block_that_never_ends_naming_the_block_and_line():
     x = np.zeros(64, np.float32)
-    timer = threading.Timer(1.0, _thread.interrupt_main)  # ONE Ctrl-C, while block 5 spins
+    sent = []
+
+    def ctrl_c():
+        sent.append(time.process_time())
+        _thread.interrupt_main()
+
+    timer = threading.Timer(1.0, ctrl_c)  # ONE Ctrl-C, while block 5 spins
     timer.start()
-    started = time.monotonic()
     try:
         with pytest.raises(EmulationInterrupted) as info:
             tile_lab.emulate(spin_in_block_5, (8,), (x, 8))
     finally:
         timer.cancel()
-    assert time.monotonic() - started < 1.0 + blocks.GRACE_SECONDS + 1.0
+    # stopped within the grace period: bounded in this process's CPU time (the block spins
+    # until it is stopped), which other jobs on the machine do not stretch as they do wall time
+    assert time.process_time() - sent[0] < blocks.GRACE_SECONDS + 1.0
     err = info.value
     assert err.block == (5, 0, 0) and err.done == 5
     # the Ctrl-C lands in the loop: at its `while True:` head or in its body, both true

@@ -7,9 +7,10 @@ thread's CPU time (from a trace of the opening: a machine busy with other jobs s
 task's wall time by up to 3x, far beyond 200 ms, for case and control alike); its wall time
 (PerformanceObserver 'longtask') is recorded beside it. Where the view cut data to the
 schema's limits it says so; hovering the line that 200 k rows map to runs no long task (every
-task under 50 ms); nothing throws. One server and one browser serve every case (a 2-core CI
-machine runs it in a few minutes).
-Scrolling that 200 k-row pane runs no task over 100 ms.
+task under 50 ms of main-thread CPU time, traced as the openings are); nothing throws. One
+server and one browser serve every case (a 2-core CI machine runs it in a few minutes).
+Scrolling that 200 k-row pane runs no task over 100 ms (CPU time, traced). No bound here is
+on wall time, which other jobs on the machine stretch.
 The HTML fallback of a 198 k-row SASS is opened as a plain page too (no Jupyter): cut to
 its static limit with a notice, quick to open, its click-to-pin working; and so is the same
 inspection as ``tile_lab.export`` writes it (one offline page under a strict CSP).
@@ -137,6 +138,8 @@ def _exported_page(root: Path) -> str:
     return "export_big.html"
 
 
+# 38 openings of up to 10 MB notebooks in one browser: ~10 min on a busy 2-core machine
+@pytest.mark.timeout(1800)
 def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # noqa: F811
     url, root = lab_server
     node = browser_env.node()
@@ -162,7 +165,8 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # 
                  "kind": "html"})
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_CHROMIUM=chromium,
                TILE_LAB_CASES=json.dumps(plan))
-    proc = _run([node, "ui-test/size.mjs"], timeout=1500, env=env)
+    # (under the test's own 1800 s: a driver that runs out of time reports its log)
+    proc = _run([node, "ui-test/size.mjs"], timeout=1700, env=env)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "size.json").write_text(json.dumps(out, indent=1))
@@ -176,15 +180,19 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # 
         assert case["rows"] > 0, (name, case)
         assert (case["notice"] >= 1) == cut, (name, case)
         if hover:
-            # every pointer move into or out of the line: no task of 50 ms or more
-            assert all(m["longest"] == 0 for m in case["hover"]), (name, case["hover"])
+            # every pointer move into or out of the line: no task of 50 ms or more (in
+            # main-thread CPU time; the wall times, case["hover"], are recorded beside it)
+            assert case["hoverCpu"] < 50, (name, case["hoverCpu"], case["hover"])
             assert case["linkedShown"] > 0
-            # scrolling the 200 k-row pane: no task over 100 ms, and rows drawn where it is
-            assert case["scroll"]["longest"] <= 100, case["scroll"]
+            # scrolling the 200 k-row pane: no task over 100 ms (CPU time, as above), and
+            # rows drawn where it is
+            assert case["scroll"]["cpu"] <= 100, case["scroll"]
             assert 0 < case["scroll"]["drawnAfter"] <= 200, case["scroll"]
             assert case["status"].startswith(f"Line {hover}: Source 1 · Tile IR 1 · SASS 200,000")
     for page in ("HTML fallback, SASS 198 k rows", "exported page, SASS 198 k rows"):
         html = res[page]
         assert html["notice"] == 1 and html["pinned"] >= 2, (page, html)
         assert html["rows"] <= 10_100, (page, html)
-        assert html["longest"] <= 1500, (page, html)  # static HTML of 10,000 rows: no freeze
+        # static HTML of 10,000 rows: no freeze, in the page's own main-thread CPU time (its
+        # wall time, html["longest"], is recorded: a busy machine stretches it, 2267 ms once)
+        assert html["cpu"] <= 1500, (page, html)

@@ -130,7 +130,7 @@ def newcomer_lab(tmp_path_factory: pytest.TempPathFactory):
     proc = subprocess.Popen(cmd, cwd=clone, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90  # two shared cores: be generous
+        deadline = time.monotonic() + 240  # two shared cores: be generous (a hang guard)
         while True:
             try:
                 with urllib.request.urlopen(f"{url}/api/status", timeout=2):
@@ -141,9 +141,9 @@ def newcomer_lab(tmp_path_factory: pytest.TempPathFactory):
                     pytest.fail(f"`{' '.join(cmd)}` did not start:\n"
                                 + log_path.read_text()[-4000:])
                 time.sleep(0.3)
-        with urllib.request.urlopen(f"{url}/lab/api/extensions", timeout=20) as r:
+        with urllib.request.urlopen(f"{url}/lab/api/extensions", timeout=120) as r:
             extensions = {e["name"]: e for e in json.load(r)}
-        with urllib.request.urlopen(f"{url}/lab", timeout=20) as r:
+        with urllib.request.urlopen(f"{url}/lab", timeout=120) as r:
             loaded = _federated_extensions(r.read().decode())
         yield {"url": url, "notebooks": names, "extensions": extensions, "loaded": loaded,
                "log": log_path}

@@ -251,6 +251,7 @@ def test_no_private_name_is_imported_across_packages():
 
 @pytest.mark.skipif(shutil.which("mypy") is None and not any(
     (Path(p) / "mypy").exists() for p in sys.path), reason="mypy not installed")
+@pytest.mark.timeout(900)  # mypy over two packages: minutes on a busy 2-core machine
 def test_mypy_is_clean_on_the_measuring_core():
     pytest.importorskip("mypy")
     out = subprocess.run([sys.executable, "-m", "mypy", "tile_lab/gpu", "tile_lab/tuning"],

@@ -33,6 +33,7 @@ from tile_lab.tuning.cluster import (  # noqa: E402
     ClusterOptions,
     RayCompileExecutor,
     RayMeasurePool,
+    connect,
     cross_check,
 )
 from tile_lab.tuning.measurer import FunctionMeasurer  # noqa: E402
@@ -47,17 +48,34 @@ from tile_lab.tuning.store import config_key  # noqa: E402
 TESTS = str(Path(__file__).parent)
 
 
+# Each test is bounded by the suite's per-test timeout (pyproject.toml); these start Ray
+# worker processes, which takes a while: 50 s for the slowest here on an idle 2-core
+# machine, 90 s on a busy one.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    """A local Ray instance with 2 CPUs whose workers can import this folder's kernels."""
+    """A local Ray instance with 2 CPUs whose workers can import this folder's kernels,
+    started here (a start that fails is this fixture's error, not a test's) and shut down
+    whatever the tests did, within a bound: a stuck shutdown fails the run, it never hangs it.
+    The options bound every wait: actor starts, compiles, measurements."""
     if ray.is_initialized():
         ray.shutdown()
     path = os.pathsep.join(p for p in (TESTS, os.environ.get("PYTHONPATH", "")) if p)
-    options = ClusterOptions(init_kwargs={
-        "num_cpus": 2, "num_gpus": 0,
-        "runtime_env": {"env_vars": {"PYTHONPATH": path, "CUDA_TILE_CACHE_DIR": "off"}}})
-    yield options
-    ray.shutdown()
+    options = ClusterOptions(
+        start_timeout_s=240, compile_timeout_s=300, measure_timeout_s=240,
+        init_kwargs={"num_cpus": 2, "num_gpus": 0,
+                     "runtime_env": {"env_vars": {"PYTHONPATH": path,
+                                                  "CUDA_TILE_CACHE_DIR": "off"}}})
+    connect(options)
+    try:
+        yield options
+    finally:
+        stopper = threading.Thread(target=ray.shutdown, name="ray-shutdown", daemon=True)
+        stopper.start()
+        stopper.join(timeout=120)
+        assert not stopper.is_alive(), "ray.shutdown() did not return within 120 s"
 
 
 def _space() -> Space:
@@ -278,3 +296,31 @@ def test_a_hanging_config_fails_with_where_it_hung_and_the_others_are_measured(c
     assert "no result after 5 s" in hung[0].error and "time.sleep(3600)" in hung[0].error
     assert sorted(m.outcome for m in measured if m.error is None) == sorted(
         float(c["TILE"]) for c in configs if (c["TILE"], c["LAT"]) != (128, 2))
+
+
+def _sleep_for(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_a_compile_job_past_its_timeout_is_cancelled_and_fails_saying_so(cluster):
+    # (20 s: a job's time counts from its submission, a Ray worker's start included)
+    executor = RayCompileExecutor(replace(cluster, compile_timeout_s=20))
+    stuck, quick = executor.submit(_sleep_for, 3600), executor.submit(_sleep_for, 0)
+    assert quick.result(timeout=120) == 0
+    with pytest.raises(Exception, match=r"no result after 20 s.*compile_timeout_s"):
+        stuck.result(timeout=120)  # (the bound here only guards the test itself)
+    executor.shutdown()
+
+
+def test_measuring_actors_ray_cannot_place_fail_their_configs_instead_of_waiting(cluster):
+    # one GPU per actor on a cluster with none: Ray can never start them
+    configs, _ = _space().split("sm_90")
+    pool = RayMeasurePool(_fake_measure_factory,
+                          replace(cluster, gpus=2, gpus_per_actor=1, start_timeout_s=3))
+    try:
+        measured = [f.result(timeout=120) for f in [pool.submit(c) for c in configs[:3]]]
+    finally:
+        pool.close()
+    assert [m.gpu for m in measured] == ["lost"] * 3
+    assert all("did not start within 3 s" in m.error for m in measured)

@@ -30,12 +30,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import TileLabError
+from .ray_start import ClusterError, ray_module, start_ray
 from .space import Config
 
-
-class ClusterError(TileLabError):
-    """Ray is missing, or the cluster cannot be reached."""
+__all__ = ["ClusterError", "ClusterOptions", "ClusterRun", "RayCompileExecutor",
+           "RayMeasurePool", "connect", "cross_check", "ray_module"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +51,10 @@ class ClusterOptions:
     ``gpus_per_actor``: the GPU share Ray reserves for each measuring actor (1: a GPU each).
     ``measure_timeout_s``: a config with no result after this long is a hang: it fails with the
     stack its process was in, and the process is restarted.
+    ``start_timeout_s``: a measuring actor that has not started (or restarted) after this long
+    is lost: the configs waiting for it fail, saying so, instead of waiting for ever.
+    ``compile_timeout_s``: a compile job with no result after this long is cancelled and
+    fails (a hung compiler, or a task Ray could never place).
     ``init_kwargs``: passed to ``ray.init`` (e.g. ``{"num_cpus": 2}``).
     """
 
@@ -63,33 +66,14 @@ class ClusterOptions:
     cross_check_top: int = 3
     gpus_per_actor: float = 1.0
     measure_timeout_s: float = 600.0
+    start_timeout_s: float = 300.0
+    compile_timeout_s: float = 1800.0
     init_kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-def ray_module() -> Any:
-    try:
-        import ray
-    except ImportError as e:
-        raise ClusterError("tuning on a cluster needs Ray: pip install \"tile_lab[cluster]\" "
-                           "(or pip install ray); without a cluster, tune() compiles in a "
-                           "local process pool") from e
-    return ray
 
 
 def connect(options: ClusterOptions) -> Any:
     """``ray.init`` once per process (a no-op when Ray is already initialised)."""
-    ray = ray_module()
-    if not ray.is_initialized():
-        kwargs = {"include_dashboard": False, "log_to_driver": False, **options.init_kwargs}
-        if options.address is None:
-            # A local instance on a busy laptop (or CI runner) can take longer than Ray's 30 s
-            # default for its raylet to register; Ray reads this setting from the environment.
-            os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
-        try:
-            ray.init(address=options.address, **kwargs)
-        except ConnectionError as e:
-            raise ClusterError(f"cannot reach the Ray cluster at {options.address!r}: {e}") from e
-    return ray
+    return start_ray(options.address, options.init_kwargs)
 
 
 # ---- compiling --------------------------------------------------------------------------------
@@ -130,7 +114,9 @@ class RayCompileExecutor:
 
     ``submit(fn, *args)`` returns a Future of ``fn``'s result; the cubins the task compiled are
     already in this process's cuTile cache when the future completes. ``nodes`` counts the
-    finished jobs per node (for progress and for the result's provenance).
+    finished jobs per node (for progress and for the result's provenance). A job with no
+    result after ``compile_timeout_s`` is cancelled and its Future fails (a watchdog thread),
+    so no caller waits for ever on a task Ray lost or could not place.
     """
 
     def __init__(self, options: ClusterOptions) -> None:
@@ -138,24 +124,41 @@ class RayCompileExecutor:
         self._task = self._ray.remote(num_cpus=1, max_retries=options.task_retries,
                                       retry_exceptions=False)(compile_in_private_cache)
         self._limit = options.compile_workers
-        self._in_flight: list[Any] = []
+        self._timeout_s = options.compile_timeout_s
+        self._in_flight: dict[Any, tuple[Future[Any], float]] = {}  # ref -> (future, deadline)
+        self._lock = threading.Lock()
         self.nodes: dict[str, int] = {}
         self._closed = False
+        self._watchdog: threading.Thread | None = None
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         if self._closed:
             raise RuntimeError("submit after shutdown")
         if self._limit is not None:
-            while len(self._in_flight) >= self._limit:
-                _, self._in_flight = self._ray.wait(self._in_flight, num_returns=1)
+            while len(self._pending()) >= self._limit:
+                # bounded: a job past its deadline is failed by the watchdog and leaves
+                self._ray.wait(self._pending(), num_returns=1, timeout=1.0)
         ref = self._task.remote(fn, args)
-        self._in_flight.append(ref)
         out: Future[Any] = Future()
         out.set_running_or_notify_cancel()
-        ref.future().add_done_callback(lambda done: self._finish(done, out))
+        with self._lock:
+            self._in_flight[ref] = (out, time.monotonic() + self._timeout_s)
+        ref.future().add_done_callback(lambda done: self._finish(ref, done, out))
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name="tile_lab-compile-watch",
+                                              daemon=True)
+            self._watchdog.start()
         return out
 
-    def _finish(self, done: Future[Any], out: Future[Any]) -> None:
+    def _pending(self) -> list[Any]:
+        with self._lock:
+            return [ref for ref, (out, _) in self._in_flight.items() if not out.done()]
+
+    def _finish(self, ref: Any, done: Future[Any], out: Future[Any]) -> None:
+        with self._lock:
+            self._in_flight.pop(ref, None)
+        if out.done():  # the watchdog failed it already
+            return
         try:
             compiled: CompiledOnNode = done.result()
         except BaseException as e:  # the task failed even after its retries
@@ -167,15 +170,31 @@ class RayCompileExecutor:
         self.nodes[compiled.node] = self.nodes.get(compiled.node, 0) + 1
         out.set_result(compiled.result)
 
+    def _watch(self) -> None:
+        while not (self._closed and not self._pending()):
+            now = time.monotonic()
+            with self._lock:
+                late = [(ref, out) for ref, (out, deadline) in self._in_flight.items()
+                        if deadline < now and not out.done()]
+            for ref, out in late:
+                with contextlib.suppress(Exception):  # finished meanwhile, or its node is gone
+                    self._ray.cancel(ref, force=True)
+                with contextlib.suppress(Exception):  # set by _finish meanwhile
+                    out.set_exception(ClusterError(
+                        f"a compile job gave no result after {self._timeout_s:.0f} s "
+                        "(ClusterOptions.compile_timeout_s); it was cancelled"))
+            time.sleep(1.0)
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._closed = True
+        pending = self._pending()
         if cancel_futures:
-            for ref in self._in_flight:
+            for ref in pending:
                 with contextlib.suppress(Exception):  # finished already, or its node is gone
                     self._ray.cancel(ref)
-        elif wait and self._in_flight:
-            self._ray.wait(self._in_flight, num_returns=len(self._in_flight))
-        self._in_flight = []
+        elif wait and pending:
+            # every job has its deadline; none is waited for past it
+            self._ray.wait(pending, num_returns=len(pending), timeout=self._timeout_s)
 
 
 # ---- measuring ---------------------------------------------------------------------------------
@@ -260,14 +279,19 @@ class RayMeasurePool:
                            max_task_retries=0, max_concurrency=2)(ConfigMeasurer)
         self._ray = ray
         self._timeout_s = options.measure_timeout_s
+        self._start_timeout_s = options.start_timeout_s
         self.actors = [actor.remote(factory, i) for i in range(count)]
         # an actor takes configs once it answers: its start-up (imports, arrays, warm-up) and
-        # any restart never count against a config's measure_timeout_s
-        self._starting: dict[Any, int] = {a.label.remote(): i for i, a in enumerate(self.actors)}
+        # any restart never count against a config's measure_timeout_s, but against
+        # start_timeout_s (an actor Ray cannot place or start must not be waited for ever)
+        now = time.monotonic()
+        self._starting: dict[Any, tuple[int, float]] = {
+            a.label.remote(): (i, now) for i, a in enumerate(self.actors)}
+        self._lost: set[int] = set()  # actors that never (re)started: their configs fail
         # wait for all of them at first, so every GPU starts on its share together
         ready, _ = ray.wait(list(self._starting), num_returns=len(self._starting),
-                            timeout=options.measure_timeout_s)
-        self._free_at_start = {self._starting.pop(ref) for ref in ready}
+                            timeout=options.start_timeout_s)
+        self._free_at_start = {self._starting.pop(ref)[0] for ref in ready}
         self._waiting: list[_Job] = []
         self._running: dict[Any, tuple[int, _Job]] = {}
         self._lock = threading.Condition()
@@ -311,6 +335,7 @@ class RayMeasurePool:
         free = set(self._free_at_start)
         while True:
             with self._lock:
+                self._fail_unplaceable()
                 for job in list(self._waiting):
                     slot = job.actor if job.actor is not None else min(free, default=None)
                     if slot is None or slot not in free:
@@ -330,7 +355,7 @@ class RayMeasurePool:
                                      timeout=0.2)
             for ref in done:
                 if ref in self._starting:  # answered (or gone for good: its configs fail)
-                    free.add(self._starting.pop(ref))
+                    free.add(self._starting.pop(ref)[0])
                     continue
                 slot, job = self._running.pop(ref)
                 if self._finish(ref, job):
@@ -343,16 +368,35 @@ class RayMeasurePool:
                     self._running.pop(ref)
                     self._hung(slot, job)
                     self._restarting(slot)
+            for ref, (slot, since) in list(self._starting.items()):
+                if now - since > self._start_timeout_s:
+                    self._starting.pop(ref)
+                    self._lost.add(slot)
 
     def _restarting(self, slot: int) -> None:
-        self._starting[self.actors[slot].label.remote()] = slot
+        self._starting[self.actors[slot].label.remote()] = (slot, time.monotonic())
+
+    def _fail_unplaceable(self) -> None:
+        """Fail the waiting jobs no actor can take: pinned to a lost actor, or any job once
+        every actor is lost (called with the lock held)."""
+        if not self._lost:
+            return
+        all_lost = len(self._lost) == len(self.actors)
+        for job in list(self._waiting):
+            if all_lost or job.actor in self._lost:
+                self._waiting.remove(job)
+                job.future.set_result(Measured(
+                    job.config, None, "lost", "its measuring process did not start within "
+                    f"{self._start_timeout_s:.0f} s (ClusterOptions.start_timeout_s): Ray "
+                    "could not place or start it"))
 
     def _finish(self, ref: Any, job: _Job) -> bool:
         """Settle ``job`` from its result; False when its measuring process died."""
         from ray.exceptions import RayActorError
 
         try:
-            outcome, gpu = self._ray.get(ref)
+            # ready (ray.wait said so): the bound is for fetching it, never for a config
+            outcome, gpu = self._ray.get(ref, timeout=120)
             job.future.set_result(Measured(job.config, outcome, gpu))
         except RayActorError as e:
             if job.attempts < 2:  # the process died under it: once more, on its restart
