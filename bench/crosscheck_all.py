@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown_table(opts.table))
         return 0
 
-    from tile_lab.parity import CupyGpu
+    from tile_lab.crosschecking import CupyGpu
 
     gpu = EmulatorAsGpu() if opts.dry_run else CupyGpu()
     device = gpu.device()  # fails here, saying what is missing, without a GPU

@@ -447,7 +447,7 @@ def test_cpp_profile_error_points_at_the_option(shell, capsys):
 
 
 def test_every_execution_flag_has_a_handler_and_the_messages_name_them_all(shell, api_calls):
-    from tile_lab.magic import _EXECUTORS, EXECUTION_FLAGS
+    from tile_lab.magic.tile_magic import _EXECUTORS, EXECUTION_FLAGS
 
     assert set(_EXECUTORS) == set(EXECUTION_FLAGS)
     with pytest.raises(UsageError) as info:
@@ -514,7 +514,7 @@ def test_explore_shows_sliders_that_rerun_the_kernel_with_each_config(shell, mon
     from tile_lab.widgets.explore import Explorer
 
     shown_objects = []
-    monkeypatch.setattr("tile_lab.magic.display", shown_objects.append)
+    monkeypatch.setattr("tile_lab.magic.tile_magic.display", shown_objects.append)
     ns = shell.user_ns
     ns["space"] = tile_lab.Space(TILE=[128, 256], LAT=[1, 3])
     ns["ex"] = np.arange(1024, dtype=np.float32)
@@ -544,7 +544,7 @@ def test_explore_option_errors(shell, line, match):
 
 
 def test_explore_errors_name_the_option(shell, monkeypatch):
-    monkeypatch.setattr("tile_lab.magic.display", lambda obj: None)
+    monkeypatch.setattr("tile_lab.magic.tile_magic.display", lambda obj: None)
     ns = shell.user_ns
     ns["space"] = tile_lab.Space(TILE=[128, 256], LAT=[1, 3])
     ns["ex"] = ns["ey"] = np.zeros(1024, np.float32)
@@ -559,7 +559,7 @@ def test_explore_errors_name_the_option(shell, monkeypatch):
 @pytest.fixture
 def config(shell):
     """The registered TileMagics instance; its traits are restored afterwards."""
-    from tile_lab.magic import TileMagics
+    from tile_lab.magic.tile_magic import TileMagics
 
     magics = [c for c in shell.configurables if isinstance(c, TileMagics)]
     saved = [m.trait_values() for m in magics]
@@ -674,9 +674,9 @@ def test_running_cell_number_is_the_cell_ipython_shows(shell, capsys):
 def test_crosscheck_runs_both_sides_and_displays_the_verdict(shell, shown, monkeypatch):
     from parity_fakes import ScriptedGpu
 
-    import tile_lab.parity
+    import tile_lab.crosschecking
 
-    monkeypatch.setattr(tile_lab.parity, "CupyGpu", lambda hints=None: ScriptedGpu())
+    monkeypatch.setattr(tile_lab.crosschecking, "CupyGpu", lambda hints=None: ScriptedGpu())
     ns = shell.user_ns
     ns["xa"], ns["xb"] = np.arange(1000, dtype=np.float32), np.ones(1000, np.float32)
     ns["xc"] = np.zeros(1000, np.float32)
@@ -689,7 +689,7 @@ def test_crosscheck_runs_both_sides_and_displays_the_verdict(shell, shown, monke
 
 
 def test_crosscheck_without_a_gpu_fails_the_cell_at_the_tile_line(shell, capsys):
-    from tile_lab.parity import gpu_requirements
+    from tile_lab.crosschecking import gpu_requirements
 
     if not gpu_requirements():
         pytest.skip("this machine has a usable GPU")

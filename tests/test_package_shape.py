@@ -364,7 +364,7 @@ RENDER = "tile_lab.render"
 # inside a function: data modules reach their renderer through tile_lab.display's registry
 # (module paths as strings, imported when a notebook displays the object), and the package's
 # __init__ names its lazy exports as strings too.
-FRONT_ENDS = ("tile_lab.magic", "tile_lab.magic_cells", "tile_lab.magic_options",
+FRONT_ENDS = ("tile_lab.magic",
               "tile_lab.widgets", "tile_lab.share")
 # An HTML or SVG element in a string: "<div", "</td>", "<svg ", "<b>", "<rect/>" ... The
 # "(?P<name>" of a regular expression's named group is not one.
@@ -476,16 +476,17 @@ def test_the_markup_rules_catch_markup_and_renderer_imports(tmp_path):
 # so the package itself sits with tuning while its build/launch/bench modules sit in execution.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front ends", ("tile_lab", "tile_lab.__main__", "tile_lab._startup", "tile_lab.examples",
-                    "tile_lab.magic", "tile_lab.magic_cells", "tile_lab.magic_options",
+                    "tile_lab.magic",
                     "tile_lab.widgets", "tile_lab.share")),
     ("renderers", ("tile_lab.render",)),
-    ("results", ("tile_lab.trace_index", "tile_lab.tile_geometry", "tile_lab.checker",
-                 "tile_lab.parity", "tile_lab.profiling", "tile_lab.tuning", "tile_lab.cpp.tune",
+    ("results", ("tile_lab.tracing.index", "tile_lab.tracing.tile_geometry", "tile_lab.checker",
+                 "tile_lab.crosschecking", "tile_lab.profiling", "tile_lab.tuning",
+                 "tile_lab.cpp.tune",
                  "tile_lab.cpp.__init__")),
-    ("execution", ("tile_lab.emulator", "tile_lab.access_trace", "tile_lab.trace_file",
+    ("execution", ("tile_lab.emulator", "tile_lab.tracing.trace", "tile_lab.tracing.trace_file",
                    "tile_lab.sanitizer", "tile_lab.sanitizer_report", "tile_lab.gpu",
                    "tile_lab.cpp")),
-    ("artifacts", ("tile_lab.artifacts", "tile_lab.stage_rows", "tile_lab.tma",
+    ("artifacts", ("tile_lab.artifacts", "tile_lab.stage_rows", "tile_lab.analysis.tma",
                    "tile_lab.compile", "tile_lab._inspect", "tile_lab.signature",
                    "tile_lab.toolchain", "tile_lab.compile_errors", "tile_lab.array_like",
                    "tile_lab._cutile_compat", "tile_lab._doctor", "tile_lab.errors",

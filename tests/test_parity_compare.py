@@ -6,8 +6,7 @@ import cuda.tile as ct
 import numpy as np
 
 import tile_lab
-from tile_lab.access_trace import MmaCall
-from tile_lab.parity.compare import (
+from tile_lab.crosschecking.compare import (
     Budget,
     _Allowance,
     _within_budget,
@@ -15,7 +14,8 @@ from tile_lab.parity.compare import (
     compare_output,
     ordered_ints,
 )
-from tile_lab.parity.sites import design_sites
+from tile_lab.crosschecking.sites import design_sites
+from tile_lab.tracing.trace import MmaCall
 
 
 def ulps(a, b, dtype):

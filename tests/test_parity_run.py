@@ -12,9 +12,9 @@ from corpus import correct, line_of
 from parity_fakes import ScriptedGpu
 
 import tile_lab
+from tile_lab.crosschecking import CrossCheck, CrossCheckOptions, gpu_requirements
 from tile_lab.errors import NoGPUError, TileLabError
 from tile_lab.examples.decode import decode_attention, decode_inputs, decode_launch
-from tile_lab.parity import CrossCheck, CrossCheckOptions, gpu_requirements
 
 CASES = {c.name: c for c in correct.CASES}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import cuda.tile as ct
 from corpus import correct, line_of
 
-from tile_lab.parity import design_sites
-from tile_lab.parity.sites import describe_sites
+from tile_lab.crosschecking import design_sites
+from tile_lab.crosschecking.sites import describe_sites
 
 
 def scaled(x, s):  # a helper the kernel calls: its ops count too

@@ -1,4 +1,4 @@
-"""tile_lab.tile_geometry: element boxes, tile grids and heatmaps, checked element by element."""
+"""tile_lab.tracing.tile_geometry: element boxes, tile grids and heatmaps, element by element."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from tile_lab.errors import DiagramError
-from tile_lab.tile_geometry import Box, Heatmap, TileGrid, tuple_text
+from tile_lab.tracing.tile_geometry import Box, Heatmap, TileGrid, tuple_text
 
 
 def test_box_minus_leaves_exactly_the_other_elements_in_disjoint_boxes():

@@ -1,5 +1,5 @@
-"""TMA verdicts (tile_lab.tma) from real sm_90 compiles (fixtures: cuda-tile 1.7.0, tileiras
-13.4), and the Tile IR reasons on small texts."""
+"""TMA verdicts (tile_lab.analysis.tma) from real sm_90 compiles (fixtures: cuda-tile 1.7.0,
+tileiras 13.4), and the Tile IR reasons on small texts."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import tile_lab.render.tma as drawing
+from tile_lab.analysis.tma import TmaLine, TmaReport, tma_report
 from tile_lab.artifacts import Inspection, StageText
-from tile_lab.tma import TmaLine, TmaReport, tma_report
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

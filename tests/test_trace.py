@@ -10,7 +10,7 @@ import pytest
 
 import tile_lab
 from tile_lab._cutile_compat import python_function
-from tile_lab.access_trace import MemoryAccess, Trace
+from tile_lab.tracing.trace import MemoryAccess, Trace
 
 
 @ct.kernel
@@ -188,9 +188,9 @@ def test_coverage_counts_distinct_blocks_per_element():
 
 
 @pytest.mark.parametrize("first", ["import tile_lab; tile_lab.emulate",
-                                   "import tile_lab.access_trace"])
+                                   "import tile_lab.tracing.trace"])
 def test_tile_lab_trace_is_the_function_whatever_was_imported_first(first):
-    # the data model lives in tile_lab.access_trace, so nothing shadows tile_lab.trace
+    # the data model lives in tile_lab.tracing.trace, so nothing shadows tile_lab.trace
     import subprocess
     import sys
     import textwrap
@@ -198,7 +198,7 @@ def test_tile_lab_trace_is_the_function_whatever_was_imported_first(first):
     code = textwrap.dedent(f"""
         {first}
         import numpy as np, tile_lab, test_trace
-        from tile_lab.access_trace import Trace
+        from tile_lab.tracing.trace import Trace
         tr = tile_lab.trace(test_trace.vadd, (2,), (np.ones(8, np.float32),
                             np.ones(8, np.float32), np.zeros(8, np.float32), 4))
         assert isinstance(tr, Trace) and len(tr) == 6, tr

@@ -17,7 +17,7 @@ import pytest
 
 import tile_lab
 from tile_lab.errors import FileFormatError
-from tile_lab.trace_file import FORMAT_VERSION
+from tile_lab.tracing.trace_file import FORMAT_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -119,7 +119,7 @@ def test_gathers_atomics_and_ragged_tiles_round_trip(tmp_path):
 
 
 def test_a_trace_without_mma_record_and_with_a_block_subset(tmp_path):
-    from tile_lab.access_trace import ArrayInfo, MemoryAccess, Trace, UndeterminedWrite
+    from tile_lab.tracing.trace import ArrayInfo, MemoryAccess, Trace, UndeterminedWrite
 
     acc = MemoryAccess(seq=0, block=(1, 0, 0), kind="scatter", op="scatter", arg="y", line=7,
                        iteration=0, flat_indices=np.array([3, 1, 4], dtype=np.int64),

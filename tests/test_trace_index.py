@@ -1,4 +1,4 @@
-"""The trace index (tile_lab.trace_index): accesses grouped by block and by array, and the
+"""The trace index (tile_lab.tracing.index): accesses grouped by block and by array, and the
 coverage heatmaps and tile visit orders computed from them, checked access by access against
 the trace itself."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from test_render_diagram import make_trace
 
-from tile_lab.access_trace import Trace
-from tile_lab.tile_geometry import CELL_CAP
-from tile_lab.trace_index import IndexedTrace, group_visits
+from tile_lab.tracing.index import IndexedTrace, group_visits
+from tile_lab.tracing.tile_geometry import CELL_CAP
+from tile_lab.tracing.trace import Trace
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -21,16 +21,16 @@ _EXPORTS: dict[str, str] = {
     "emulate": ".emulator",
     "trace": ".emulator",
     "emulation": ".emulator",
-    "Trace": ".access_trace",
-    "MemoryAccess": ".access_trace",
-    "load_trace": ".access_trace",
+    "Trace": ".tracing.trace",
+    "MemoryAccess": ".tracing.trace",
+    "load_trace": ".tracing.trace",
     "sanitize": ".sanitizer",
     "SanitizerReport": ".sanitizer",
     "check_trace": ".sanitizer",
     # GPU vs emulator, tile by tile
-    "crosscheck": ".parity",
-    "CrossCheck": ".parity",
-    "CrossCheckOptions": ".parity",
+    "crosscheck": ".crosschecking",
+    "CrossCheck": ".crosschecking",
+    "CrossCheckOptions": ".crosschecking",
     # diagrams (trace -> SVG)
     "diagram": ".render.diagram",
     "browse": ".widgets.diagram_browser",
@@ -106,6 +106,6 @@ _emulate_from_env()
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext tile_lab``: register the ``%%tile`` cell magic (prints nothing)."""
-    from .magic import register
+    from .magic.tile_magic import register
 
     register(ipython)

@@ -23,7 +23,7 @@ __all__ = ["RENDERERS", "VIEWS", "mimebundle", "view"]
 
 # "module.Class" of a data type -> "module:function" returning an HTML string or a MIME bundle
 RENDERERS: dict[str, str] = {
-    "tile_lab.parity.result.CrossCheck": "tile_lab.render.crosscheck:crosscheck_html",
+    "tile_lab.crosschecking.result.CrossCheck": "tile_lab.render.crosscheck:crosscheck_html",
     "tile_lab.artifacts.Inspection": "tile_lab.render.html:inspection_mimebundle",
     "tile_lab.profiling.data.Profile": "tile_lab.render.profile_view:profile_summary_html",
     "tile_lab.cpp.compare.Comparison": "tile_lab.render.compare_view:comparison_html",

@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .artifacts import Inspection
-from .stage_rows import SassRow, TileIRRow, TileViews, ViewAccess, tile_views
+from ..artifacts import Inspection
+from ..stage_rows import SassRow, TileIRRow, TileViews, ViewAccess, tile_views
 
 __all__ = ["PLAIN_OPCODES", "TMA_OPCODES", "TmaLine", "TmaReport", "tma_report"]
 

@@ -1,9 +1,9 @@
 """Comparing a GPU's output arrays with the emulator's, tile by tile (pure NumPy).
 
-The tiles are the ones the emulator's :class:`~tile_lab.access_trace.Trace` says the kernel
+The tiles are the ones the emulator's :class:`~tile_lab.tracing.trace.Trace` says the kernel
 wrote: one per distinct (argument, writing line, op, element box); a scatter or atomic's tile
 is the set of elements it wrote. Each differing element is classified (see
-:mod:`tile_lab.parity.result`): inside a box of undetermined lanes the trace recorded →
+:mod:`tile_lab.crosschecking.result`): inside a box of undetermined lanes the trace recorded →
 ``undetermined``; inside a tile that several blocks wrote with plain (non-atomic) stores and no
 lock → ``undetermined`` too (a race: which block's value lands last is not determined; the
 sanitizer reports it); else within the error budget of the kernel's by-design sites →
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..access_trace import MemoryAccess, Trace
+from ..tracing.trace import MemoryAccess, Trace
 from .result import Hazard, OutputComparison, TileComparison
 from .sites import DesignSite, describe_sites
 

@@ -7,7 +7,7 @@ blocks and source line that wrote it. Every differing element falls into one cla
 * ``undetermined``: the emulator marks the lanes undetermined (padding of a
   ``PaddingMode.UNDETERMINED`` load reached the output): expected to differ;
 * ``design``: within the error the kernel's approximate math, flush-to-zero, rounding modes or
-  device-chosen summation order allow (:mod:`tile_lab.parity.sites`): expected to differ;
+  device-chosen summation order allow (:mod:`tile_lab.crosschecking.sites`): expected to differ;
 * ``mismatch``: anything else: an emulator bug.
 
 A tile's ``verdict`` is ``agree`` (bit for bit, NaN where NaN) or the worst class among its

@@ -106,8 +106,8 @@ def crosscheck(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
     """Run ``kernel`` over ``grid`` on the GPU and on the CPU emulator from identical copies
     of ``args`` (yours are not written) and compare every output array tile by tile.
 
-    Returns a :class:`~tile_lab.parity.result.CrossCheck`: per tile the blocks and source line
-    that wrote it, max abs / ULP error, NaN and Inf placement, and a class for every
+    Returns a :class:`~tile_lab.crosschecking.result.CrossCheck`: per tile the blocks and source
+    line that wrote it, max abs / ULP error, NaN and Inf placement, and a class for every
     difference — lanes the emulator marks undetermined, differences by design (approximate
     math, flush-to-zero, rounding modes, summation order: the op's line and mode), or a real
     mismatch (an emulator bug). ``gpu``: the GPU side (default :class:`CupyGpu`). Without a

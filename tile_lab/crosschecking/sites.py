@@ -9,7 +9,7 @@ multiply and an add into one FMA (one rounding instead of two: the compiler cont
 ``a * b + c`` by default, and a 1-2 ULP difference, more where the sum cancels, follows). The
 emulator records none of this while it runs, so these sites are read from the kernel's source
 (and the ``@ct.function`` helpers it calls), by call name and keyword: a static list per
-kernel, not per value. :mod:`tile_lab.parity.compare` uses it to say which differences are
+kernel, not per value. :mod:`tile_lab.crosschecking.compare` uses it to say which differences are
 explained and by which line.
 """
 

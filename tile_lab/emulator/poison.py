@@ -29,8 +29,8 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from ..access_trace import UndeterminedWrite
 from ..errors import TileLabWarning
+from ..tracing.trace import UndeterminedWrite
 from . import dtypes, state
 from . import tile as _tiles
 from .operands import const_axes

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .errors import OptionError, SignatureError, SourceLocation, TileLabError
+from ..errors import OptionError, SignatureError, SourceLocation, TileLabError
 
 __all__ = ["Cell", "eval_grid", "eval_option", "item_location", "line_of", "option_error",
            "option_location", "relabel", "running_cell_number"]

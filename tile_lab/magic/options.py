@@ -9,7 +9,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from .artifacts import STAGES
+from ..artifacts import STAGES
 
 __all__ = ["CPP_EMULATOR_FLAGS", "CPP_LANGS", "CPP_REFUSED", "EXECUTION_FLAGS", "PANES",
            "check_options", "choose", "split_show", "unquote_options"]

@@ -34,14 +34,14 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Int, TraitError, Unicode, validate
 
-from .errors import (
+from ..errors import (
     CompileError,
     EmulatorUnsupported,
     SignatureError,
     SourceLocation,
     TileLabError,
 )
-from .magic_cells import (
+from .cells import (
     Cell,
     eval_grid,
     eval_option,
@@ -52,7 +52,7 @@ from .magic_cells import (
     relabel,
     running_cell_number,
 )
-from .magic_options import (
+from .options import (
     CPP_EMULATOR_FLAGS,
     CPP_LANGS,
     CPP_REFUSED,
@@ -76,7 +76,7 @@ def register(ipython: Any) -> None:
 def tile_emulate(line: str) -> None:
     """``%tile_emulate on|sanitize|off``: every ``ct.launch`` in later cells runs on the CPU
     emulator (``sanitize``: and is sanitized, with a report per launch) until ``off``."""
-    from .emulator import program
+    from ..emulator import program
 
     mode = line.strip().lower()
     if mode not in ("on", "sanitize", "off", ""):
@@ -91,7 +91,7 @@ def tile_emulate(line: str) -> None:
         print("ct.launch runs on the CPU emulator"
               f"{' (sanitizing every launch)' if sanitizing else ''}")
         return
-    from .gpu.device import gpu_available
+    from ..gpu.device import gpu_available
 
     print("ct.launch runs on the GPU" if gpu_available() else
           "ct.launch goes to the GPU, and this machine has none: launches will fail "
@@ -199,7 +199,7 @@ class TileMagics(Magics):
             else:
                 self._run_python(opts, body)
             if opts.export:
-                from .share import export
+                from ..share import export
 
                 print(f"exported to {export(self._shown, opts.export)}")
         except TileLabError as err:  # any tile_lab error, whatever its class
@@ -219,7 +219,7 @@ class TileMagics(Magics):
     # -- the two languages ---------------------------------------------------------------
 
     def _run_python(self, opts: Any, body: Cell) -> None:
-        from ._inspect import inspect
+        from .._inspect import inspect
 
         kernels = self._exec_body(body)
         chosen = choose(kernels, opts.kernel, "@ct.kernel function")
@@ -266,7 +266,7 @@ class TileMagics(Magics):
             grid = eval_grid(opts.grid, body, ns)
             if set(flags) & {"emulate", "trace", "sanitize", "crosscheck"} or want_partition:
                 self._check_emulator_grid(grid, opts.grid, body)
-            from .emulator import limits
+            from ..emulator import limits
 
             budget = limits(max_steps=self.emulator_max_steps) if self.emulator_max_steps \
                 else contextlib.nullcontext()
@@ -289,7 +289,7 @@ class TileMagics(Magics):
                     args: tuple[Any, ...] | None) -> None:
         """``--reproducer DIR``: written before anything compiles, so a compile that fails
         (the main case) is in it."""
-        from .share import reproducer
+        from ..share import reproducer
 
         if len(chosen) != 1:
             raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: pick the "
@@ -314,8 +314,8 @@ class TileMagics(Magics):
     def _explore(self, opts: Any, body: Cell, kernels: dict[str, Any],
                  chosen: list[str]) -> None:
         """``--explore SPACE``: ``tile_lab.explore`` with --grid/--args as functions of cfg."""
-        from .tuning import Space
-        from .widgets.explore import explore
+        from ..tuning import Space
+        from ..widgets.explore import explore
 
         if len(chosen) != 1:
             raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
@@ -356,20 +356,20 @@ class TileMagics(Magics):
 
     def _sanitize(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
                   hints: str | None) -> None:
-        from . import sanitizer
+        from .. import sanitizer
 
         self._show(sanitizer.sanitize(kernel, grid, args))
 
     def _trace(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
                hints: str | None) -> None:
-        from . import emulator
-        from .render import diagram as diagrams
+        from .. import emulator
+        from ..render import diagram as diagrams
 
         self._show(diagrams.diagram(emulator.trace(kernel, grid, args)))
 
     def _emulate(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
                  hints: str | None) -> None:
-        from . import emulator
+        from .. import emulator
 
         emulator.emulate(kernel, grid, args)
         # as --launch's fallback says where it ran, so does --emulate
@@ -378,29 +378,29 @@ class TileMagics(Magics):
 
     def _launch(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
                 hints: str | None) -> None:
-        from . import gpu
+        from .. import gpu
 
         fallback = "emulate" if self.launch_fallback == "emulate" else None
         gpu.launch(kernel, grid, args, hints=_parse_hints(hints), fallback=fallback)
 
     def _crosscheck(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
                     hints: str | None) -> None:
-        from . import parity
+        from .. import crosschecking
 
-        display(parity.crosscheck(kernel, grid, args,
-                                  gpu=parity.CupyGpu(hints=_parse_hints(hints))))
+        display(crosschecking.crosscheck(kernel, grid, args,
+                                  gpu=crosschecking.CupyGpu(hints=_parse_hints(hints))))
 
     def _profile(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
                  hints: str | None) -> None:
-        from . import profiling
-        from ._inspect import inspect
+        from .. import profiling
+        from .._inspect import inspect
 
         prof = profiling.profile(kernel, grid, args, hints=_parse_hints(hints))
         self._show(prof.view(inspect(kernel, args, arch=prof.arch, hints=hints,
                                      show=("source", "tileir", "sass"))))
 
     def _run_cpp(self, opts: Any, body: Cell) -> None:
-        from .cpp import find_kernel_names, inspect_cpp, launch_cpp
+        from ..cpp import find_kernel_names, inspect_cpp, launch_cpp
 
         for option, why in CPP_REFUSED:
             if getattr(opts, option) not in (None, False):
@@ -450,7 +450,7 @@ class TileMagics(Magics):
 
     def _exec_body(self, body: Cell) -> dict[str, Any]:
         """Run the body in the user namespace; return the kernels it (re)bound, in order."""
-        from ._cutile_compat import is_kernel
+        from .._cutile_compat import is_kernel
 
         try:
             tree = ast.parse(body.text, body.filename)
@@ -485,7 +485,7 @@ _EXECUTORS: dict[str, Any] = {
 # -- helpers ---------------------------------------------------------------------------
 
 def _parse_hints(hints: str | None) -> dict[str, Any] | None:
-    from ._inspect import parse_hints
+    from .._inspect import parse_hints
 
     return parse_hints(hints) if hints else None
 

@@ -15,7 +15,7 @@ import html
 import math
 from typing import Any
 
-from ..parity.result import CrossCheck, OutputComparison, TileComparison
+from ..crosschecking.result import CrossCheck, OutputComparison, TileComparison
 from .svg import Group, Rect, Scene, Style, Text, text_width, to_svg
 
 __all__ = ["COLORS", "crosscheck_html", "heatmap_scene", "tile_rects"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import html
 
-from ..access_trace import format_block
 from ..sanitizer_report import SanitizerReport
+from ..tracing.trace import format_block
 
 __all__ = ["sanitizer_report_html"]
 

@@ -2,7 +2,7 @@
 coverage heatmaps (how many distinct blocks touched each element) and tile visits (which block
 touched which tile, in what order).
 
-:class:`~tile_lab.trace_index.IndexedTrace` computes them from a trace; the diagrams
+:class:`~tile_lab.tracing.index.IndexedTrace` computes them from a trace; the diagrams
 (``render/diagram*.py``) draw them. Nothing here draws.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .access_trace import Block
-from .errors import DiagramError
+from ..errors import DiagramError
+from .trace import Block
 
 __all__ = ["CELL_CAP", "Box", "Heatmap", "TileGrid", "TileVisit", "tuple_text"]
 

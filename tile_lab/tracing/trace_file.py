@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import FileFormatError
+from ..errors import FileFormatError
 
 __all__ = ["ACCESS_COLUMNS", "FORMAT", "FORMAT_VERSION", "MAX_BYTES", "MMA_COLUMNS",
            "TUPLE_FIELDS", "json_scalars", "read_trace_file", "write_trace_file"]
