@@ -1,4 +1,4 @@
-"""tile_lab.crosscheck on the CPU with a scripted GPU side (tests/parity_fakes.py), and on a
+"""tile_lab.crosscheck on the CPU with a scripted GPU side (tests/crosscheck_fakes.py), and on a
 real GPU (marked gpu)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import cuda.tile as ct
 import numpy as np
 import pytest
 from corpus import correct, line_of
-from parity_fakes import ScriptedGpu
+from crosscheck_fakes import ScriptedGpu
 
 import tile_lab
 from tile_lab.crosschecking import CrossCheck, CrossCheckOptions, gpu_requirements

@@ -672,7 +672,7 @@ def test_running_cell_number_is_the_cell_ipython_shows(shell, capsys):
 # -- --crosscheck (GPU vs emulator) ------------------------------------------------------------
 
 def test_crosscheck_runs_both_sides_and_displays_the_verdict(shell, shown, monkeypatch):
-    from parity_fakes import ScriptedGpu
+    from crosscheck_fakes import ScriptedGpu
 
     import tile_lab.crosschecking
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from corpus import correct
-from parity_fakes import ScriptedGpu
+from crosscheck_fakes import ScriptedGpu
 
 import tile_lab
 from tile_lab.examples.decode import decode_attention, decode_inputs, decode_launch

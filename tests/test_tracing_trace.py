@@ -197,9 +197,9 @@ def test_tile_lab_trace_is_the_function_whatever_was_imported_first(first):
 
     code = textwrap.dedent(f"""
         {first}
-        import numpy as np, tile_lab, test_trace
+        import numpy as np, tile_lab, test_tracing_trace
         from tile_lab.tracing.trace import Trace
-        tr = tile_lab.trace(test_trace.vadd, (2,), (np.ones(8, np.float32),
+        tr = tile_lab.trace(test_tracing_trace.vadd, (2,), (np.ones(8, np.float32),
                             np.ones(8, np.float32), np.zeros(8, np.float32), 4))
         assert isinstance(tr, Trace) and len(tr) == 6, tr
     """)
