@@ -486,7 +486,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("execution", ("tile_lab.emulator", "tile_lab.tracing.trace", "tile_lab.tracing.trace_file",
                    "tile_lab.sanitizer", "tile_lab.sanitizer_report", "tile_lab.gpu",
                    "tile_lab.cpp")),
-    ("artifacts", ("tile_lab.artifacts", "tile_lab.stage_rows", "tile_lab.analysis.tma",
+    ("artifacts", ("tile_lab.artifacts", "tile_lab.stage_rows", "tile_lab.analysis",
                    "tile_lab.compile", "tile_lab._inspect", "tile_lab.signature",
                    "tile_lab.toolchain", "tile_lab.compile_errors", "tile_lab.array_like",
                    "tile_lab._cutile_compat", "tile_lab._doctor", "tile_lab.errors",

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tile_lab.render.schedule import (
-    SmTimeline,
-    grouped_order,
-    l2_order,
-    sm_timeline,
-)
+from tile_lab.analysis.schedule import SmTimeline, grouped_order
+from tile_lab.render.schedule import l2_order, sm_timeline
 from tile_lab.render.svg import Group, flatten
 
 
