@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from ._version import __version__ as __version__
+from .display import set_renderer_loader
 
 # public name -> module that defines it (relative to this package)
 _EXPORTS: dict[str, str] = {
@@ -102,6 +103,15 @@ def _emulate_from_env() -> None:
 
 
 _emulate_from_env()
+
+
+def _register_renderers() -> None:
+    """Renderers sit above the data types they draw and register themselves when imported;
+    the display hook (``display.py``, at the bottom) runs this on its first display."""
+    from .render import registered  # noqa: F401
+
+
+set_renderer_loader(_register_renderers)
 
 
 def load_ipython_extension(ipython: Any) -> None:

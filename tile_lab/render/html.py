@@ -40,6 +40,7 @@ from pygments.token import (
 )
 
 from ..artifacts import MIME_TYPE, STAGES, Inspection, StageText
+from ..display import renders
 from ..stage_rows import SassRow, TileIRRow
 from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer
 from .mime import MIME_VERSION, TOKEN_STAGES, cut_to_limits, token_runs
@@ -208,6 +209,7 @@ def _display_filename(filename: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
+@renders(Inspection)
 def inspection_mimebundle(insp: Inspection) -> dict[str, Any]:
     """``text/plain``, ``text/html`` and the tile-lab JSON, for ``_repr_mimebundle_``."""
     return {
