@@ -447,9 +447,11 @@ def test_cpp_profile_error_points_at_the_option(shell, capsys):
 
 
 def test_every_execution_flag_has_a_handler_and_the_messages_name_them_all(shell, api_calls):
-    from tile_lab.magic.tile_magic import _EXECUTORS, EXECUTION_FLAGS
+    from tile_lab._run import _MODES
+    from tile_lab.magic.options import EXECUTION_FLAGS
+    from tile_lab.request import MODES
 
-    assert set(_EXECUTORS) == set(EXECUTION_FLAGS)
+    assert set(_MODES) == set(EXECUTION_FLAGS) == set(MODES)
     with pytest.raises(UsageError) as info:
         shell.run_cell_magic("tile", "--grid 4 " + SIG3, VADD)
     assert all(f"--{f}" in str(info.value) for f in EXECUTION_FLAGS)

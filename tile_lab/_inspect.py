@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import _cutile_compat as compat
+from . import request
 from .artifacts import STAGES, Inspection
 from .compile import compile_kernel
 from .errors import CompileError, SignatureError, ToolchainError
@@ -145,15 +146,11 @@ def parse_hints(hints: Mapping[str, Any] | str | None) -> dict[str, Any]:
 
 def parse_show(show: Sequence[str] | str | None) -> tuple[str, ...] | None:
     """The panes to show, validated against ``STAGES``; None keeps the default."""
-    if show is None:
-        return None
-    names = [s.strip() for s in show.split(",")] if isinstance(show, str) else list(show)
-    names = [n for n in names if n]
-    bad = [n for n in names if n not in STAGES]
-    if bad:
-        raise CompileError(f"unknown pane {bad[0]!r} in show",
+    panes, _, bad = request.parse_show(show, STAGES)
+    if bad is not None:
+        raise CompileError(f"unknown pane {bad!r} in show",
                            hint=f"panes: {', '.join(STAGES)}")
-    return tuple(dict.fromkeys(names))
+    return panes
 
 
 def _versions() -> dict[str, str]:

@@ -9,13 +9,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..artifacts import STAGES
+from ..request import PANES, parse_show
 
 __all__ = ["CPP_EMULATOR_FLAGS", "CPP_LANGS", "CPP_REFUSED", "EXECUTION_FLAGS", "PANES",
-           "check_options", "choose", "split_show", "unquote_options"]
+           "check_options", "choose", "unquote_options"]
 
 EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile", "crosscheck")
-PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
 CPP_LANGS = ("c++", "cpp", "cuda")
 # Options a C++ cell refuses, each with why (checked before anything compiles). The CPU
 # emulator's flags are refused apart, as EmulatorUnsupported; the rest work in both languages.
@@ -37,7 +36,9 @@ def unquote_options(opts: Any) -> None:
 
 
 def check_options(opts: Any) -> None:
-    """Refuse option combinations that cannot work, before anything compiles or runs."""
+    """Refuse option combinations that cannot work, before anything compiles or runs; parse
+    ``--show`` (once) into ``opts.panes`` and ``opts.partition``."""
+    opts.panes, opts.partition, bad = parse_show(opts.show)
     if opts.lang.lower() not in ("python", "py", *CPP_LANGS):
         raise UsageError(f"%%tile: --lang must be python or c++, not {opts.lang!r}")
     flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
@@ -56,27 +57,13 @@ def check_options(opts: Any) -> None:
         raise UsageError("%%tile: use one of "
                          + ", ".join(f"--{f}" for f in EXECUTION_FLAGS)
                          + f" at a time (got {got})")
-    if opts.grid is not None and not flags and not (opts.show and "partition" in opts.show) \
-            and opts.reproducer is None:
+    if opts.grid is not None and not flags and not opts.partition and opts.reproducer is None:
         raise UsageError("%%tile: --grid is for running a kernel: add "
                          + ", ".join(f"--{f}" for f in EXECUTION_FLAGS[:-1])
                          + f" or --{EXECUTION_FLAGS[-1]}")
-    if opts.show is not None:
-        names = [s.strip() for s in opts.show.split(",") if s.strip()]
-        bad = [n for n in names if n not in PANES]
-        if bad or not names:
-            raise UsageError(f"%%tile: unknown pane {bad[0]!r} in --show; panes: "
-                             f"{', '.join(PANES)}" if bad else "%%tile: --show is empty")
-
-
-def split_show(show: str | None) -> tuple[tuple[str, ...] | None, bool]:
-    """The inspect panes of ``--show`` (None: the default) and whether it asks for the
-    partition diagram."""
-    if show is None:
-        return None, False
-    names = [s.strip() for s in show.split(",") if s.strip()]
-    panes = tuple(dict.fromkeys(n for n in names if n != "partition"))
-    return panes, "partition" in names
+    if opts.show is not None and (bad or not (opts.panes or opts.partition)):
+        raise UsageError(f"%%tile: unknown pane {bad!r} in --show; panes: {', '.join(PANES)}"
+                         if bad else "%%tile: --show is empty")
 
 
 def choose(found: dict[str, Any], wanted: str | None, what: str) -> list[str]:

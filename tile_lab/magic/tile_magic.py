@@ -23,7 +23,6 @@ IPython renders through ``_render_traceback_``. The shell keeps working afterwar
 from __future__ import annotations
 
 import ast
-import contextlib
 import math
 import re
 from typing import Any
@@ -34,6 +33,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Int, TraitError, Unicode, validate
 
+from .._run import run
 from ..errors import (
     CompileError,
     EmulatorUnsupported,
@@ -41,6 +41,7 @@ from ..errors import (
     SourceLocation,
     TileLabError,
 )
+from ..request import Request
 from .cells import (
     Cell,
     eval_grid,
@@ -60,7 +61,6 @@ from .options import (
     PANES,
     check_options,
     choose,
-    split_show,
     unquote_options,
 )
 
@@ -219,14 +219,11 @@ class TileMagics(Magics):
     # -- the two languages ---------------------------------------------------------------
 
     def _run_python(self, opts: Any, body: Cell) -> None:
-        from .._inspect import inspect
-
         kernels = self._exec_body(body)
         chosen = choose(kernels, opts.kernel, "@ct.kernel function")
         if opts.explore is not None:
             self._explore(opts, body, kernels, chosen)
             return
-        show, want_partition = split_show(opts.show)
         flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
         ns = self.shell.user_ns
         args = eval_option(opts.args, "--args", body, ns) if opts.args is not None else None
@@ -234,24 +231,23 @@ class TileMagics(Magics):
             self._reproducer(opts, body, kernels, chosen, args)
         want_inspect = (opts.sig is not None or opts.show is not None
                         or (opts.args is not None and not flags))
-        if (want_inspect or flags or want_partition) and not chosen:
+        if (want_inspect or flags or opts.partition) and not chosen:
             raise CompileError("the cell defines no @ct.kernel function to inspect or run",
                                SourceLocation(body.label, 1, None, body.magic_line))
-        if want_inspect and show != ():
-            spec = opts.sig if opts.sig is not None else args
-            if spec is None:
+        if want_inspect and opts.panes != ():
+            if opts.sig is None and args is None:
                 raise UsageError("%%tile: inspecting needs --args or --sig")
             option = opts.sig if opts.sig is not None else opts.args
             for name in chosen:
+                req = Request(kernels[name], args, opts.sig, arch=opts.arch, hints=opts.hints,
+                              panes=opts.panes)
                 try:
-                    insp = inspect(kernels[name], spec, arch=opts.arch, hints=opts.hints,
-                                   show=show)
+                    run(req, self._show)
                 except SignatureError as err:
                     if err.location is None:  # caret under the item the message names
                         err.location = item_location(body, option, err.message)
                     raise
-                self._show(insp)
-        if flags or want_partition:
+        if flags or opts.partition:
             if len(chosen) != 1:
                 raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
                                  f"pick the one to run with --kernel NAME")
@@ -264,16 +260,13 @@ class TileMagics(Magics):
             if args is None or opts.grid is None:
                 raise UsageError("%%tile: running a kernel needs --grid and --args")
             grid = eval_grid(opts.grid, body, ns)
-            if set(flags) & {"emulate", "trace", "sanitize", "crosscheck"} or want_partition:
+            if set(flags) & {"emulate", "trace", "sanitize", "crosscheck"} or opts.partition:
                 self._check_emulator_grid(grid, opts.grid, body)
-            from ..emulator import limits
-
-            budget = limits(max_steps=self.emulator_max_steps) if self.emulator_max_steps \
-                else contextlib.nullcontext()
+            req = Request(kernels[chosen[0]], args, grid=grid, hints=opts.hints,
+                          mode=flags[0] if flags else None, partition=opts.partition)
             try:
-                with budget:
-                    self._execute(kernels[chosen[0]], grid, args, flags, want_partition,
-                                  opts.hints)
+                run(req, self._show, max_steps=self.emulator_max_steps,
+                    launch_fallback=self.launch_fallback)
             except TileLabError as err:  # a bad argument: point at what the user typed
                 if re.match(r"argument \d+ \(", err.message):
                     err.location = item_location(body, opts.args, err.message) or err.location
@@ -341,64 +334,6 @@ class TileMagics(Magics):
             args_fn(configs[0])
         display(explore(kernels[chosen[0]], space, grid_fn, args_fn))
 
-    def _execute(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
-                 flags: list[str], want_partition: bool, hints: str | None) -> None:
-        """Run the cell's execution flag (``--show partition`` runs ``trace``), through the
-        table below, whose order is the order of the output (a sanitizer report comes
-        before the partition diagram)."""
-        wanted = {*flags, "trace"} if want_partition else set(flags)
-        for flag, handler in _EXECUTORS.items():
-            if flag in wanted:
-                handler(self, kernel, grid, args, hints)
-
-    # One handler per execution flag, each calling the API through the module that owns it
-    # (imported when the flag is used; the tests replace these attributes with recorders).
-
-    def _sanitize(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
-                  hints: str | None) -> None:
-        from .. import sanitizer
-
-        self._show(sanitizer.sanitize(kernel, grid, args))
-
-    def _trace(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
-               hints: str | None) -> None:
-        from .. import emulator
-        from ..render import diagram as diagrams
-
-        self._show(diagrams.diagram(emulator.trace(kernel, grid, args)))
-
-    def _emulate(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
-                 hints: str | None) -> None:
-        from .. import emulator
-
-        emulator.emulate(kernel, grid, args)
-        # as --launch's fallback says where it ran, so does --emulate
-        print(f"ran on the tile_lab CPU emulator: grid {grid}, "
-              f"{math.prod(grid):,} block{'s' if math.prod(grid) != 1 else ''}")
-
-    def _launch(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
-                hints: str | None) -> None:
-        from .. import gpu
-
-        fallback = "emulate" if self.launch_fallback == "emulate" else None
-        gpu.launch(kernel, grid, args, hints=_parse_hints(hints), fallback=fallback)
-
-    def _crosscheck(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
-                    hints: str | None) -> None:
-        from .. import crosschecking
-
-        display(crosschecking.crosscheck(kernel, grid, args,
-                                  gpu=crosschecking.CupyGpu(hints=_parse_hints(hints))))
-
-    def _profile(self, kernel: Any, grid: tuple[int, ...], args: tuple[Any, ...],
-                 hints: str | None) -> None:
-        from .. import profiling
-        from .._inspect import inspect
-
-        prof = profiling.profile(kernel, grid, args, hints=_parse_hints(hints))
-        self._show(prof.view(inspect(kernel, args, arch=prof.arch, hints=hints,
-                                     show=("source", "tileir", "sass"))))
-
     def _run_cpp(self, opts: Any, body: Cell) -> None:
         from ..cpp import find_kernel_names, inspect_cpp, launch_cpp
 
@@ -416,14 +351,13 @@ class TileMagics(Magics):
             raise CompileError("the cell defines no __tile_global__ kernel",
                                SourceLocation(body.label, 1, None, body.magic_line))
         chosen = choose(dict.fromkeys(names), opts.kernel, "__tile_global__ kernel")
-        show, want_partition = split_show(opts.show)
-        if want_partition:
+        if opts.partition:
             raise UsageError("%%tile --lang c++: the partition diagram needs the CPU "
                              "emulator, which runs Python kernels only")
         results = {}
         for name in chosen:
             insp = inspect_cpp(body.text, name, arch=opts.arch, filename=body.filename)
-            results[name] = insp = insp.with_show(show) if opts.show is not None else insp
+            results[name] = insp = insp.with_show(opts.panes) if opts.show is not None else insp
             self._show(insp)
         if opts.launch:
             if len(chosen) != 1:
@@ -471,24 +405,7 @@ class TileMagics(Magics):
         return {k: ns[k] for k in changed}
 
 
-# execution flag -> its handler, in the order their output appears
-_EXECUTORS: dict[str, Any] = {
-    "sanitize": TileMagics._sanitize,
-    "trace": TileMagics._trace,
-    "emulate": TileMagics._emulate,
-    "launch": TileMagics._launch,
-    "crosscheck": TileMagics._crosscheck,
-    "profile": TileMagics._profile,
-}
-
-
 # -- helpers ---------------------------------------------------------------------------
-
-def _parse_hints(hints: str | None) -> dict[str, Any] | None:
-    from .._inspect import parse_hints
-
-    return parse_hints(hints) if hints else None
-
 
 def _bound_names(tree: ast.Module) -> list[str]:
     """Names the cell binds at top level, in source order (function bodies excluded)."""

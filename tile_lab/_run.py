@@ -1,0 +1,104 @@
+"""Carry out a :class:`~tile_lab.request.Request`: the one core under the front ends.
+
+The ``%%tile`` magic parses a cell line into requests and calls :func:`run`; what a request
+makes (an Inspection, a sanitizer report, a diagram, a crosscheck, a profile view) is handed
+to ``show`` in the order it is made. Each mode calls the API through the module that owns it
+(imported when the mode is used: a cell that only inspects never imports the GPU code).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ._inspect import inspect, parse_hints
+from .request import MODES, Request
+
+__all__ = ["run"]
+
+Show = Callable[[Any], None]
+
+
+def run(req: Request, show: Show, *, max_steps: int = 0,
+        launch_fallback: str | None = "emulate") -> None:
+    """Inspect ``req.kernel`` (a request without a mode), or run it in ``req.mode`` (and trace
+    it for the partition diagram). ``max_steps``: the emulator's line budget per block (0:
+    none); ``launch_fallback``: "emulate" runs ``launch`` on the emulator without a GPU."""
+    if req.inspects:
+        show(inspect(req.kernel, req.spec, arch=req.arch, hints=req.hints, show=req.panes))
+        return
+    wanted = {req.mode, "trace"} if req.partition else {req.mode}
+    budget: Any = contextlib.nullcontext()
+    if max_steps:
+        from .emulator import limits
+
+        budget = limits(max_steps=max_steps)
+    with budget:
+        for mode in MODES:
+            if mode in wanted:
+                _MODES[mode](req, show, launch_fallback)
+
+
+def _sanitize(req: Request, show: Show, fallback: str | None) -> None:
+    from . import sanitizer
+
+    show(sanitizer.sanitize(req.kernel, req.grid, req.args))
+
+
+def _trace(req: Request, show: Show, fallback: str | None) -> None:
+    from . import emulator
+    from .render import diagram as diagrams
+
+    show(diagrams.diagram(emulator.trace(req.kernel, req.grid, req.args)))
+
+
+def _emulate(req: Request, show: Show, fallback: str | None) -> None:
+    from . import emulator
+
+    emulator.emulate(req.kernel, req.grid, req.args)
+    blocks = math.prod(req.grid or ())
+    # as launch's fallback says where it ran, so does emulate
+    print(f"ran on the tile_lab CPU emulator: grid {req.grid}, "
+          f"{blocks:,} block{'s' if blocks != 1 else ''}")
+
+
+def _launch(req: Request, show: Show, fallback: str | None) -> None:
+    from . import gpu
+
+    gpu.launch(req.kernel, req.grid, req.args, hints=_hints(req),
+               fallback="emulate" if fallback == "emulate" else None)
+
+
+def _crosscheck(req: Request, show: Show, fallback: str | None) -> None:
+    from IPython.display import display
+
+    from . import crosschecking
+
+    # displayed, not handed to show: --export has never written a crosscheck's verdict
+    display(crosschecking.crosscheck(req.kernel, req.grid, req.args,
+                                     gpu=crosschecking.CupyGpu(hints=_hints(req))))
+
+
+def _profile(req: Request, show: Show, fallback: str | None) -> None:
+    from . import profiling
+
+    prof = profiling.profile(req.kernel, req.grid, req.args, hints=_hints(req))
+    show(prof.view(inspect(req.kernel, req.args, arch=prof.arch, hints=req.hints,
+                           show=("source", "tileir", "sass"))))
+
+
+def _hints(req: Request) -> dict[str, Any] | None:
+    return parse_hints(req.hints) if req.hints else None
+
+
+# mode -> its handler (the order of output is MODES')
+_MODES: dict[str, Callable[[Request, Show, str | None], None]] = {
+    "sanitize": _sanitize,
+    "trace": _trace,
+    "emulate": _emulate,
+    "launch": _launch,
+    "crosscheck": _crosscheck,
+    "profile": _profile,
+}
