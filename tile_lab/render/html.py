@@ -42,7 +42,7 @@ from pygments.token import (
 from ..artifacts import MIME_TYPE, STAGES, Inspection, StageText
 from ..display import renders
 from ..stage_rows import SassRow, TileIRRow
-from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer
+from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer, token_lines
 from .mime import MIME_VERSION, TOKEN_STAGES, cut_to_limits, token_runs
 from .palette import BOLD_TOKENS as _BOLD
 from .palette import DARK_THEME_SELECTORS, line_color_index, palette_css
@@ -211,11 +211,13 @@ def _display_filename(filename: str) -> str:
 
 @renders(Inspection)
 def inspection_mimebundle(insp: Inspection) -> dict[str, Any]:
-    """``text/plain``, ``text/html`` and the tile-lab JSON, for ``_repr_mimebundle_``."""
+    """``text/plain``, ``text/html`` and the tile-lab JSON, for ``_repr_mimebundle_``: the
+    JSON payload is built once and the HTML drawn from it."""
+    data = inspection_json(insp)
     return {
         "text/plain": repr(insp),
-        "text/html": inspection_html(insp),
-        MIME_TYPE: inspection_json(insp),
+        "text/html": _view_html(insp, data),
+        MIME_TYPE: data,
     }
 
 
@@ -225,9 +227,15 @@ def inspection_html(insp: Inspection) -> str:
     Where the view shows Tile IR and SASS, the TMA verdict (the JSON payload's ``tma`` field,
     the very data the extension draws) is drawn too: a badge at the end of every source line
     holding a tile-space load/store, a summary under the header, TMA opcodes boxed in SASS."""
-    data = inspection_json(insp)
+    return _view_html(insp, inspection_json(insp))
+
+
+def _view_html(insp: Inspection, data: dict[str, Any]) -> str:
+    """The view drawn from ``data``, the payload ``inspection_json(insp)`` built: its hash
+    names the view, its colour slots and TMA verdict are the ones drawn."""
     vclass = _class_of(data)
-    slots = _color_slots(insp)
+    # in line order, as _color_slots made them (JSON sorted the keys as text)
+    slots = dict(sorted((int(line), slot) for line, slot in data["line_colors"].items()))
     tma = data.get("tma")
     panes = [_pane(insp, name, slots, tma) for name in _pane_names(insp)]
     parts = [
@@ -246,24 +254,20 @@ def inspection_html(insp: Inspection) -> str:
 
 def highlight_lines(text: str, lexer: Lexer,
                     boxed: frozenset[str] = frozenset()) -> list[str]:
-    """Lex ``text`` once and return one HTML fragment per text line (escaped, with
-    ``tl-t*`` token classes). Lexing the whole text keeps multi-line state correct.
-    Coloured tokens whose text is in ``boxed`` (TMA opcodes in SASS) are drawn boxed."""
-    lines: list[list[str]] = [[]]
-    for ttype, value in lexer.get_tokens(text):
-        cls = _token_class(ttype)
-        for i, piece in enumerate(value.split("\n")):
-            if i:
-                lines.append([])
-            if piece and cls and piece in boxed:
-                lines[-1].append(tma_op_html(cls, piece))
-            elif piece:
+    """One HTML fragment per text line (escaped, with ``tl-t*`` token classes), from one
+    lexing of the whole text. Coloured tokens whose text is in ``boxed`` (TMA opcodes in
+    SASS) are drawn boxed."""
+    out = []
+    for pieces in token_lines(text, lexer, _token_class):
+        parts = []
+        for cls, piece in pieces:
+            if cls and piece in boxed:
+                parts.append(tma_op_html(cls, piece))
+            else:
                 esc = html.escape(piece, quote=False)
-                lines[-1].append(f'<span class="tl-t{cls}">{esc}</span>' if cls else esc)
-    n = len(text.splitlines())
-    out = ["".join(parts) for parts in lines]
-    # Pygments ends the stream with a newline; keep exactly one fragment per line.
-    return (out + [""] * n)[:n]
+                parts.append(f'<span class="tl-t{cls}">{esc}</span>' if cls else esc)
+        out.append("".join(parts))
+    return out
 
 
 # -- panes -----------------------------------------------------------------------------
