@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kernels_share import reads_a_dict, scale_rows, tileiras_rejects, uses_a_ct_function
 
-from tile_lab.share.kernel_source import kernel_module
+from tile_lab.kernel_source import kernel_module
 
 
 def _runs(text: str) -> dict:

@@ -476,7 +476,7 @@ def test_the_markup_rules_catch_markup_and_renderer_imports(tmp_path):
 # so the package itself sits with tuning while its build/launch/bench modules sit in execution.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front ends", ("tile_lab", "tile_lab.__main__", "tile_lab._startup", "tile_lab.examples",
-                    "tile_lab.magic",
+                    "tile_lab.magic", "tile_lab._run",
                     "tile_lab.widgets", "tile_lab.share")),
     ("renderers", ("tile_lab.render",)),
     ("results", ("tile_lab.tracing.index", "tile_lab.tracing.tile_geometry", "tile_lab.checker",
@@ -487,6 +487,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "tile_lab.sanitizer", "tile_lab.sanitizer_report", "tile_lab.gpu",
                    "tile_lab.cpp")),
     ("artifacts", ("tile_lab.artifacts", "tile_lab.stage_rows", "tile_lab.analysis",
+                   "tile_lab.request", "tile_lab.kernel_source",
                    "tile_lab.compile", "tile_lab._inspect", "tile_lab.signature",
                    "tile_lab.toolchain", "tile_lab.compile_errors", "tile_lab.array_like",
                    "tile_lab._cutile_compat", "tile_lab._doctor", "tile_lab.errors",

@@ -1,5 +1,9 @@
-"""How a kernel travels to another process: by reference when its module can be imported
-there, else as the *source* of its ``def``.
+"""A notebook kernel as source plus the globals it names, recursively: the one walk behind
+shipping a kernel to another process (:func:`kernel_spec`) and writing it out as a module of
+its own (:func:`kernel_module`, a reproducer's ``kernel.py``).
+
+Shipping: a kernel travels by reference when its module can be imported there, else as the
+*source* of its ``def``.
 
 Kernels defined in notebook cells (or strings) live only in the notebook's ``linecache``, and a
 fresh process (the isolation worker, the Nsight Compute child, a compile worker, a Ray actor)
@@ -35,8 +39,8 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FunctionSource", "GlobalRef", "KernelNotShippable", "KernelSpec",
-           "function_source", "kernel_spec"]
+__all__ = ["FunctionSource", "GlobalRef", "KernelModule", "KernelNotShippable", "KernelSpec",
+           "function_source", "kernel_module", "kernel_spec"]
 
 class KernelNotShippable(ValueError):
     """The kernel (or a global it uses) cannot be rebuilt in another process."""
@@ -129,7 +133,7 @@ class KernelSpec:
 
     def build(self) -> Any:
         """The kernel, in this process."""
-        from .._cutile_compat import compiler_options, is_kernel, options_as_dict
+        from ._cutile_compat import compiler_options, is_kernel, options_as_dict
 
         hints = dict(self.hints)
         kernel = None
@@ -159,7 +163,7 @@ def kernel_spec(kernel: Any) -> KernelSpec:
     included): its module and name when importable, and the source of its ``def`` (the
     fallback where that import fails). Raises :class:`KernelNotShippable` when it is neither
     importable nor has a source Python can find."""
-    from .._cutile_compat import compiler_options, options_as_dict, python_function
+    from ._cutile_compat import compiler_options, options_as_dict, python_function
 
     func = python_function(kernel)
     hints = tuple(sorted(options_as_dict(compiler_options(kernel)).items()))
@@ -177,7 +181,7 @@ def kernel_spec(kernel: Any) -> KernelSpec:
 
 def _resolves_to(func: types.FunctionType) -> bool:
     """Whether importing ``func``'s module and name gives back a kernel of ``func``."""
-    from .._cutile_compat import python_function
+    from ._cutile_compat import python_function
 
     try:
         return python_function(_import(func.__module__, func.__qualname__)) is func
@@ -207,7 +211,7 @@ def function_source(func: types.FunctionType, seen: set[int] | None = None) -> F
             from None
     refs: list[GlobalRef] = []
     missing: list[tuple[str, str]] = []
-    for name in _global_names(tree.body[0]):
+    for name in sorted(free_names(tree)):
         if name not in func.__globals__:
             continue  # a builtin, a local or undefined (the kernel will say so)
         value = func.__globals__[name]
@@ -220,12 +224,6 @@ def function_source(func: types.FunctionType, seen: set[int] | None = None) -> F
     return FunctionSource(func.__name__, code.co_filename,
                           tuple(linecache.getlines(code.co_filename)), first, source,
                           tuple(refs), tuple(missing))
-
-
-def _global_names(node: ast.AST) -> list[str]:
-    """Names the def (decorators included) reads: globals, builtins, locals alike."""
-    return sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)
-                   and isinstance(n.ctx, ast.Load)})
 
 
 def _global_ref(name: str, value: Any, owner: types.FunctionType,
@@ -325,3 +323,123 @@ def _import(module: str, qualname: str) -> Any:
     for part in qualname.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+# ---- written out as a module of its own (a reproducer's kernel.py) ---------------------------
+
+@dataclass(frozen=True)
+class KernelModule:
+    """``text``: the module; ``name``: the kernel's name in it; ``kernel_line``: the line of
+    ``text`` where the kernel's source starts (its first decorator); ``unresolved``: names
+    the kernel reads that could not be written out."""
+
+    text: str
+    name: str
+    kernel_line: int
+    unresolved: tuple[str, ...]
+
+
+def kernel_module(kernel: Any, origin: str) -> KernelModule:
+    """``kernel.py`` for ``kernel`` (a ``@ct.kernel``); ``origin`` names where it came from
+    (for the module's docstring).
+
+    The kernel's source is copied as written; the names it reads from its module (or
+    notebook) are written out before it: modules as imports, plain constants as literals,
+    cuTile dtypes and ``ct.Constant[...]`` annotations by name, and helper functions by their
+    own source (with the names *they* read, recursively). A name that cannot be written out
+    is listed in ``KernelModule.unresolved`` and left as a comment, so the reproducer says
+    what is missing instead of silently compiling something else."""
+    from ._cutile_compat import python_function
+
+    func = python_function(kernel)
+    writer = _Writer()
+    writer.function(func, is_kernel=True)
+    head = [f'"""{func.__name__}: {origin}, written out by tile_lab.reproducer."""', "",
+            *sorted(writer.imports), ""]
+    if writer.constants:
+        head += [*writer.constants, ""]
+    if writer.unresolved:
+        head += [f"# NOT WRITTEN OUT (define these by hand): {', '.join(writer.unresolved)}",
+                 ""]
+    body: list[str] = []
+    kernel_line = 0
+    for name, src in writer.functions:
+        if name == func.__name__:
+            kernel_line = len(head) + len(body) + 2
+        body += ["", *src.rstrip("\n").split("\n"), ""]
+    text = "\n".join(head + body).rstrip("\n") + "\n"
+    return KernelModule(text, func.__name__, kernel_line, tuple(writer.unresolved))
+
+
+class _Writer:
+    """Writes a kernel's module: its helpers' source, its constants as literals."""
+
+    def __init__(self) -> None:
+        self.imports: set[str] = {"import cuda.tile as ct"}
+        self.constants: list[str] = []
+        self.functions: list[tuple[str, str]] = []  # helpers first, the kernel last
+        self.unresolved: list[str] = []
+        self._done: set[str] = {"ct"}
+
+    def function(self, func: types.FunctionType, is_kernel: bool = False) -> None:
+        src = textwrap.dedent(inspect.getsource(func))
+        func = inspect.unwrap(func)  # @ct.function wraps: its globals are cuTile's
+        self._done.add(func.__name__)
+        for name in free_names(ast.parse(src)):
+            if name in self._done or hasattr(builtins, name):
+                continue
+            self._done.add(name)
+            if name in func.__globals__:
+                self._global(name, func.__globals__[name])
+            elif func.__closure__ and name in func.__code__.co_freevars:
+                cell = func.__closure__[func.__code__.co_freevars.index(name)]
+                self._global(name, cell.cell_contents)
+            else:
+                self.unresolved.append(name)
+        self.functions.append((func.__name__, src))
+
+    def _global(self, name: str, value: Any) -> None:
+        import cuda.tile as ct
+
+        from ._cutile_compat import is_kernel
+
+        if isinstance(value, types.ModuleType):
+            self.imports.add(f"import {value.__name__}" if value.__name__ == name
+                             else f"import {value.__name__} as {name}")
+        elif value is None or isinstance(value, (bool, int, float, str)) or (
+                isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str))
+                                                 for v in value)):
+            self.constants.append(f"{name} = {value!r}")
+        elif isinstance(value, ct.DType):
+            self.constants.append(f"{name} = ct.{value.name}")
+        elif any(value == ct.Constant[t] for t in (int, float, bool)):
+            kind = next(t for t in (int, float, bool) if value == ct.Constant[t])
+            self.constants.append(f"{name} = ct.Constant[{kind.__name__}]")
+        elif is_kernel(value):
+            self.unresolved.append(name)  # a kernel cannot call another kernel
+        elif isinstance(value, types.FunctionType):
+            try:
+                self.function(value)
+            except (OSError, TypeError):
+                self.unresolved.append(name)
+        else:
+            self.unresolved.append(name)
+
+
+def free_names(tree: ast.Module) -> list[str]:
+    """Names the module's first def reads (decorators and annotations included) that it does
+    not bind itself (parameters, assignments, loop targets, nested defs), in order."""
+    bound: set[str] = set()
+    seen: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                seen.setdefault(node.id, None)
+            else:
+                bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and \
+                node is not tree.body[0]:
+            bound.add(getattr(node, "name", ""))
+    return [n for n in seen if n not in bound]

@@ -36,9 +36,9 @@ from .._inspect import prepare
 from ..array_like import array_info, to_host
 from ..compile import tileiras_args
 from ..errors import SignatureError, TileLabError, ToolchainError
+from ..kernel_source import kernel_module
 from ..signature import DTYPE_CODES, parse_spec
 from ..toolchain import STRIPPED_ENV, find_tool, run_tool, tool_version
-from .kernel_source import kernel_module
 
 __all__ = ["FORMAT", "Reproducer", "reproducer", "spec_args"]
 
