@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fixed_measurements import fixed_measurement as _measurement
 
 import tile_lab
 from tile_lab.gpu import metrics
-from tile_lab.gpu.benchmark import _measurement
 from tile_lab.gpu.benchmark import reference_outputs as _reference
 from tile_lab.gpu.peaks import compute_peaks
 from tile_lab.tracing.trace import ArrayInfo, MemoryAccess, Trace

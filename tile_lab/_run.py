@@ -16,7 +16,7 @@ from typing import Any
 from ._inspect import inspect, parse_hints
 from .request import MODES, Request
 
-__all__ = ["run"]
+__all__ = ["run", "switch_emulation"]
 
 Show = Callable[[Any], None]
 
@@ -39,6 +39,28 @@ def run(req: Request, show: Show, *, max_steps: int = 0,
         for mode in MODES:
             if mode in wanted:
                 _MODES[mode](req, show, launch_fallback)
+
+
+def switch_emulation(mode: str) -> str:
+    """Send every later ``ct.launch`` to the CPU emulator (``mode`` "on"; "sanitize": and
+    sanitize each launch) or back to the GPU ("off"); "" changes nothing. Returns where
+    launches go now, in words."""
+    from .emulator import program
+
+    if mode:
+        while program.is_enabled():  # one switch at a time: 'sanitize' replaces 'on'
+            program.disable()
+        if mode in ("on", "sanitize"):
+            program.enable(sanitize=mode == "sanitize")
+    if program.is_enabled():
+        sanitizing = program.mode() == "sanitize"
+        return ("ct.launch runs on the CPU emulator"
+                f"{' (sanitizing every launch)' if sanitizing else ''}")
+    from .gpu.device import gpu_available
+
+    return ("ct.launch runs on the GPU" if gpu_available() else
+            "ct.launch goes to the GPU, and this machine has none: launches will fail "
+            "(%tile_emulate on runs them on the CPU emulator)")
 
 
 def _sanitize(req: Request, show: Show, fallback: str | None) -> None:

@@ -33,7 +33,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Int, TraitError, Unicode, validate
 
-from .._run import run
+from .._run import run, switch_emulation
 from ..errors import (
     CompileError,
     EmulatorUnsupported,
@@ -76,26 +76,10 @@ def register(ipython: Any) -> None:
 def tile_emulate(line: str) -> None:
     """``%tile_emulate on|sanitize|off``: every ``ct.launch`` in later cells runs on the CPU
     emulator (``sanitize``: and is sanitized, with a report per launch) until ``off``."""
-    from ..emulator import program
-
     mode = line.strip().lower()
     if mode not in ("on", "sanitize", "off", ""):
         raise UsageError(f"%tile_emulate {line.strip()}: use on, sanitize or off")
-    if mode:  # no argument: only say where launches go
-        while program.is_enabled():  # one switch at a time: 'sanitize' replaces 'on'
-            program.disable()
-        if mode in ("on", "sanitize"):
-            program.enable(sanitize=mode == "sanitize")
-    sanitizing = program.mode() == "sanitize"
-    if program.is_enabled():
-        print("ct.launch runs on the CPU emulator"
-              f"{' (sanitizing every launch)' if sanitizing else ''}")
-        return
-    from ..gpu.device import gpu_available
-
-    print("ct.launch runs on the GPU" if gpu_available() else
-          "ct.launch goes to the GPU, and this machine has none: launches will fail "
-          "(%tile_emulate on runs them on the CPU emulator)")
+    print(switch_emulation(mode))
 
 
 @magics_class
