@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from shared_kernels import vadd_cell
 
 import tile_lab
 from tile_lab._cutile_compat import python_function
@@ -27,15 +28,7 @@ from tile_lab.errors import (
     TileLabError,
 )
 
-VADD = """import cuda.tile as ct
-
-@ct.kernel
-def vadd(a, b, c, TILE: ct.Constant[int]):
-    bid = ct.bid(0)
-    ta = ct.load(a, index=(bid,), shape=(TILE,))
-    tb = ct.load(b, index=(bid,), shape=(TILE,))
-    ct.store(c, index=(bid,), tile=ta + tb)
-"""  # vadd's decorator is cell line 4, the loads lines 7-8, the store line 9
+VADD = vadd_cell("vadd")  # vadd's decorator is cell line 4, the loads lines 7-8, the store line 9
 
 TWO_KERNELS = """import cuda.tile as ct
 
