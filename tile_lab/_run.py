@@ -14,9 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ._inspect import inspect, parse_hints
+from .errors import SignatureError
 from .request import MODES, Request
 
-__all__ = ["run", "switch_emulation"]
+__all__ = ["explore", "run", "switch_emulation", "write_reproducer"]
 
 Show = Callable[[Any], None]
 
@@ -39,6 +40,34 @@ def run(req: Request, show: Show, *, max_steps: int = 0,
         for mode in MODES:
             if mode in wanted:
                 _MODES[mode](req, show, launch_fallback)
+
+
+def write_reproducer(req: Request, path: str) -> Any:
+    """``tile_lab.reproducer`` of ``req``'s kernel, for its args (else its sig) and grid."""
+    from .share import reproducer
+
+    spec = req.args if req.args is not None else req.sig
+    return reproducer(req.kernel, req.grid, spec, path, arch=req.arch, hints=req.hints)
+
+
+def explore(kernel: Any, items: tuple[Any, ...], grid_fn: Callable[[Any], tuple[int, ...]],
+            args_fn: Callable[[Any], tuple[Any, ...]]) -> Any:
+    """``tile_lab.explore``'s sliders over ``items`` (which must be one tile_lab.Space), after
+    one call of ``grid_fn`` and ``args_fn`` on the first config (so their mistakes fail here,
+    not in a slider callback)."""
+    from .tuning import Space
+    from .widgets.explore import explore as sliders
+
+    space = items[0] if len(items) == 1 else None
+    if not isinstance(space, Space):
+        got = type(space).__name__ if len(items) == 1 else f"{len(items)} values"
+        raise SignatureError(f"--explore needs one tile_lab.Space, got {got}",
+                             hint="e.g. space = tile_lab.Space(TILE=[256, 512, 1024])")
+    configs = space.configs(None)
+    if configs:
+        grid_fn(configs[0])
+        args_fn(configs[0])
+    return sliders(kernel, space, grid_fn, args_fn)
 
 
 def switch_emulation(mode: str) -> str:

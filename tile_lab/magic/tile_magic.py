@@ -33,7 +33,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Int, TraitError, Unicode, validate
 
-from .._run import run, switch_emulation
+from .._run import explore, run, switch_emulation, write_reproducer
 from ..errors import (
     CompileError,
     EmulatorUnsupported,
@@ -266,17 +266,14 @@ class TileMagics(Magics):
                     args: tuple[Any, ...] | None) -> None:
         """``--reproducer DIR``: written before anything compiles, so a compile that fails
         (the main case) is in it."""
-        from ..share import reproducer
-
         if len(chosen) != 1:
             raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: pick the "
                              "one to write a reproducer of with --kernel NAME")
-        spec = args if args is not None else opts.sig
-        if spec is None:
+        if args is None and opts.sig is None:
             raise UsageError("%%tile: --reproducer needs --args (example arrays) or --sig")
         grid = eval_grid(opts.grid, body, self.shell.user_ns) if opts.grid else None
-        print(reproducer(kernels[chosen[0]], grid, spec, opts.reproducer, arch=opts.arch,
-                         hints=opts.hints).summary())
+        req = Request(kernels[chosen[0]], args, opts.sig, grid, opts.arch, opts.hints)
+        print(write_reproducer(req, opts.reproducer).summary())
 
     def _check_emulator_grid(self, grid: tuple[int, ...], text: str, body: Cell) -> None:
         blocks = math.prod(grid)
@@ -291,20 +288,11 @@ class TileMagics(Magics):
     def _explore(self, opts: Any, body: Cell, kernels: dict[str, Any],
                  chosen: list[str]) -> None:
         """``--explore SPACE``: ``tile_lab.explore`` with --grid/--args as functions of cfg."""
-        from ..tuning import Space
-        from ..widgets.explore import explore
-
         if len(chosen) != 1:
             raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
                              f"pick the one to explore with --kernel NAME")
         ns = self.shell.user_ns
         items = eval_option(opts.explore, "--explore", body, ns)
-        space = items[0] if len(items) == 1 else None
-        if not isinstance(space, Space):
-            got = type(space).__name__ if len(items) == 1 else f"{len(items)} values"
-            raise SignatureError(f"--explore needs one tile_lab.Space, got {got}",
-                                 option_location(body, opts.explore.strip()),
-                                 hint="e.g. space = tile_lab.Space(TILE=[256, 512, 1024])")
 
         def grid_fn(cfg: Any) -> tuple[int, ...]:
             return eval_grid(opts.grid, body, ns, {"cfg": cfg})
@@ -312,11 +300,12 @@ class TileMagics(Magics):
         def args_fn(cfg: Any) -> tuple[Any, ...]:
             return eval_option(opts.args, "--args", body, ns, {"cfg": cfg})
 
-        configs = space.configs(None)
-        if configs:  # a mistake in --grid/--args fails the cell here, at its option
-            grid_fn(configs[0])
-            args_fn(configs[0])
-        display(explore(kernels[chosen[0]], space, grid_fn, args_fn))
+        try:  # a mistake in --grid/--args fails the cell here, at its option
+            display(explore(kernels[chosen[0]], items, grid_fn, args_fn))
+        except SignatureError as err:
+            if err.location is None:
+                err.location = option_location(body, opts.explore.strip())
+            raise
 
     def _run_cpp(self, opts: Any, body: Cell) -> None:
         from ..cpp import find_kernel_names, inspect_cpp, launch_cpp
