@@ -4,7 +4,7 @@ and launch on another machine — the bug report a cuTile maintainer can run.
 What the folder holds (``README.md`` in it says the same to its reader):
 
 - ``kernel.py``: the kernel's source, with the names it reads written out before it
-  (``share/kernel_source.py``);
+  (``tile_lab/kernel_source.py``);
 - ``args.npz``: its array arguments (read with ``allow_pickle=False``), or, past
   ``max_inline_bytes``, a seed and shape per array in ``repro.json`` (random values);
 - ``kernel.tileirbc``: the Tile IR bytecode cuTile's front end made (absent when the front end
