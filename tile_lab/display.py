@@ -19,8 +19,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .errors import TileLabWarning
-
 __all__ = ["mimebundle", "register_view", "renderer_for", "renders", "set_renderer_loader",
            "view", "views"]
 
@@ -82,6 +80,10 @@ def mimebundle(obj: Any) -> dict[str, Any]:
     try:
         drawn = draw(obj)
     except Exception as exc:  # a broken picture must not break the cell: say so, keep text
+        # imported here: display.py is imported with the package (the start-up hook imports
+        # tile_lab before site-packages such as IPython are on the path), errors.py needs IPython
+        from .errors import TileLabWarning
+
         warnings.warn(f"could not draw {type(obj).__name__}: {type(exc).__name__}: {exc}",
                       TileLabWarning, stacklevel=2)
         return bundle
