@@ -15,12 +15,15 @@ bug) or fails to run.
     python bench/crosscheck_all.py --json $OUT/crosscheck.json
     python bench/crosscheck_all.py --dry-run --only examples corpus   # CPU: the emulator
         # (zero padding) stands in for the GPU, to check the script, not the emulator
+    python bench/crosscheck_all.py --rejudge results/crosscheck_*.json.gz --only examples corpus
+        # CPU: a recorded GPU run's differences against today's budget
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gzip
 import io
 import json
@@ -257,6 +260,76 @@ def markdown_table(paths: list[Path]) -> str:
     return "\n".join(out) + f"\n\nDevice: {'; '.join(sorted(devices))}."
 
 
+def _load_runs(paths: list[Path]) -> dict[tuple[str, str], dict[str, Any]]:
+    rows = {}
+    for path in paths:
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        for r in json.loads(raw)["rows"]:
+            rows[(r["source"], r["kernel"])] = r
+    return rows
+
+
+def rejudge(paths: list[Path], items: list[Item]) -> int:
+    """The recorded GPU differences of earlier runs against today's budget, on the CPU: each
+    kernel re-emulated for the budget (its output's scale, its sites, its trace), then every
+    recorded tile's largest difference compared with it. A tile only records its maxima, so
+    it is *within* when its largest difference is under the budget at the smallest element
+    or it is at most 1 ULP, *within at its largest element* when it is under the budget at
+    the tile's largest element (the most the budget allows anywhere in the tile), else
+    *OUTSIDE*. Returns 1 when any tile is outside."""
+    import warnings
+
+    import tile_lab
+    from tile_lab.crosschecking.budget import Budget, error_model, ulp
+    from tile_lab.crosschecking.flow import site_dtypes
+    from tile_lab.crosschecking.run import _array_names, _flat_arrays, _host_clone, _map_arrays
+    from tile_lab.crosschecking.sites import design_sites
+
+    recorded = _load_runs(paths)
+    outside = 0
+    print(f"{'kernel':44s} {'output':8s} {'dtype':9s} {'scale':>8s} {'rho':>8s} "
+          f"{'max abs':>9s} {'max ULP':>8s}  recorded differences")
+    for it in items:
+        row = recorded.get((it.source, it.name))
+        if row is None or "crosscheck" not in row:
+            continue
+        args = _map_arrays(tuple(it.args), functools.partial(_host_clone, roots={}))
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            tr = tile_lab.trace(it.kernel, it.grid, args)
+        emu = dict(zip(_array_names(it.kernel, args), _flat_arrays(args)))
+        model = error_model(tr, design_sites(it.kernel), Budget(),
+                            site_dtypes(it.kernel, {a.name: a.dtype for a in tr.arrays}))
+        for out in row["crosscheck"]["outputs"]:
+            e = np.asarray(emu[out["arg"]])
+            tiles = [t for t in out["tiles"] if t.get("verdict") == "design"]
+            if not tiles or (e.dtype.kind != "f" and e.dtype.name != "bfloat16"):
+                continue
+            finite = np.abs(e[np.isfinite(e)].astype(np.float64))
+            scale = float(finite.max()) if finite.size else 0.0
+            allowed_sum = model.rho * scale
+            verdicts = []
+            for t in tiles:
+                box = tuple(slice(a, b) for a, b in zip(t["box_start"], t["box_stop"]))
+                top = float(np.abs(e[box].astype(np.float64)).max())
+                floor = float(ulp(np.array([0.0]), e.dtype.name)[0])
+                if t["max_ulp"] <= 1 or t["max_abs"] <= allowed_sum + floor:
+                    verdicts.append("within")
+                elif t["max_abs"] <= allowed_sum + float(ulp(np.array([top]), e.dtype.name)[0]):
+                    verdicts.append("within at its largest element")
+                else:
+                    verdicts.append("OUTSIDE")
+            outside += verdicts.count("OUTSIDE")
+            worst = max(verdicts, key=["within", "within at its largest element",
+                                       "OUTSIDE"].index)
+            print(f"{it.name[:44]:44s} {out['arg'][:8]:8s} {e.dtype.name:9s} "
+                  f"{scale:8.3g} {model.rho:8.2g} "
+                  f"{max(t['max_abs'] for t in tiles):9.3g} "
+                  f"{max(t['max_ulp'] for t in tiles):8d}  {len(tiles)} tiles: {worst}")
+    print(f"\n{outside} recorded tiles outside today's budget")
+    return 1 if outside else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, help="write the rows and crosschecks here")
@@ -270,10 +343,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="record only these tutorials (e.g. 09 12)")
     ap.add_argument("--table", nargs="+", type=Path, metavar="JSON",
                     help="only print the bench/README table from these --json files")
+    ap.add_argument("--rejudge", nargs="+", type=Path, metavar="JSON",
+                    help="no GPU: the recorded GPU differences in these --json files against "
+                         "today's budget")
     opts = ap.parse_args(argv)
     if opts.table:
         print(markdown_table(opts.table))
         return 0
+    if opts.rejudge:
+        items = (example_items() if "examples" in opts.only else []) + \
+            (corpus_items() if "corpus" in opts.only else [])
+        if "tutorials" in opts.only:
+            items += tutorial_items(opts.tutorial_timeout, opts.workers, opts.notebooks)[0]
+        return rejudge(opts.rejudge, items)
 
     from tile_lab.crosschecking import CupyGpu
 

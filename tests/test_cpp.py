@@ -7,6 +7,7 @@ them, never by hard-coded numbers.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from tile_lab.cpp.compare import OpLine, align_ops, kernel_ops
 from tile_lab.cpp.diagnostics import parse_diagnostics
 from tile_lab.cpp.launch import Param, _pack_scalar, entry_params, kernel_args
 from tile_lab.cpp.source import match_symbol, symbol_base_name
-from tile_lab.errors import CompileError, NoGPUError, SignatureError
+from tile_lab.errors import CompileError, NoGPUError, SignatureError, ToolchainError
 
 EXAMPLES = Path(__file__).parent / "cpp_examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -236,6 +237,45 @@ def test_error_inside_cuda_tile_h_points_at_the_instantiating_line():
         inspect_cpp(text, "k", arch="sm_90", filename="<cell>")
     assert info.value.location.line == line_of(text, "012_ic")
     assert "/tmp" not in info.value.message and "/tmp" not in (info.value.hint or "")
+
+
+FAKE_OLD_NVCC = """#!/bin/sh
+case "$1" in
+  --version) echo "nvcc: NVIDIA (R) Cuda compiler driver"
+             echo "Cuda compilation tools, release 13.0, V13.0.88" ;;
+  *) echo "nvcc fatal   : 'ilebc': expected a number" >&2; exit 1 ;;
+esac
+"""
+
+
+@pytest.fixture
+def old_nvcc_on_path(tmp_path, monkeypatch):
+    """A CUDA 13.0 nvcc (no CUDA Tile C++) on PATH and no pip nvcc: a GPU box's toolkit."""
+    from tile_lab import toolchain
+    from tile_lab.cpp.build import _inspect_cached
+
+    fake = tmp_path / "nvcc"
+    fake.write_text(FAKE_OLD_NVCC)
+    fake.chmod(0o755)
+    caches = (toolchain.find_tool, toolchain.tool_version, _inspect_cached)
+    for c in caches:
+        c.cache_clear()
+    monkeypatch.setattr(toolchain, "_pip_bin_dirs", lambda: [])
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    yield fake
+    monkeypatch.undo()
+    for c in caches:
+        c.cache_clear()
+
+
+def test_an_nvcc_without_cuda_tile_cpp_is_named_too_old(old_nvcc_on_path):
+    # it failed with nvcc's own "nvcc fatal : 'ilebc': expected a number"
+    with pytest.raises(ToolchainError) as info:
+        inspect_cpp((EXAMPLES / "vector_add.cu").read_text(), "vector_add", arch="sm_90")
+    text = info.value.render()
+    assert f"nvcc 13.0.88 ({old_nvcc_on_path}) is too old for CUDA Tile C++" in text
+    assert "need nvcc 13.4 or newer" in text and "ilebc" not in text
+    assert "pip install 'nvidia-cuda-nvcc>=13.4'" in text
 
 
 def test_missing_kernel_and_ambiguous_kernels_are_clear():

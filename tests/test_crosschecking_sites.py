@@ -62,3 +62,29 @@ def test_a_product_feeding_an_add_is_a_multiply_add_the_compiler_may_fuse():
     assert (line_of(axpb_like, "1.0 - y * z"), "fma") in got
     assert (line_of(axpb_like, "z = x + x"), "fma") not in got  # no product: exact
     assert "multiply-add the compiler may fuse" in describe_sites(design_sites(axpb_like))
+
+
+@ct.kernel
+def sums_and_casts(X, Y, TILE: ct.Constant[int]):
+    x = ct.load(X, index=(ct.bid(0), 0), shape=(TILE, TILE))
+    p = ct.exp(x).astype(ct.float16)
+    rows = ct.sum(x, axis=1)
+    total = ct.sum(x)
+    acc = ct.mma(p, x.astype(ct.float16), ct.full((TILE, TILE), 0.0, dtype=ct.float32))
+    c = ct.cumsum(rows)
+    ct.store(Y, index=(ct.bid(0),), tile=c + total + ct.sum(acc, axis=None))
+
+
+def test_reductions_say_whether_they_run_along_an_axis_and_casts_into_sums_are_found():
+    sites = design_sites(sums_and_casts)
+    reduces = {(s.line, s.op): s.reduces for s in sites if s.kind == "order"}
+    line = lambda text: line_of(sums_and_casts, text)  # noqa: E731
+    assert reduces[(line("rows = ct.sum(x, axis=1)"), "sum")] == "axis"
+    assert reduces[(line("total = ct.sum(x)"), "sum")] == "all"
+    assert reduces[(line("c = ct.cumsum(rows)"), "cumsum")] == "axis"  # scans: always
+    assert reduces[(line("ct.sum(acc, axis=None)"), "sum")] == "all"
+    assert reduces[(line("acc = ct.mma("), "mma")] == ""
+    casts = {s.line for s in sites if s.kind == "cast"}
+    # the cast assigned to p, and the one written in the mma's arguments
+    assert casts == {line("p = ct.exp(x).astype"), line("acc = ct.mma(")}
+    assert "narrowing cast feeding a sum" in describe_sites(sites)

@@ -114,3 +114,67 @@ def test_warm_compiler_queries_fills_cutiles_per_process_caches():
     # both are functools caches: after the warm-up, the first compile finds them filled
     assert _get_compiler_version_string.cache_info().currsize == 1
     assert _get_max_supported_bytecode_version.cache_info().currsize >= 1
+
+
+@ct.kernel
+def _tuple_params(out, cfg: tuple[int, ct.Constant[int]], rest: tuple[ct.Constant[int], ...]):
+    ct.scatter(out, (0,), cfg[0])
+
+
+def test_kernel_parameters_read_tuple_item_annotations():
+    _, cfg, rest = compat.kernel_parameters(_tuple_params)
+    assert cfg.is_tuple and [i.constant for i in cfg.items] == [False, True]
+    assert rest.is_tuple and rest.items is None and rest.each.constant
+
+
+def test_check_launch_arguments_raises_cuTiles_own_TypeError():
+    import numpy as np
+
+    out = np.zeros(1, np.int32)
+    compat.check_launch_arguments(_tuple_params, (out, (1, 2), (3,)))  # fine: no error
+    with pytest.raises(TypeError, match="Received a tuple of length 3 for a parameter "
+                                        "annotated as a tuple of length 2"):
+        compat.check_launch_arguments(_tuple_params, (out, (1, 2, 3), (3,)))
+    with pytest.raises(TypeError, match="Kernel expects 3 arguments but 2 were given"):
+        compat.check_launch_arguments(_tuple_params, (out, (1, 2)))
+
+
+def test_rejections_and_parameter_errors_are_told_apart():
+    from cuda.tile._exception import InternalError, TileTypeError
+
+    assert compat.is_kernel_rejection(TileTypeError("x"))
+    assert not compat.is_kernel_rejection(InternalError("x"))
+    assert not compat.is_kernel_rejection(TypeError("x"))
+    assert not compat.is_parameter_error(TypeError("raised here, not by cuTile"))
+
+
+def test_native_dtype_reads_foreign_dtypes_as_cutile_does():
+    torch = pytest.importorskip("torch")
+    assert compat.native_dtype(torch.bfloat16) is ct.bfloat16
+    assert compat.native_dtype(3) is None and compat.native_dtype([1]) is None
+
+
+def test_signatures_without_driver_builds_cutiles_signature_on_the_cpu():
+    import numpy as np
+    from cuda.tile._cext import CallingConvention
+    from cuda.tile.compilation import KernelSignature
+
+    from tile_lab.signature import constraints_from_args
+
+    if compat.gpu_compute_capability() is not None:
+        pytest.skip("a CUDA driver is present: cuTile derives the signature itself")
+    args = (np.zeros(1, np.int32), (1, 2), (3,))
+    cc = CallingConvention.cutile_python_v2()
+    original = KernelSignature.from_kernel_args
+    with pytest.raises(OSError):  # cuTile's own: it loads libcuda
+        KernelSignature.from_kernel_args(_tuple_params, args, cc)
+    with compat.signatures_without_driver(lambda k, a, cc: constraints_from_args(k, a)):
+        sig = KernelSignature.from_kernel_args(_tuple_params, args, cc)
+        named = KernelSignature.from_kernel_args(_tuple_params, args, cc, symbol="k0")
+        with pytest.raises(TypeError, match="Received a tuple of length 3"):
+            KernelSignature.from_kernel_args(_tuple_params, (args[0], (1, 2, 3), (3,)), cc)
+    assert KernelSignature.from_kernel_args is original  # put back
+    assert sig.calling_convention.code == cc.code and named.symbol == "k0"
+    assert "_tuple_params" in sig.symbol
+    assert sig.parameters[1].items[1].value == 2  # the Constant item: a compile-time value
+    compat.check_frontend(_tuple_params, sig)  # cuTile's front end accepts it

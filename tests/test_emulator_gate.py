@@ -3,7 +3,11 @@ cuTile's message at the kernel line; each (kernel, signature) is typed once."""
 
 from __future__ import annotations
 
+import collections
 import inspect
+import math
+import pickle
+import re
 import textwrap
 
 import cuda.tile as ct
@@ -15,6 +19,7 @@ import tile_lab
 from tile_lab import _cutile_compat as compat
 from tile_lab.emulator import gate
 from tile_lab.errors import CompileError
+from tile_lab.signature import build_signature
 
 
 @ct.kernel
@@ -123,3 +128,145 @@ def test_torch_cpu_tensors_are_gated_too():
     with pytest.raises(CompileError, match="Step must be positive"):
         tile_lab.emulate(negative_step, (1,), (x, y))
     assert (y == 0).all()
+
+
+# ---- cuTile's own exceptions: code written against native cuTile catches them unchanged ----
+
+@ct.kernel
+def bits_of_floats(x):
+    t = ct.load(x, index=(0,), shape=(8,))
+    ct.store(x, index=(0,), tile=t | t)
+
+
+@ct.kernel
+def host_math(x):
+    t = ct.load(x, index=(0,), shape=(8,))
+    ct.store(x, index=(0,), tile=t + math.floor(2.5))
+
+
+@ct.kernel
+def load_at_compile_time(x):
+    t = ct.static_eval(ct.load(x, index=(0,), shape=(8,)))
+    ct.store(x, index=(0,), tile=t)
+
+
+@ct.kernel
+def eight_wide(x, n: ct.Constant[int]):
+    ct.static_assert(n == 8, "eight lanes expected")
+    ct.store(x, index=(0,), tile=ct.load(x, index=(0,), shape=(n,)))
+
+
+NATIVE_CLASSES = [
+    (bits_of_floats, (), ct.TileTypeError, "Bitwise operations require integers"),
+    (host_math, (), ct.TileError, "floor\\(\\) is not supported in device code"),
+    (load_at_compile_time, (), ct.TileStaticEvalError, "cannot be called inside static_eval"),
+    (eight_wide, (16,), ct.TileStaticAssertionError,
+     "Static assertion failed: eight lanes expected"),
+]
+
+
+@pytest.mark.parametrize("kernel, extra, cls, message", NATIVE_CLASSES,
+                         ids=["type", "host_call", "static_eval", "static_assert"])
+def test_rejections_raise_cuTiles_class_and_message(kernel, extra, cls, message):
+    x = np.arange(16, dtype=np.float32)
+    with pytest.raises(cls, match=message) as info:
+        tile_lab.emulate(kernel, (1,), (x, *extra))
+    err = info.value
+    assert isinstance(err, CompileError)  # and still tile_lab's error
+    assert (x == np.arange(16)).all()  # nothing ran
+    # str() is exactly what cuTile's own front end says for this signature
+    signature = build_signature(kernel, [x, *extra]).kernel_signature
+    with pytest.raises(cls) as native:
+        compat.check_frontend(kernel, signature)
+    assert str(err) == str(native.value)
+    assert err.message == compat.tile_error_message(native.value)
+
+
+def test_host_calls_are_cuTiles_UnsupportedCallError():
+    from cuda.tile._exception import UnsupportedCallError  # the class ct.launch raises
+
+    with pytest.raises(UnsupportedCallError, match=r"floor\(\) is not supported"):
+        tile_lab.emulate(host_math, (1,), (np.zeros(8, np.float32),))
+
+
+def test_rejection_keeps_tile_labs_caret_rendering():
+    with pytest.raises(ct.TileTypeError) as info:
+        tile_lab.emulate(bits_of_floats, (1,), (np.zeros(8, np.float32),))
+    shown = info.value.render()
+    assert shown.startswith("CompileError: cuTile type error: Bitwise operations")
+    line = _line(bits_of_floats, "t | t")
+    assert f"line {line}" in shown and "tile=t | t)" in shown
+    assert "\n       |" in shown and "^" in shown.splitlines()[3]
+    assert "compiler rejects this kernel" in shown
+    assert info.value._render_traceback_() == shown.splitlines()
+
+
+def test_rejection_survives_pickling():
+    with pytest.raises(ct.TileTypeError) as info:
+        tile_lab.emulate(bits_of_floats, (1,), (np.zeros(8, np.float32),))
+    back = pickle.loads(pickle.dumps(info.value))
+    assert type(back) is type(info.value)
+    assert isinstance(back, ct.TileTypeError) and isinstance(back, CompileError)
+    assert str(back) == str(info.value) and back.render() == info.value.render()
+
+
+def test_launch_under_emulation_raises_cuTiles_class():
+    x = np.zeros(8, np.float32)
+    with tile_lab.emulation(), pytest.raises(ct.TileTypeError, match="Bitwise operations"):
+        ct.launch(None, (1,), bits_of_floats, (x,))
+
+
+# ---- ct.launch's own argument checks, before any compile ----------------------------------
+
+@ct.kernel
+def pair_sum(out, pair: tuple[int, ct.Constant[int]]):
+    ct.scatter(out, (0,), pair[0] + pair[1])
+
+
+@ct.kernel
+def anything(out, extra):
+    ct.scatter(out, (0,), 1)
+
+
+@ct.kernel
+def folded(out, cfg: ct.Constant[tuple]):
+    ct.scatter(out, (0,), cfg[0])
+
+
+@ct.kernel
+def wide_constant(out, n: ct.Constant[ct.ScalarInt64]):
+    ct.scatter(out, (0,), n)
+
+
+Point = collections.namedtuple("Point", "x y")
+
+LAUNCH_CHECKS = [
+    (pair_sum, ((1, 2, 3),), "Received a tuple of length 3 for a parameter annotated as a "
+                             "tuple of length 2"),
+    (pair_sum, ((1,),), "Received a tuple of length 1 for a parameter annotated as a tuple "
+                        "of length 2"),
+    (pair_sum, (5,), "Received a non-tuple argument for a parameter annotated as a tuple"),
+    (pair_sum, (), "Kernel expects 2 arguments but 1 was given"),
+    (anything, (Point(1, 2),), "Invalid kernel argument #1: 'Point' is a subclass of "
+                               "'tuple'. Only plain tuples are accepted."),
+    (folded, ((np.zeros(2), 1),), "Invalid item #0 of kernel argument #1: Could not "
+                                  "interpret object of type 'numpy.ndarray' as a constant."),
+    (wide_constant, (3,), "Constant annotation cannot be combined with "
+                          "ScalarAnnotation/ScalarInt64"),
+]
+
+
+@pytest.mark.parametrize("kernel, extra, message", LAUNCH_CHECKS,
+                         ids=["tuple_too_long", "tuple_too_short", "not_a_tuple", "too_few",
+                              "namedtuple", "array_as_constant", "constant_and_int64"])
+def test_launch_argument_checks_raise_cuTiles_TypeError(kernel, extra, message):
+    out = np.zeros(1, np.int32)
+    with pytest.raises(TypeError, match=re.escape(message)):
+        tile_lab.emulate(kernel, (1,), (out, *extra))
+    assert out[0] == 0
+
+
+def test_right_arguments_pass_the_launch_checks():
+    out = np.zeros(1, np.int32)
+    tile_lab.emulate(pair_sum, (1,), (out, (4, 5)))
+    assert out[0] == 9

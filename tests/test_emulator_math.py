@@ -404,3 +404,63 @@ def test_tf32_rounding_keeps_ten_mantissa_bits():
     # nearest-even at 10 mantissa bits: ties go to even
     np.testing.assert_array_equal(y, np.array([1 + 2**-10, 1, 1 + 2**-10, 1 + 2**-9],
                                               np.float32))
+
+
+# ---- shifts of mixed widths, integer inputs of float math (issue 31) ---------------------------
+
+@ct.kernel
+def shift_mixed(a, b, left, right):
+    ta, tb = ct.load(a, (0,), (8,)), ct.load(b, (0,), (8,))
+    ct.store(left, (0,), ta << tb)
+    ct.store(right, (0,), ct.bitwise_rshift(ta, tb))
+
+
+@pytest.mark.parametrize("xa, xb", [(np.int8, np.int32), (np.int64, np.int16),
+                                    (np.int16, np.int8)])
+def test_shifts_promote_operands_of_different_widths(xa, xb):
+    a = np.array([1, -3, 7, -128, 5, 100, -1, 64], xa)
+    b = np.array([0, 1, 2, 3, 4, 5, 6, 7], xb)
+    wide = np.promote_types(xa, xb)
+    left, right = np.zeros(8, wide), np.zeros(8, wide)
+    tile_lab.emulate(shift_mixed, (1,), (a, b, left, right))
+    np.testing.assert_array_equal(left, np.left_shift(a.astype(wide), b.astype(wide)))
+    np.testing.assert_array_equal(right, np.right_shift(a.astype(wide), b.astype(wide)))
+
+
+@ct.kernel
+def int_sinh(x, y):
+    ct.store(y, (0,), ct.sinh(ct.load(x, (0,), (16,))))
+
+
+def test_integer_input_of_float_math_is_float32_correctly_rounded():
+    x = np.arange(-8, 8, dtype=np.int16)
+    y = np.zeros(16, np.float32)
+    tile_lab.emulate(int_sinh, (1,), (x, y))
+    # the value in float32 nearest the exact sinh of each integer (what the GPU's sinhf gives)
+    np.testing.assert_array_equal(y, np.sinh(x.astype(np.float64)).astype(np.float32))
+
+
+@ct.kernel
+def abs_bool(x, y):
+    ct.store(y, (0,), abs(ct.load(x, (0,), (4,))))
+
+
+def test_abs_keeps_bool():
+    x = np.array([True, False, True, False])
+    y = np.zeros(4, bool)
+    tile_lab.emulate(abs_bool, (1,), (x, y))
+    np.testing.assert_array_equal(y, x)
+
+
+@ct.kernel
+def floordiv_kernel(x, y, z):
+    ct.store(z, (0,), ct.load(x, (0,), (4,)) // ct.load(y, (0,), (4,)))
+
+
+def test_bf16_floordiv_floors_the_bf16_quotient():
+    # 767/3 = 255.67 rounds to 256 in bfloat16 (8 bits): the floor of the bf16 quotient is 256
+    x = np.array([767, 10, -767, 7], ml_dtypes.bfloat16)
+    y = np.array([3, 4, 3, 2], ml_dtypes.bfloat16)
+    z = np.zeros(4, ml_dtypes.bfloat16)
+    tile_lab.emulate(floordiv_kernel, (1,), (x, y, z))
+    np.testing.assert_array_equal(z.astype(np.float32), [256, 2, -256, 3])

@@ -225,6 +225,19 @@ def test_num_tiles_counts_partial_tiles():
 
 
 @ct.kernel
+def count_strided_tiles(x, out):
+    ct.store(out, (0,), x.tiled_view((4,), traversal_steps=(2,)).num_tiles(0))  # overlapping
+    ct.store(out, (1,), x.tiled_view((4,), traversal_steps=(8,)).num_tiles(0))  # gaps
+
+
+def test_num_tiles_with_traversal_steps_counts_every_origin_inside():
+    # origins 0, 2, ..., 14 in 16 elements: 8 windows, the last one reaching past the end
+    out = np.zeros(2, np.int32)
+    tile_lab.emulate(count_strided_tiles, (1,), (np.zeros(16, np.float32), out))
+    np.testing.assert_array_equal(out, [8, 2])
+
+
+@ct.kernel
 def odd_tile(x, y):
     t = ct.load(x, (0,), (6,))
     ct.store(y, (0,), t)

@@ -295,6 +295,71 @@ def test_runner_sanitize_exit_status_says_whether_anything_was_found(tmp_path):
     assert "no problems found" in clean.stdout
 
 
+def test_env_var_sanitize_exit_status_matches_the_runner(tmp_path):
+    # TILE_LAB_EMULATE=sanitize printed the findings and exited 0; the README says 3
+    env = {"TILE_LAB_EMULATE": "sanitize"}
+    found = _run(RACE + "open('kept.txt', 'w').write('kept')\n", env=env, tmp_path=tmp_path)
+    assert found.returncode == 3, found.stderr
+    assert "ran" in found.stdout and "write_race" in found.stdout
+    assert "TILE_LAB_EMULATE=sanitize: 1 launch with findings (exit status 3)" in found.stderr
+    assert (tmp_path / "kept.txt").read_text() == "kept"  # an unclosed file is still flushed
+    # the program's own failure keeps its status
+    assert _run(RACE + "import sys; sys.exit(5)\n", env=env, tmp_path=tmp_path).returncode == 5
+    failed = _run(RACE + "raise ValueError('boom')\n", env=env, tmp_path=tmp_path)
+    assert failed.returncode == 1 and "ValueError: boom" in failed.stderr
+
+
+SPIN = textwrap.dedent('''\
+    import signal, sys, threading, time
+    import numpy as np
+    import cuda.tile as ct
+
+
+    @ct.kernel
+    def spin(x, tile: ct.Constant[int]):
+        t = ct.load(x, index=(ct.bid(0),), shape=(tile,))
+        while True:
+            t = t + 1
+        ct.store(x, index=(ct.bid(0),), tile=t)
+
+
+    def say_go_once_the_blocks_run():  # the emulator's Ctrl-C guard is in place
+        while signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            time.sleep(0.01)
+        print("go", flush=True)
+
+
+    threading.Thread(target=say_go_once_the_blocks_run, daemon=True).start()
+    ct.launch(None, (4,), spin, (np.zeros(64, np.float32), 16))
+    ''')
+
+
+@pytest.mark.parametrize("module", [False, True])
+def test_ctrl_c_in_a_program_prints_the_kernel_line_not_our_stack(tmp_path, module):
+    import signal
+
+    path = tmp_path / "spin.py"
+    path.write_text(SPIN)
+    cmd = [sys.executable, *(["-m", "tile_lab.emulator"] if module else []), str(path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                               "TILE_LAB_EMULATE": "0" if module else "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout.readline().strip() == "go"
+        proc.send_signal(signal.SIGINT)  # one Ctrl-C
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    line = SPIN.splitlines().index("        t = t + 1") + 1
+    assert "Traceback" not in err and "blocks.py" not in err and "runtime.py" not in err, err
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("EmulationInterrupted: emulate spin: interrupted in block (0,)")
+    assert lines[1:4] == [f"  at {path}:{line}", f"  {line:>4} |         t = t + 1",
+                          "       |         ^"]
+    assert lines[4].startswith("  launched at spin.py:")
+
+
 def test_runner_tracebacks_start_at_the_script(tmp_path):
     done = _run("x = 1\nraise ValueError('boom')\n", module=True, tmp_path=tmp_path)
     assert done.returncode == 1

@@ -206,14 +206,14 @@ def test_python_errors_inside_kernels_carry_the_kernel_line():
 
 
 @ct.kernel
-def raw_memory(x):
-    x.get_raw_memory()
+def foreign(x):
+    x.foreign_pointer  # noqa: B018 (the attribute access is the refused op)
 
 
 def test_unsupported_features_raise_emulator_unsupported():
-    with pytest.raises(EmulatorUnsupported, match="get_raw_memory") as info:
-        tile_lab.emulate(raw_memory, (1,), (np.zeros(4, np.float32),))
-    assert info.value.location.line == _line_of(raw_memory, "get_raw_memory")
+    with pytest.raises(EmulatorUnsupported, match="foreign_pointer") as info:
+        tile_lab.emulate(foreign, (1,), (np.zeros(4, np.float32),))
+    assert info.value.location.line == _line_of(foreign, "foreign_pointer")
 
 
 # ---- completeness of the emulated namespace ---------------------------------------------------
@@ -388,3 +388,21 @@ def test_launches_on_two_threads_do_not_mix_their_blocks():
     for factor, (y, tr) in zip([2.0, 3.0], results):
         np.testing.assert_array_equal(y, np.arange(4096) * factor)
         assert [a.block[0] for a in tr.select(kind="store")] == list(range(64))
+
+
+@ct.kernel
+def touches_nothing(x):
+    pass
+
+
+@ct.kernel
+def touches_nothing_64(x: ct.IndexedWithInt64):
+    pass
+
+
+def test_strides_past_int32_need_indexed_with_int64():
+    base = np.zeros(4, np.int8)
+    huge = np.lib.stride_tricks.as_strided(base, (2, 4), (2**32, 1))  # never materialized
+    with pytest.raises(OverflowError, match="IndexedWithInt64"):
+        tile_lab.emulate(touches_nothing, (1,), (huge,))
+    tile_lab.emulate(touches_nothing_64, (1,), (huge,))

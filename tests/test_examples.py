@@ -93,7 +93,7 @@ def test_an_unsolved_stub_reports_every_element_unwritten() -> None:
     assert "no element was written" in result.verdict()
     # the picture blames nobody: every tile never written, each with the block that should
     assert "block (0)" not in result.diagram_svg
-    assert "tile (0,) (elements (0,)–" in result.diagram_svg and "∅" in result.diagram_svg
+    assert "tile 0 (elements 0–" in result.diagram_svg and "∅" in result.diagram_svg
     assert ("no block stored anything to y; blocks (0,) … (7,) would each write their "
             "tile (if block b writes tile b)") in result.diagram_svg
 
@@ -110,7 +110,8 @@ def test_a_wrong_answer_names_the_block_that_wrote_it() -> None:
     # one notation: the launch grid is 1-D, so are the blocks in the data and the words
     assert [b.block for b in result.bad_blocks] == [(5,)]
     assert "block (5,)" in result.verdict() and "<svg" in result.diagram_svg
-    assert "tile (5,)" in result.diagram_svg and "written by block (5,)" in result.diagram_svg
+    assert "tile 5 (elements 640–767): 128 wrong" in result.diagram_svg
+    assert "written by block (5,)" in result.diagram_svg
 
 
 def test_a_grid_one_block_short_marks_the_tile_no_block_wrote() -> None:
@@ -125,7 +126,7 @@ def test_a_grid_one_block_short_marks_the_tile_no_block_wrote() -> None:
     svg = result.diagram_svg
     # the missing tile is marked, with the block that would have written it (none of block
     # 0's correct tiles is blamed)
-    assert ("tile (15,) (elements (960,)–(1023,)): never written; block (15,) would write "
+    assert ("tile 15 (elements 960–1023): never written; block (15,) would write "
             "it, but grid (15,) has no such block") in svg
     assert "1 of 16 tiles" in svg and "block (0)" not in svg
 

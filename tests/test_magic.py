@@ -630,11 +630,25 @@ def test_config_launch_fallback(shell, api_calls, config):
 def test_config_rejects_bad_values(shell, config):
     from traitlets import TraitError
 
-    for setting in ('TileMagics.show = "bogus"', 'TileMagics.launch_fallback = "maybe"',
+    for setting in ('TileMagics.arch = "sm_77"', 'TileMagics.arch = "hopper"',
+                    'TileMagics.show = "bogus"', 'TileMagics.launch_fallback = "maybe"',
                     "TileMagics.emulator_max_blocks = 0", "TileMagics.emulator_max_steps = -1",
                     'TileMagics.emulator_max_steps = "lots"'):
         with pytest.raises(TraitError):
             config[0].update_config(_config_from(setting))
+
+
+def test_config_names_itself_when_it_refuses_an_arch(shell, config, caplog):
+    # %config TileMagics.arch = 'sm_77' was accepted; the next cell then failed without
+    # saying the value came from %config. %config logs what it refuses (an error line in
+    # the notebook)
+    shell.run_line_magic("config", "TileMagics.arch = 'sm_77'")
+    said = caplog.text
+    assert "TileMagics.arch: arch 'sm_77' is not a GPU architecture tileiras" in said
+    assert "use one of" in said and "sm_90" in said
+    assert config[0].arch != "sm_77"
+    shell.run_line_magic("config", "TileMagics.arch = 'sm_90'")
+    assert config[0].arch == "sm_90"
 
 
 def _config_from(setting: str):

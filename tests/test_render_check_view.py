@@ -11,10 +11,10 @@ from tile_lab.render.check_view import check_picture, check_result_html, check_s
 
 def _map() -> CheckMap:
     # 4 tiles of 8 elements: tile 1 wrong (block 1 wrote it), tile 3 never written
-    tiles = (TileVerdict((0,), "(0,)–(7,)", (0,), 0, 0),
-             TileVerdict((1,), "(8,)–(15,)", (1,), 3, 0),
-             TileVerdict((2,), "(16,)–(23,)", (2,), 0, 0),
-             TileVerdict((3,), "(24,)–(31,)", None, 0, 8, owner=(3,), owner_in_grid=False))
+    tiles = (TileVerdict((0,), "0–7", (0,), 0, 0),
+             TileVerdict((1,), "8–15", (1,), 3, 0),
+             TileVerdict((2,), "16–23", (2,), 0, 0),
+             TileVerdict((3,), "24–31", None, 0, 8, owner=(3,), owner_in_grid=False))
     return CheckMap("y", (32,), (8,), (3,), tiles)
 
 
@@ -28,10 +28,10 @@ def test_each_tile_is_drawn_once_and_the_bad_ones_are_explained():
     svg = check_picture(_map()).svg
     assert svg.count("<rect") >= 4
     assert "y: 2 of 4 tiles ((8,) elements each) wrong or never written · grid (3,)" in svg
-    assert "tile (1,) (elements (8,)–(15,)): 3 wrong; written by block (1,)" in svg
-    assert ("tile (3,) (elements (24,)–(31,)): never written; block (3,) would write it, "
+    assert "tile 1 (elements 8–15): 3 wrong; written by block (1,)" in svg
+    assert ("tile 3 (elements 24–31): never written; block (3,) would write it, "
             "but grid (3,) has no such block") in svg
-    assert "tile (0,) (elements (0,)–(7,)): right; written by block (0,)" in svg
+    assert "tile 0 (elements 0–7): right; written by block (0,)" in svg
 
 
 def test_a_failed_check_shows_its_map_a_passed_one_none_and_a_failed_map_says_why():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +95,20 @@ def test_display_hook_gives_text_and_html():
     bundle = cc._repr_mimebundle_()
     assert bundle["text/plain"].startswith("decode_attention on scripted GPU vs the emulator")
     assert "<svg" in bundle["text/html"]
+
+
+def test_a_recorded_result_says_it_is_a_recording_first():
+    # notebook 18 showed "decode_attention on NVIDIA H100 … vs the emulator" on a CPU-only
+    # box with nothing saying it was a recording
+    live = decode_with_nans()
+    assert "recording" not in crosscheck_html(live).lower()
+    where = "run on NVIDIA H100 80GB HBM3 on 2026-11-25, read from notebooks/data/x.json"
+    again = tile_lab.CrossCheck.from_json(json.loads(live.dumps()), recording=where)
+    page = crosscheck_html(again)
+    assert page.index("A recording, not run here:") < page.index(again.summary())
+    assert where in page and str(again).startswith(f"A recording, not run here: {where}\n")
+    # the recording travels with the saved result
+    assert tile_lab.CrossCheck.from_json(json.loads(again.dumps())).recording == where
 
 
 def test_the_data_modules_never_import_the_renderer():

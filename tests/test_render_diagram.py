@@ -284,6 +284,20 @@ def test_coverage_exactly_once_for_a_correct_kernel():
     assert d.geometry.panel("a", "read").heatmap.count((9, 6)) == 1
 
 
+def test_coverage_legend_names_the_dotted_band_past_a_ragged_edge():
+    # the dotted area outside the array (notebook 02) was drawn but not in the legend
+    ragged = diagram(ragged_copy(), view="coverage")
+    assert ragged.geometry.panel("c", "write").padding_area()
+    assert ">tile extent beyond the array</text>" in ragged.svg
+    assert ">tile extent beyond the array</text>" in diagram(ragged_copy(), view="order").svg
+
+    def body(b):
+        yield ("store", "c", 6, 0, b[:1], (4,))
+
+    even = diagram(make_trace("even", (2,), [("c", (8,))], body), view="coverage")
+    assert "tile extent beyond the array" not in even.svg
+
+
 def test_coverage_calls_out_double_writes_and_uncovered_elements():
     # seeded bugs: block (1, 0) also stores block (0, 0)'s tile; the grid misses column tile 1
     def body(b):
@@ -719,3 +733,30 @@ def test_legend_cuts_long_lines_at_a_word_with_an_ellipsis():
 def test_svg_scales_down_in_a_narrow_container():
     d = partition((10, 16), (2, 4))
     assert 'style="max-width:100%;height:auto"' in d.svg
+
+
+def test_a_no_tma_reason_is_shown_whole_wrapped_and_ticks_are_legible():
+    # notebook 11: the compiler's reason was cut at "(TMA's…"; margin labels and "i0" at
+    # 8 px read as "8" / "i8"
+    from pathlib import Path
+
+    from kernels_inspect import gemm
+
+    from tile_lab.artifacts import Inspection
+    from tile_lab.render.tma import tma_report
+
+    fixture = Path(__file__).parent / "fixtures" / "tma_gemm_k1004_sm_90.json"
+    a, b = np.ones((64, 96), np.float16), np.ones((96, 64), np.float16)
+    tr = tile_lab.trace(gemm, (1, 1, 1), (a, b, np.zeros((64, 64), np.float32), 64, 64, 32))
+    d = diagram(tr, tma=tma_report(Inspection.from_json(fixture.read_text())))
+    [note] = [e.tma_note for e in d.geometry.legend if e.tma is False]
+    assert len(note) > 110  # long enough to have been cut
+    root = ET.fromstring(d.svg)
+    texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    start = next(i for i, t in enumerate(texts) if t.startswith("↳ "))
+    lines = [texts[start][2:]] + [t[2:] for t in texts[start + 1:] if t.startswith("  ")]
+    assert " ".join(lines) == " ".join(note.split()) and "…" not in "".join(lines)
+    assert len(lines) > 1 and all(len(ln) <= 100 for ln in lines)
+    sizes = {float(t.get("font-size")) for t in root.iter("{http://www.w3.org/2000/svg}text")
+             if re.fullmatch(r"i?\d+", t.text or "")}
+    assert sizes and min(sizes) >= 9

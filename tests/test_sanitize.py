@@ -137,6 +137,26 @@ def test_two_blocks_storing_the_same_elements_race():
     assert "without atomics" in f.message
 
 
+@pytest.mark.parametrize("blocks", [2, 10])
+def test_a_race_counts_every_racing_write_once(blocks):
+    # two blocks storing the same tile are two writes (it said "over 1 write"), ten are ten,
+    # the same count the read check gives ten blocks reading it ("over 10 reads")
+    t = _Builder()
+    for blk in range(blocks):
+        t.box(blk, "store", "C", (0,), (4,), line=7)
+    [f] = check_trace(t.trace(("C", (4,)), grid=(blocks, 1, 1))).findings
+    assert f.occurrences == blocks and f.count == 4
+    assert f"4 elements over {blocks} writes, at C[0:4]" in f.message
+
+
+def test_separate_racing_pairs_on_one_line_count_all_four_writes():
+    t = _Builder()
+    for blk, start in ((0, 0), (1, 0), (2, 8), (3, 8)):
+        t.box(blk, "store", "C", (start,), (start + 8,), line=7)
+    [f] = check_trace(t.trace(("C", (16,)))).findings
+    assert f.occurrences == 4 and f.count == 16 and "16 elements over 4 writes" in f.message
+
+
 def test_a_block_rewriting_its_own_elements_is_fine():
     t = _Builder()
     t.box(0, "store", "C", (0,), (8,))
@@ -192,7 +212,7 @@ def test_the_same_update_without_the_lock_races_and_reads_depend_on_order():
     r = check_trace(t.trace(("DW", (2, 8)), ("Locks", (4,))))
     assert sorted(set(_kinds(r))) == ["order_dependent_read", "write_race"]
     race = r.of_kind("write_race")[0]
-    assert race.line == 32 and race.boxes == (((1, 0), (2, 8)),) and race.occurrences == 2
+    assert race.line == 32 and race.boxes == (((1, 0), (2, 8)),) and race.occurrences == 3
 
 
 def test_a_cas_that_is_never_released_is_not_a_lock():

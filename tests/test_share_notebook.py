@@ -121,6 +121,36 @@ def test_truncated_oversized_and_not_a_notebook(tmp_path):
     assert not list(tmp_path.glob("*.html"))
 
 
+def test_a_notebook_without_views_is_refused_saying_why(tmp_path):
+    # an unexecuted notebook exited 0 and wrote a page with no views
+    from tile_lab.render.diagram import partition
+
+    blank = _notebook(tmp_path / "blank.ipynb", [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "source": "x = 1",
+         "outputs": []}])
+    with pytest.raises(FileFormatError, match="has no tile_lab views to export: none of its "
+                                              "cells has an output: it was saved without "
+                                              "running"):
+        export_notebook(blank)
+    picture = partition((64, 64), (16, 16))
+    pictures = _notebook(tmp_path / "pics.ipynb", [
+        _cell({"image/svg+xml": picture._repr_svg_(), "text/html": picture._repr_html_()})])
+    with pytest.raises(FileFormatError, match=r"its 1 outputs hold no tile_lab inspect or "
+                                              r"profile view \(1 of them a tile_lab picture"):
+        export_notebook(pictures)
+    assert not list(tmp_path.glob("*.html"))
+    mixed = _notebook(tmp_path / "mixed.ipynb", [
+        _cell(_vadd()._repr_mimebundle_()),
+        _cell({"image/svg+xml": picture._repr_svg_(), "text/html": picture._repr_html_()})])
+    assert export_notebook(mixed).summary().endswith(
+        "1 tile_lab view; 1 other outputs left out (not tile_lab data, 1 of them a tile_lab "
+        "picture: tile_lab.export(...) in the running notebook exports them)")
+    done = subprocess.run([sys.executable, "-m", "tile_lab", "export", str(blank)],
+                          capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)},
+                          timeout=300)
+    assert done.returncode == 1 and "saved without running" in done.stderr
+
+
 def test_the_command_line(tmp_path):
     nb = _notebook(tmp_path / "c.ipynb", [_cell(_vadd()._repr_mimebundle_())])
     out = tmp_path / "out.html"

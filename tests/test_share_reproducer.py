@@ -61,10 +61,12 @@ def test_a_kernel_tileiras_rejects_fails_the_same_way_in_a_fresh_process(tmp_pat
     folder = unpacked / "bug"
     checked = _run(folder, "--check", tmp=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    out = checked.stdout
+    # --check answers with its status and one line (it printed the whole report)
+    assert checked.stdout == "REPRODUCED the recorded outcome\n" and checked.stderr == ""
+    raised = _run(folder, tmp=tmp_path)  # without --check: the report, the error re-raised
+    out = raised.stdout
     assert "exit status 5" in out and "failed to compile Tile IR program" in out
     assert out.count("same as recorded") == 2 and "REPRODUCED" in out
-    raised = _run(folder, tmp=tmp_path)  # without --check: cuTile's error is re-raised
     assert raised.returncode == 1
     assert "CompilerExecutionError: Return code 5" in raised.stderr
     assert "failed to compile Tile IR program" in raised.stderr
@@ -81,6 +83,8 @@ def test_a_front_end_failure_is_reproduced_too(tmp_path):
     assert not (rep.path / "kernel.tileirbc").exists()
     proc = _run(rep.path, "--check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout == "REPRODUCED the recorded outcome\n"
+    proc = _run(rep.path)
     assert "not supported on sm_80" in proc.stdout and "REPRODUCED" in proc.stdout
 
 
@@ -95,7 +99,7 @@ def test_a_working_kernel_compiles_and_reruns_on_the_emulator(tmp_path):
     assert rep.outcome == "ok" and (rep.path / "kernel.cubin").stat().st_size > 0
     text = (rep.path / "kernel.py").read_text()
     assert "def _scaled(tile, factor)" in text and "Const = ct.Constant[int]" in text
-    proc = _run(rep.path, "--check")
+    proc = _run(rep.path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "compiled" in proc.stdout and "REPRODUCED" in proc.stdout
     emulated = _run(rep.path, "--emulate", tile_lab_importable=True)

@@ -1,7 +1,7 @@
-"""Saved traces (``Trace.save`` / ``tile_lab.load_trace``, format in ``tile_lab/trace_file.py``):
-the notebook 4 GEMM reloads and redraws identically; gathers, atomics and undetermined
-writes survive; a corrupt, truncated, oversized, newer or hostile file is refused with a
-clear error before anything in it is used."""
+"""Saved traces (``Trace.save`` / ``tile_lab.load_trace``, format in
+``tile_lab/tracing/trace_file.py``): the notebook 4 GEMM reloads and redraws identically;
+gathers, atomics and undetermined writes survive; a corrupt, truncated, oversized, newer or
+hostile file is refused with a clear error before anything in it is used."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _same(a: tile_lab.Trace, b: tile_lab.Trace) -> None:
 
 def test_notebook4_gemm_reloads_and_redraws_identically(gemm_trace, tmp_path):
     path = tmp_path / "gemm.tltrace"
-    gemm_trace.save(path)
+    assert gemm_trace.save(str(path)) == path  # the path written, to chain (it was None)
     again = tile_lab.load_trace(path)
     _same(gemm_trace, again)
     for kwargs in ({"block": (1, 2), "view": "gemm"}, {"view": "coverage"},

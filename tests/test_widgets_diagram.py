@@ -105,3 +105,22 @@ def test_browser_marks_tma_verdicts_and_ellipsizes_long_lines():
     labels = [label for label, _ in br.lines.options]
     assert all(len(label) < 80 for label in labels)
     assert not any(label.endswith(("(", ",")) for label in labels)
+
+
+def test_nbconvert_html_shows_the_picture_the_controls_were_set_to():
+    # the widget view alone made an empty Out[1] in nbconvert's HTML (no kernel, no state)
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    b = browse(gemm_trace())
+    b.block_sliders["x"].value = 1
+    data = b._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data  # still a widget in Jupyter
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("tile_lab.browse(tr)", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("execute_result", data=data, execution_count=1)]
+    nb.cells = [cell]
+    page, _ = HTMLExporter().from_notebook_node(nb)
+    assert 'class="tile-lab-diagram"' in page and "by block (1, 0)" in page
+    assert "tile_lab.browse: view block, block (1, 0); the sliders need a running kernel" \
+        in page

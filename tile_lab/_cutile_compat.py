@@ -88,28 +88,37 @@ class ParamInfo:
     static_shape_dims: tuple[int, ...] = ()
     static_stride_dims: tuple[int, ...] = ()
     scalar_dtype: Any = None  # from ct.ScalarAnnotation, when given
+    # a tuple annotation's items (tuple[int, ct.Constant[int]]), or its one item type for
+    # every position (tuple[ct.Constant[int], ...]); None when not given
+    items: tuple[ParamInfo, ...] | None = None
+    each: ParamInfo | None = None
 
 
 def kernel_parameters(kernel: Any) -> list[ParamInfo]:
     """Parameters of a kernel, in order, as cuTile's annotation parser sees them."""
-    from cuda.tile._annotated_function import LeafAnnotationNode
-
     ann_func = kernel._annotated_function
-    out = []
-    for (name, p), node in zip(ann_func.pysig.parameters.items(),
-                               ann_func.parameter_annotations, strict=True):
-        if isinstance(node, LeafAnnotationNode):
-            arr = node.array
-            out.append(ParamInfo(
-                name=name, constant=node.constant, annotation=p.annotation,
-                array_index_dtype=arr.index_dtype if arr is not None else None,
-                static_shape_dims=tuple(arr.static_shape_dims) if arr is not None else (),
-                static_stride_dims=tuple(arr.static_stride_dims) if arr is not None else (),
-                scalar_dtype=node.scalar.dtype if node.scalar is not None else None))
-        else:
-            out.append(ParamInfo(name=name, constant=False, annotation=p.annotation,
-                                 is_tuple=True))
-    return out
+    return [_param_info(name, p.annotation, node)
+            for (name, p), node in zip(ann_func.pysig.parameters.items(),
+                                       ann_func.parameter_annotations, strict=True)]
+
+
+def _param_info(name: str, annotation: Any, node: Any) -> ParamInfo:
+    from cuda.tile._annotated_function import HomogeneousTupleNode, LeafAnnotationNode
+
+    if isinstance(node, LeafAnnotationNode):
+        arr = node.array
+        return ParamInfo(
+            name=name, constant=node.constant, annotation=annotation,
+            array_index_dtype=arr.index_dtype if arr is not None else None,
+            static_shape_dims=tuple(arr.static_shape_dims) if arr is not None else (),
+            static_stride_dims=tuple(arr.static_stride_dims) if arr is not None else (),
+            scalar_dtype=node.scalar.dtype if node.scalar is not None else None)
+    if isinstance(node, HomogeneousTupleNode):
+        return ParamInfo(name=name, constant=False, annotation=annotation, is_tuple=True,
+                         each=_param_info(f"{name}[i]", None, node.each))
+    return ParamInfo(name=name, constant=False, annotation=annotation, is_tuple=True,
+                     items=tuple(_param_info(f"{name}[{i}]", None, item)
+                                 for i, item in enumerate(node.items)))
 
 
 # -- compiler options (kernel hints) ---------------------------------------------------
@@ -277,6 +286,131 @@ def is_tile_error(exc: BaseException) -> bool:
     return isinstance(exc, TileError)
 
 
+def is_kernel_rejection(exc: BaseException) -> bool:
+    """True for a cuTile error that rejects the kernel itself (typing, syntax, values,
+    static evaluation and assertions, unsupported calls and features). Not an InternalError
+    (e.g. for a kernel whose source cuTile cannot read), which says nothing about the kernel."""
+    from cuda.tile._exception import InternalError, TileError
+
+    return isinstance(exc, TileError) and not isinstance(exc, InternalError)
+
+
+# The TypeErrors cuTile 1.7's launcher raises from its argument checks, which it runs before
+# it looks at any array's memory (and so before it needs a CUDA driver).
+_LAUNCH_ARGUMENT_ERRORS = (
+    "Kernel expects ", "Received a tuple of length ", "Received a non-tuple argument",
+    "Invalid kernel argument #", "Invalid item #", "Constant annotation cannot be combined",
+    "Empty lists are not supported", "Expected list items to be arrays",
+    "Argument nesting exceeds", "a CUDA stream cannot be passed")
+_DRIVER: list[bool] = []
+
+
+def _driver_loads() -> bool:
+    if not _DRIVER:
+        try:
+            import cuda.tile._load_libcuda  # noqa: F401 (what cuTile's launcher loads)
+            _DRIVER.append(True)
+        except OSError:
+            _DRIVER.append(False)
+    return _DRIVER[0]
+
+
+def check_launch_arguments(kernel: Any, args: Iterable[Any]) -> None:
+    """Run the checks ``ct.launch`` makes of its arguments before compiling (count, tuple
+    arity and nesting, ``Constant`` values, unsupported objects) and raise the TypeError
+    cuTile raises there, unchanged. Host arrays (NumPy, torch CPU tensors) are the
+    emulator's own arguments: with a CUDA driver, where cuTile would go on to reject their
+    host memory, these arguments are not checked."""
+    from cuda.tile._cext import CallingConvention, get_parameter_constraints_from_pyargs
+
+    args = tuple(args)
+    if _driver_loads() and any(_host_array(a) for a in args):
+        return
+    try:
+        # v2: the convention that accepts tuple parameters (the launcher picks it for them)
+        get_parameter_constraints_from_pyargs(kernel, args, CallingConvention.cutile_python_v2())
+    except TypeError as exc:
+        if str(exc).startswith(_LAUNCH_ARGUMENT_ERRORS):
+            raise
+    except Exception:
+        return
+
+
+def is_parameter_error(exc: BaseException) -> bool:
+    """True for the TypeError cuTile's compile raises when a parameter's annotation does not
+    fit it (``Constant`` combined with ``ScalarInt64``, ``ArrayAnnotation`` on a scalar...),
+    which ``ct.launch`` raises as it is."""
+    if not isinstance(exc, TypeError):
+        return False
+    import cuda.tile._annotated_function as annotated
+    import cuda.tile._compile as compile_module
+
+    ours = {compile_module.__file__, annotated.__file__}
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in ours and code.co_name in ("_create_parameter", "validate"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def native_dtype(value: Any) -> Any:
+    """The cuTile dtype a foreign dtype object stands for in a kernel (``torch.float32`` ->
+    ``ct.float32``, as cuTile reads it), or None for anything else."""
+    from cuda.tile._cext import foreign_dtype_object_to_native
+
+    try:
+        return foreign_dtype_object_to_native(value)
+    except Exception:
+        return None
+
+
+def _host_array(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_host_array(v) for v in value)
+    if hasattr(value, "__cuda_array_interface__"):
+        return False
+    device = getattr(value, "device", None)
+    if getattr(device, "type", None) == "cuda":
+        return False
+    return hasattr(value, "__array_interface__") or hasattr(value, "__dlpack__")
+
+
+@contextlib.contextmanager
+def signatures_without_driver(constraints_of: Any) -> Iterator[None]:
+    """Make ``ct.compilation.KernelSignature.from_kernel_args`` work without a CUDA driver.
+
+    cuTile derives the parameter constraints of example arguments in its C extension, which
+    loads libcuda to look at the arrays' memory; on a CPU-only machine that fails with
+    OSError before any compile (tileiras itself needs no GPU). Inside this block such a
+    call gets its constraints from ``constraints_of(kernel, args, calling_convention)``
+    instead (tile_lab's
+    signature builder) and builds the signature as cuTile does (calling convention and
+    symbol as asked; the mangled kernel name by default). cuTile's own argument errors
+    (TypeError) still come from cuTile."""
+    from cuda.tile.compilation import KernelSignature
+
+    original = KernelSignature.__dict__["from_kernel_args"]
+
+    def from_kernel_args(kernel: Any, kernel_args: Any, calling_convention: Any, *,
+                         symbol: str | None = None) -> Any:
+        try:
+            return original.__func__(kernel, kernel_args, calling_convention, symbol=symbol)
+        except OSError:  # no CUDA driver: cuTile's checks passed, its device query did not
+            pass
+        sig = KernelSignature(constraints_of(kernel, kernel_args, calling_convention),
+                              calling_convention, symbol)
+        return sig if symbol is not None else sig.with_mangled_symbol(
+            python_function(kernel).__name__)
+
+    KernelSignature.from_kernel_args = staticmethod(from_kernel_args)
+    try:
+        yield
+    finally:
+        KernelSignature.from_kernel_args = original
+
+
 def tile_error_message(exc: BaseException) -> str:
     return str(getattr(exc, "message", exc))
 
@@ -339,3 +473,121 @@ def driver_cuda_version() -> tuple[int, int] | None:
         return v // 1000, (v % 1000) // 10
     return None
 
+
+
+# -- device functions (stubs) ------------------------------------------------------------------
+
+def raw_array_memory_stub() -> type:
+    """cuTile's ``RawArrayMemory`` stub class (what ``Array.get_raw_memory`` returns; the
+    ``cuda.tile`` namespace does not export it)."""
+    from cuda.tile._stub import RawArrayMemory
+    return RawArrayMemory
+
+
+def stub_classes() -> dict[str, type]:
+    """cuTile's stub classes whose methods kernels call on objects (arrays, tiles, views)."""
+    import cuda.tile._stub as stub
+    return {name: getattr(stub, name)
+            for name in ("Array", "RawArrayMemory", "Tile", "TiledView", "Slice")}
+
+
+def is_device_function(obj: Any) -> bool:
+    """True for a function that only runs in tile code: a cuTile stub (``ct.load``,
+    ``ct.Array.slice``) or a ``@ct.function`` helper; calling one on the host raises
+    cuTile's "Device functions can only be called from device code"."""
+    return bool(getattr(obj, "_cutile_function_wrapper", False))
+
+
+def is_stub(obj: Any) -> bool:
+    """True for one of cuTile's own API stubs (not a user ``@ct.function``)."""
+    from cuda.tile._execution import is_stub as _is_stub
+    return _is_stub(obj)
+
+
+@contextlib.contextmanager
+def device_calls_routed(route: Any) -> Iterator[None]:
+    """While active on this thread, every call of a device function (see
+    :func:`is_device_function`) goes to ``route(func, args, kwargs)`` instead of raising.
+    cuTile dispatches such calls through its current ``DispatchMode`` (thread-local); its
+    own front end swaps in another mode while it evaluates, so nesting is safe."""
+    from cuda.tile._dispatch_mode import DispatchMode
+
+    class _Routed(DispatchMode):
+        def call_tile_function_from_host(self, func, args, kwargs):
+            return route(func, args, kwargs)
+
+    with _Routed().as_current():
+        yield
+
+
+def device_functions() -> dict[str, Any]:
+    """Every device function of cuTile's API, by qualified name (``load``, ``Array.slice``,
+    ``TiledView.dtype`` for a property's getter): all of them live in ``cuda.tile._stub``."""
+    import inspect
+
+    import cuda.tile._stub as stub
+    out: dict[str, Any] = {}
+    for name, obj in vars(stub).items():
+        if is_device_function(obj):
+            out[name] = obj
+        elif inspect.isclass(obj) and obj.__module__ == stub.__name__:
+            for attr, value in vars(obj).items():
+                fn = value.fget if isinstance(value, property) else \
+                    getattr(value, "__func__", value)
+                if is_device_function(fn):
+                    out[f"{name}.{attr}"] = fn
+    return out
+
+
+@contextlib.contextmanager
+def emulated_device_queries(capability: tuple[int, int]) -> Iterator[None]:
+    """Answer cuTile's own device queries (``_cext.get_compute_capability`` and the copies
+    ``_compile``/``_execution`` imported by name) with ``capability`` on a machine without a
+    CUDA driver, where the real ones fail loading libcuda. Test suites call them at import
+    (``require_hopper_or_newer()``), so they must answer before any test module loads."""
+    from cuda.tile import _cext, _compile, _execution
+
+    def get_compute_capability(device_id: int = 0) -> tuple[int, int]:
+        return capability
+
+    modules = (_cext, _compile, _execution)
+    saved = [m.__dict__.get("get_compute_capability") for m in modules]
+    for module in modules:
+        module.get_compute_capability = get_compute_capability  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module, original in zip(modules, saved):
+            if original is not None:
+                module.get_compute_capability = original  # type: ignore[attr-defined]
+
+
+_TUNING_HOOKS = ("_benchmark", "benchmark_with_timeout")
+
+
+def replace_tuning_benchmarks(benchmark: Any, benchmark_with_timeout: Any) -> Any:
+    """Point ``cuda.tile.tune``'s two ways of timing one launch (``_benchmark``: CUDA events
+    on the caller's stream; ``benchmark_with_timeout``: a CUDA IPC payload run in a worker
+    process) at ``benchmark`` and ``benchmark_with_timeout``, in both modules that bound the
+    names (``_tune`` and ``_tune_utils``). ``exhaustive_search`` itself, its search phases
+    and its result types stay cuTile's own. Returns a function that puts cuTile's back."""
+    from cuda.tile.tune import _tune, _tune_utils
+
+    new = {"_benchmark": benchmark, "benchmark_with_timeout": benchmark_with_timeout}
+    saved = [(m, name, m.__dict__[name]) for m in (_tune, _tune_utils)
+             for name in _TUNING_HOOKS if name in m.__dict__]
+    for module, name, _ in saved:
+        setattr(module, name, new[name])
+
+    def restore() -> None:
+        for module, name, original in saved:
+            setattr(module, name, original)
+
+    return restore
+
+
+def tuning_timeout_error() -> type[BaseException]:
+    """The exception ``cuda.tile.tune`` raises for a launch over its time limit."""
+    from cuda.tile.tune._tune_utils import TileLaunchTimeoutError
+
+    return TileLaunchTimeoutError

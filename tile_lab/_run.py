@@ -13,8 +13,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ._inspect import inspect, parse_hints
-from .errors import SignatureError
+from ._inspect import inspect, parse_hints, resolve_arch
+from .errors import CompileError, SignatureError
 from .request import MODES, Request
 
 __all__ = ["explore", "run", "switch_emulation", "write_reproducer"]
@@ -68,6 +68,18 @@ def explore(kernel: Any, items: tuple[Any, ...], grid_fn: Callable[[Any], tuple[
         grid_fn(configs[0])
         args_fn(configs[0])
     return sliders(kernel, space, grid_fn, args_fn)
+
+
+def arch_problem(arch: str) -> str | None:
+    """What is wrong with ``arch`` as a default target (``%config TileMagics.arch``), in
+    words; None when it is empty (the local GPU's) or an architecture tileiras knows."""
+    if not arch.strip():
+        return None
+    try:
+        resolve_arch(arch)
+    except CompileError as exc:
+        return f"{exc.message}; {exc.hint}"
+    return None
 
 
 def switch_emulation(mode: str) -> str:

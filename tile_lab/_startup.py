@@ -11,6 +11,12 @@ package (``tile_lab/__init__`` is lazy: nothing heavy), which calls :func:`activ
   program's own ``import cuda.tile as ct`` gets a ``ct.launch`` that runs on the CPU;
 * ``cuda.tile`` already imported (``import tile_lab`` later in a process): switch at once.
 
+With ``TILE_LAB_DEVICE=cpu`` (or ``auto``: the CPU unless a GPU answers) CUDA is also played by
+the CPU for the whole process, as under ``pytest -p tile_lab.testing``: cuTile's device
+queries answer for ``TILE_LAB_ARCH`` (default sm_90) once cuda.tile is imported, and torch's
+CUDA device is the CPU once torch is (``tile_lab/testing/activation.py``), in whichever
+order the program imports them.
+
 A value that is not a mode (``TILE_LAB_EMULATE=maybe``) is a one-line error, raised as
 ``SystemExit`` (Python prints its message alone and exits 1) when the program imports
 cuda.tile (never at start-up: other Python programs in that environment are not its business).
@@ -40,10 +46,37 @@ def activate() -> None:
         return
     if mode is None:
         return
+    device = _device()
+    if device not in (None, "cuda"):
+        _when_imported("torch", _torch_on_cpu)
     if _loaded("cuda.tile"):
         _switch()
     else:
         _install_finder(None)
+
+
+def _device() -> str | None:
+    import os
+
+    value = (os.environ.get("TILE_LAB_DEVICE") or os.environ.get("TILE_LAB_TEST_DEVICE")
+             or "").strip().lower()
+    return value or None
+
+
+def _torch_on_cpu() -> None:
+    from .testing.activation import arch_from_env, device_from_env, torch_on_cpu
+
+    try:
+        torch_on_cpu(device_from_env() or "auto", arch_from_env())
+    except ValueError as exc:
+        raise SystemExit(f"tile_lab: {exc}") from None
+
+
+def _when_imported(name: str, then: Any) -> None:
+    if _loaded(name):
+        then()
+    elif not any(isinstance(f, _SwitchOnImport) and f.name == name for f in sys.meta_path):
+        sys.meta_path.insert(0, _SwitchOnImport(None, name, then))
 
 
 def _loaded(name: str) -> bool:
@@ -55,24 +88,35 @@ def _loaded(name: str) -> bool:
 def _switch() -> None:
     from .emulator.program import install_from_env
 
+    device = _device()
+    if device not in (None, "cuda"):
+        from .testing.activation import arch_from_env, cuda_tile_on_cpu, device_from_env
+
+        try:
+            cuda_tile_on_cpu(device_from_env() or "auto", arch_from_env())
+        except ValueError as exc:
+            raise SystemExit(f"tile_lab: {exc}") from None
     install_from_env()
 
 
 def _install_finder(error: str | None) -> None:
-    if not any(isinstance(f, _SwitchOnImport) for f in sys.meta_path):
+    if not any(isinstance(f, _SwitchOnImport) and f.name == "cuda.tile" for f in sys.meta_path):
         sys.meta_path.insert(0, _SwitchOnImport(error))
 
 
 class _SwitchOnImport:
-    """A meta-path finder for ``cuda.tile`` only: it finds the real module through the other
-    finders and wraps its loader so that emulation is switched on right after the module ran.
-    It removes itself at its first use."""
+    """A meta-path finder for one module (``cuda.tile``, or ``torch`` for TILE_LAB_DEVICE): it
+    finds the real module through the other finders and wraps its loader so that ``then``
+    (default: the emulation switch) runs right after the module ran. It removes itself at
+    its first use."""
 
-    def __init__(self, error: str | None) -> None:
+    def __init__(self, error: str | None, name: str = "cuda.tile", then: Any = None) -> None:
         self.error = error
+        self.name = name
+        self.then = then or _switch
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "cuda.tile":
+        if name != self.name:
             return None
         sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
         if self.error is not None:
@@ -81,15 +125,16 @@ class _SwitchOnImport:
 
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.loader is not None:
-            spec.loader = _SwitchingLoader(spec.loader)
+            spec.loader = _SwitchingLoader(spec.loader, self.then)
         return spec
 
 
 class _SwitchingLoader:
-    """cuda.tile's own loader, then the switch."""
+    """The module's own loader, then the switch."""
 
-    def __init__(self, loader: Any) -> None:
+    def __init__(self, loader: Any, then: Any = None) -> None:
         self._loader = loader
+        self._then = then or _switch
 
     def create_module(self, spec: Any) -> Any:
         return self._loader.create_module(spec)
@@ -97,7 +142,7 @@ class _SwitchingLoader:
     def exec_module(self, module: Any) -> None:
         self._loader.exec_module(module)
         module.__loader__ = module.__spec__.loader = self._loader  # leave no trace behind
-        _switch()
+        self._then()
 
     def __getattr__(self, name: str) -> Any:  # get_resource_reader, is_package, ...
         return getattr(self._loader, name)

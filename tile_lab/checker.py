@@ -38,7 +38,7 @@ class TileVerdict:
     """One tile of the output: who wrote it, and what is wrong with it."""
 
     index: tuple[int, ...]  # tile index in the output's tile grid
-    elements: str  # the element range, e.g. "(960)–(1023)"
+    elements: str  # the element range, e.g. "960–1023" (1-D) or "(0, 64)–(63, 127)"
     writer: tuple[int, ...] | None  # the block that wrote it last (None: nobody)
     wrong: int  # elements written with a wrong value
     unwritten: int  # elements no block wrote
@@ -281,13 +281,18 @@ def check_map(trace: Any, arg: str, shape: tuple[int, ...], wrong: np.ndarray,
         lo = tuple(s.start for s in sl)
         hi = tuple(s.stop - 1 for s in sl)
         verdicts.append(TileVerdict(
-            index=tuple(int(i) for i in idx), elements=f"{_tup(lo)}–{_tup(hi)}",
+            index=tuple(int(i) for i in idx), elements=f"{_elem(lo)}–{_elem(hi)}",
             writer=blocks[last] if last >= 0 else None,
             wrong=int(wrong[sl].sum()), unwritten=int(unwritten[sl].sum()),
             owner=owner if owner is not None and len(owner) == rank else None,
             owner_in_grid=owner is None or all(o < g for o, g in zip(owner, grid)),
             owner_assumed=not writes))
     return CheckMap(arg, tuple(shape), tile, grid, tuple(verdicts))
+
+
+def _elem(t: Sequence[int]) -> str:
+    """An element index as a user writes it: ``960`` in a 1-D array, ``(3, 64)`` in 2-D."""
+    return str(t[0]) if len(t) == 1 else _tup(t)
 
 
 def _tup(t: Sequence[int]) -> str:

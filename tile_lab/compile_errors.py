@@ -10,6 +10,10 @@ This module turns one into a :class:`~tile_lab.errors.CompileError`:
   (an ``InternalError`` wraps the real exception: a ``BroadcastError`` is a shape error; an
   empty one on a ``while True:`` without ``break`` is a loop that never ends);
 * with a hint where the fix is known.
+
+Under emulation the same error is raised as :func:`as_cutile_error` makes it: an instance of
+cuTile's own exception class too (``ct.TileTypeError`` & co.), whose ``str()`` is cuTile's,
+so code and tests written against native cuTile catch and match it unchanged.
 """
 
 from __future__ import annotations
@@ -49,6 +53,67 @@ def compile_error_from_tile_error(exc: BaseException) -> CompileError:
                "math or other Python functions, which run on the host")
         hint = why if hint is None else f"{why}; {hint}"
     return CompileError(f"{kind}: {message}", location, hint)
+
+
+class CutileCompileError(CompileError):
+    """A CompileError that is also the exception cuTile raised (its class is made per cuTile
+    class by :func:`as_cutile_error`). ``str()``, ``message`` and ``loc`` are cuTile's, so
+    ``except ct.TileTypeError`` and ``pytest.raises(..., match=...)`` behave as natively;
+    notebooks show tile_lab's rendering (message in the user's words, the line, a caret)."""
+
+    cutile_class: type = BaseException  # set on each made subclass
+    cutile_text = ""  # str() of cuTile's exception
+    lab_message = ""  # tile_lab's wording (what render shows)
+
+    def __str__(self) -> str:
+        return self.cutile_text
+
+    def render(self, *, file_line: bool = False) -> str:
+        shown = CompileError(self.lab_message, self.location, self.hint)
+        shown.__traceback__ = self.__traceback__  # for the calling cell, when unlocated
+        return shown.render(file_line=file_line)
+
+    def __reduce__(self):  # the made class is not importable: rebuild it on the other side
+        return (_rebuild, (self.cutile_class, self.cutile_text, self.message,
+                           getattr(self, "loc", None), self.lab_message, self.location,
+                           self.hint))
+
+
+_MADE: dict[type, type] = {}
+
+
+def _made_class(cutile_class: type) -> type:
+    made = _MADE.get(cutile_class)
+    if made is None:
+        # CutileCompileError first: its __str__/render/__reduce__ win over cuTile's
+        made = type(cutile_class.__name__, (CutileCompileError, cutile_class),
+                    {"__module__": __name__, "cutile_class": cutile_class,
+                     "__doc__": f"cuTile's {cutile_class.__name__}, raised by tile_lab's "
+                                "emulator (also a tile_lab CompileError)."})
+        _MADE[cutile_class] = made
+    return made
+
+
+def _rebuild(cutile_class: type, text: str, message: str, loc, lab_message: str,
+             location: SourceLocation | None, hint: str | None) -> CutileCompileError:
+    error = Exception.__new__(_made_class(cutile_class))
+    Exception.__init__(error, text)
+    error.cutile_text, error.lab_message = text, lab_message
+    error.message, error.location, error.hint = message, location, hint
+    if loc is not None:
+        error.loc = loc
+    return error
+
+
+def as_cutile_error(exc: BaseException, hint: str | None = None) -> CutileCompileError:
+    """cuTile's exception ``exc`` as an instance of both its class and CompileError: str,
+    ``message`` and ``loc`` from ``exc``; tile_lab's location, wording and hint (``hint``
+    added) for display."""
+    lab = compile_error_from_tile_error(exc)
+    if hint:
+        lab.hint = hint if not lab.hint else f"{lab.hint}; {hint}"
+    return _rebuild(type(exc), str(exc), compat.tile_error_message(exc),
+                    getattr(exc, "loc", None), lab.message, lab.location, lab.hint)
 
 
 def _in_cutile(filename: str) -> bool:

@@ -325,7 +325,7 @@ class _ArrayChecker:
         multi = np.zeros(shape, dtype=bool)  # written by two or more blocks so far
         klass = np.full(shape, -1, dtype=np.int32)  # write class so far; -2: mixed
         self.plain_writer = np.full(shape, -1, dtype=np.int32)
-        conflicts: dict[int, tuple[np.ndarray, list[int]]] = {}
+        conflicts: dict[int, tuple[np.ndarray, list[int], set[int]]] = {}
         collisions: dict[int, list[MemoryAccess]] = {}
         for i in writes:
             a = self.acc[i]
@@ -349,10 +349,15 @@ class _ArrayChecker:
             prev_class = klass[region]
             clash = other if c == 0 else other & (prev_class != c)
             if clash.any():
-                mask, firsts = conflicts.setdefault(a.line, (np.zeros(shape, bool), []))
+                mask, firsts, racing = conflicts.setdefault(
+                    a.line, (np.zeros(shape, bool), [], set()))
                 if not firsts:
                     firsts += [i, int(prev[clash].reshape(-1)[0])]
-                firsts.append(i)
+                # every write taking part counts once: this one and the last earlier write
+                # of each clashing element (the ones before those were counted when they
+                # clashed, the very first write of an element is the last before the second)
+                racing.add(i)
+                racing.update(int(p) for p in np.unique(prev[clash]) if p >= 0)
                 _mark(mask, region, clash)
             multi[region] = multi[region] | ((prev_block >= 0) & (prev_block != b))
             klass[region] = np.where(prev_class == -1, c, np.where(prev_class == c, c, -2))
@@ -362,7 +367,7 @@ class _ArrayChecker:
                 self.plain_writer[region] = np.where((pw == -1) | (pw == b), b, -2)
             self._scatter_collision(a, collisions)
         out = []
-        for mask, (i, j, *racing) in conflicts.values():
+        for mask, (i, j), racing in conflicts.values():
             a, prior = self.acc[i], self.acc[j]
             if prior.block == a.block:  # the element's other writer came earlier still
                 prior = self._other_writer(mask, a.block) or prior

@@ -253,10 +253,18 @@ def _arg_constraint(value: Any, param: compat.ParamInfo) -> tuple[Any, str]:
     if isinstance(value, list):
         return _list_constraint(value, param)
     if isinstance(value, tuple):
-        items = [_arg_constraint(v, param) for v in value]
+        items = [_arg_constraint(v, _item_param(param, i)) for i, v in enumerate(value)]
         return (TupleConstraint([c for c, _ in items]),
                 "(" + ", ".join(t for _, t in items) + ")")
     return _scalar_constraint(value, param)
+
+
+def _item_param(param: compat.ParamInfo, i: int) -> compat.ParamInfo:
+    """What the annotation says about item ``i`` of a tuple parameter (its own item
+    annotation, e.g. ``ct.Constant[int]``, when given; else the parameter's)."""
+    if param.items is not None and i < len(param.items):
+        return param.items[i]
+    return param.each if param.each is not None else param
 
 
 def _list_constraint(values: list, param: compat.ParamInfo) -> tuple[ListConstraint, str]:
@@ -457,6 +465,12 @@ def signature_from_args(kernel: Any, args: Sequence[Any]) -> BuiltSignature:
         except (_ArgProblem, TypeError, ValueError) as e:
             raise SignatureError(f"{_describe_param(i, param)}: {e}") from None
     return _finish(kernel, params, parts)
+
+
+def constraints_from_args(kernel: Any, args: Sequence[Any]) -> list[Any]:
+    """The parameter constraints (and constant values) cuTile's launcher derives for
+    ``args``, without a CUDA driver (for ``KernelSignature.from_kernel_args`` on the CPU)."""
+    return list(signature_from_args(kernel, args).kernel_signature.parameters)
 
 
 def signature_from_spec(kernel: Any, spec: str) -> BuiltSignature:

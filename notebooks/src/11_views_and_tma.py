@@ -201,14 +201,16 @@ def gemm_no_tma_for_b(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: c
     bx, by = ct.bid(0), ct.bid(1)
     acc = ct.full((TM, TN), 0, dtype=ct.float32)
     for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
-        a = ct.load(A, index=(bx, k), shape=(TM, TK))                  # stride 2040 B: no TMA
+        a = ct.load(A, index=(bx, k), shape=(TM, TK))  # row stride 2·K B, K % 8 != 0: no TMA
         b = ct.load(B, index=(k, by), shape=(TK, TN), allow_tma=False)  # TMA turned off
         acc = ct.mma(a, b, acc)
     ct.store(C, index=(bx, by), tile=acc.astype(C.dtype))
 
 # %% [markdown]
 # The diagram of the emulated kernel can carry the same verdicts in its legend (`tma=`), so
-# the footprint of each load says whether it was one bulk copy:
+# the footprint of each load says whether it was one bulk copy. A smaller problem for the
+# emulator, with K = 252: A's row stride is 504 B, again no multiple of 16, and the verdicts
+# below come from compiling this very signature:
 
 # %%
 rng_g = np.random.default_rng(1)

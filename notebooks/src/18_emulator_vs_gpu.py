@@ -145,7 +145,11 @@ if gpu is not None:
 
 # %%
 if gpu is not None:
-    cc = tile_lab.CrossCheck.from_json(gpu["cases"][1]["crosscheck"])
+    p = gpu["provenance"]
+    recording = None if "recorded" not in p else (  # a live run on this GPU is no recording
+        f"run on {p.get('gpu')} on {p['recorded']} (driver {p.get('driver')}, cuda.tile "
+        f"{p.get('cuda_tile')}), read from notebooks/{DATA}")
+    cc = tile_lab.CrossCheck.from_json(gpu["cases"][1]["crosscheck"], recording=recording)
     display(cc)
 
 # %% [markdown]

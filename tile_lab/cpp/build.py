@@ -29,6 +29,7 @@ from . import source as src
 _DEFINE_NAME_RE = re.compile(r"^[A-Za-z_]\w*$")
 DEFAULT_FILENAME = "kernel.cu"
 _NVCC_TIMEOUT = 300.0  # seconds; the C++ front end instantiates many templates
+NVCC_MIN = (13, 4)  # the nvcc tile_lab's C++ cells are built and tested with (-enable-tile)
 
 
 def define_flags(defines: Mapping[str, Any] | None) -> tuple[str, ...]:
@@ -85,6 +86,7 @@ def _run_nvcc(args: list[str], paths: _Paths, source: str) -> None:
     proc = run_tool("nvcc", args, timeout=_NVCC_TIMEOUT)
     if proc.returncode == 0:
         return
+    _check_nvcc_version()  # an nvcc without CUDA Tile C++ fails with a riddle ('ilebc')
     output = (proc.stderr + proc.stdout).decode("utf-8", "replace")
     if re.search(r"(gcc|g\+\+|cc1plus)[^\n]*(not found|No such file)", output):
         raise ToolchainError("nvcc could not run its host C++ compiler",
@@ -93,6 +95,25 @@ def _run_nvcc(args: list[str], paths: _Paths, source: str) -> None:
     raise diagnostics.compile_error_from_output(
         "nvcc", output, source=source, filename=paths.filename,
         is_user_file=paths.is_user_file, scrub=paths.scrub)
+
+
+def _check_nvcc_version() -> None:
+    """Raise a ToolchainError saying so when the nvcc found predates CUDA Tile C++."""
+    from ..toolchain import find_tool, tool_version
+
+    try:
+        version = tool_version("nvcc")
+        found = tuple(int(x) for x in version.split(".")[:2])
+    except (ToolchainError, ValueError):
+        return  # no version to judge by: the compile error itself is the better message
+    if found < NVCC_MIN:
+        need = ".".join(map(str, NVCC_MIN))
+        raise ToolchainError(
+            f"nvcc {version} ({find_tool('nvcc')}) is too old for CUDA Tile C++: "
+            f"--lang c++ / inspect_cpp need nvcc {need} or newer (CUDA Tile C++, "
+            "-enable-tile)",
+            hint=f"pip install 'nvidia-cuda-nvcc>={need}' (tile_lab uses the pip wheel's "
+                 "nvcc before the one on PATH)")
 
 
 def _run_tileiras(bytecode: bytes, arch: str, paths: _Paths, source: str) -> tuple[bytes, str]:

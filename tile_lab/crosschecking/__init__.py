@@ -8,7 +8,7 @@ is drawn by ``tile_lab.render.crosscheck``, looked up through ``tile_lab.display
 
 from __future__ import annotations
 
-from .compare import Budget
+from .budget import Budget
 from .result import CrossCheck, Hazard, OutputComparison, TileComparison
 from .run import CrossCheckOptions, CupyGpu, GpuSide, crosscheck, gpu_requirements
 from .sites import DesignSite, design_sites

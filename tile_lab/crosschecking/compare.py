@@ -9,13 +9,11 @@ lock → ``undetermined`` too (a race: which block's value lands last is not det
 sanitizer reports it); else within the error budget of the kernel's by-design sites →
 ``design``; else ``mismatch``.
 
-The by-design budget, per element, in units of a machine epsilon ``eps``:
-``|gpu - emu| <= ulps·eps·max(|gpu|, |emu|) + scale_ulps·eps·S`` where ``S`` is the largest
-finite magnitude in the whole output (a sum that cancels loses relative accuracy against its
-terms, not its result: a mean of -0.00048 over terms near 1 is off by many of its own ULPs).
-``eps`` is the output dtype's, or the accumulator's of the kernel's matrix products where
-that is narrower (an fp16 accumulator rounds every partial sum to fp16 whatever the output
-holds). Integer outputs have no budget: integer arithmetic is exact in any order.
+The by-design budget is per element (:mod:`tile_lab.crosschecking.budget`): one ULP of the output
+dtype at the element (the output's own rounding) plus, relative to the output's largest finite
+magnitude, the error each by-design site may add (a sum of ``n`` terms in its accumulator's
+precision, approximate math by its documented error, a fusable multiply-add, a rounding mode).
+Integer outputs have no budget: integer arithmetic is exact in any order.
 """
 
 from __future__ import annotations
@@ -26,22 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..tracing.trace import MemoryAccess, Trace
+from .budget import Budget, ErrorModel, error_model, is_float_name, within
 from .result import Hazard, OutputComparison, TileComparison
 from .sites import DesignSite, describe_sites
-
-# machine epsilon by dtype name (ml_dtypes' narrow floats included)
-_EPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10,
-        "bfloat16": 2.0 ** -7, "float8_e4m3fn": 2.0 ** -3, "float8_e5m2": 2.0 ** -2}
-_TINY = {"float64": 2.0 ** -1022, "float32": 2.0 ** -126, "float16": 2.0 ** -14,
-         "bfloat16": 2.0 ** -126}
-
-
-@dataclass(frozen=True)
-class Budget:
-    """How far a by-design difference may go (see the module docstring)."""
-
-    ulps: float = 8.0
-    scale_ulps: float = 64.0
 
 
 @dataclass
@@ -122,13 +107,17 @@ def ordered_ints(x: np.ndarray) -> np.ndarray:
 
 
 def compare_output(arg: str, gpu: np.ndarray, emu: np.ndarray, trace: Trace,
-                   sites: Sequence[DesignSite], budget: Budget) -> OutputComparison:
-    """Tile-by-tile comparison of one output array."""
+                   sites: Sequence[DesignSite], budget: Budget,
+                   dtypes: Mapping[tuple[int, str], str] | None = None) -> OutputComparison:
+    """Tile-by-tile comparison of one output array (``dtypes``: the dtype each site computes
+    in, where known: :func:`tile_lab.crosschecking.flow.site_dtypes`)."""
     shape = tuple(emu.shape)
     hazard_list = [h for h in hazards_of(trace) if h.arg == arg]
     finite_emu = emu[np.isfinite(emu)] if is_float_dtype(emu.dtype) else emu
     scale = float(np.abs(finite_emu.astype(np.float64)).max()) if finite_emu.size else 0.0
-    eps = budget_eps(emu.dtype.name, trace)
+    model = error_model(trace, sites, budget, dtypes)
+    # flush_to_zero, and approximate math (the device may use its .ftz instruction forms)
+    flush = any(s.kind in ("ftz", "approx") for s in sites)
     locked = takes_a_lock(trace)
     undet = undetermined_mask(trace, arg, shape)
     is_float = is_float_dtype(emu.dtype)
@@ -144,30 +133,21 @@ def compare_output(arg: str, gpu: np.ndarray, emu: np.ndarray, trace: Trace,
             sel = np.unravel_index(t.flat, shape)
             written[sel] = True
         tiles.append(_compare_tile(t, sel, gpu, emu, same, undet, is_float, sites,
-                                   _Allowance(budget, eps, scale, locked), hazard_list))
+                                   _Allowance(model, scale, locked, flush), hazard_list))
     stray = int(np.count_nonzero(~same & ~written))
     return OutputComparison(arg, shape, emu.dtype.name, tuple(tiles), stray)
 
 
 def is_float_dtype(dtype: np.dtype) -> bool:
-    return dtype.kind == "f" or dtype.name in _EPS
-
-
-def budget_eps(dtype: str, trace: Trace) -> float:
-    """The output dtype's machine epsilon, or the coarsest accumulator's of the trace's matrix
-    products where that is coarser."""
-    eps = _EPS.get(dtype, 2.0 ** -23)
-    for call in trace.mma_calls or ():
-        eps = max(eps, _EPS.get(call.acc_dtype, 0.0))
-    return eps
+    return dtype.kind == "f" or is_float_name(dtype.name)
 
 
 @dataclass(frozen=True)
 class _Allowance:
-    budget: Budget
-    eps: float
+    model: ErrorModel
     scale: float  # the largest finite magnitude in the whole output
     locked: bool = False  # the kernel takes a lock (see _is_race)
+    flush: bool = False  # the kernel may flush subnormals somewhere
 
 
 def _is_race(t: _Tile, locked: bool) -> bool:
@@ -215,8 +195,8 @@ def _compare_tile(t: _Tile, sel, gpu, emu, same, undet, is_float, sites, allowan
         max_ulp = int(ulp[finite].max()) if finite.any() else None
         nan_mis = int((nan_g != nan_e).sum())
         inf_mis = int(((inf_g != inf_e) & ~nan_g & ~nan_e).sum())
-        design = _within_budget(gf, ef, finite, e.dtype.name, allowance) if sites else \
-            np.zeros_like(finite)
+        design = within(gf, ef, finite, e.dtype.name, allowance.model, allowance.scale,
+                        allowance.flush) if sites else np.zeros_like(finite)
     else:
         gi, ei = g.astype(np.int64), e.astype(np.int64)
         max_abs = float(np.abs(gi - ei)[diff].max())
@@ -233,21 +213,12 @@ def _compare_tile(t: _Tile, sel, gpu, emu, same, undet, is_float, sites, allowan
     example = _example(t, sel, where, g, e)
     non_finite = is_float and bool((c_mis & ~finite).any())
     reason = _reason(verdict, t, is_float, sites, hazards, non_finite, race)
+    if is_float and sites and verdict in ("design", "mismatch") and not non_finite:
+        reason += "; budget per element: " + allowance.model.describe(e.dtype.name,
+                                                                       allowance.scale)
     return TileComparison(**base, differing=int(diff.sum()), max_abs=max_abs,
                           max_ulp=max_ulp, nan_mismatch=nan_mis, inf_mismatch=inf_mis,
                           classes=classes, verdict=verdict, reason=reason, example=example)
-
-
-def _within_budget(g: np.ndarray, e: np.ndarray, finite: np.ndarray, dtype: str,
-                   allowance: _Allowance) -> np.ndarray:
-    budget, eps = allowance.budget, allowance.eps
-    allowed = budget.ulps * eps * np.maximum(np.abs(g), np.abs(e)) + \
-        budget.scale_ulps * eps * allowance.scale
-    ok = finite & (np.abs(g - e) <= allowed)
-    tiny = _TINY.get(dtype)
-    if tiny is not None:  # a flushed subnormal: 0 on one side, a subnormal on the other
-        ok |= finite & (np.abs(g) < tiny) & (np.abs(e) < tiny)
-    return ok
 
 
 def _example(t: _Tile, sel, where: np.ndarray, g: np.ndarray, e: np.ndarray
@@ -289,6 +260,8 @@ def _reason(verdict: str, t: _Tile, is_float: bool, sites: Sequence[DesignSite],
 
 def compare_outputs(names: Sequence[str], gpu: Mapping[str, np.ndarray],
                     emu: Mapping[str, np.ndarray], trace: Trace,
-                    sites: Sequence[DesignSite], budget: Budget) -> tuple[OutputComparison, ...]:
+                    sites: Sequence[DesignSite], budget: Budget,
+                    dtypes: Mapping[tuple[int, str], str] | None = None
+                    ) -> tuple[OutputComparison, ...]:
     return tuple(compare_output(n, np.asarray(gpu[n]), np.asarray(emu[n]), trace, sites,
-                                budget) for n in names)
+                                budget, dtypes) for n in names)

@@ -159,6 +159,9 @@ class CrossCheck:
     source: str = ""
     first_line: int = 1
     notes: tuple[str, ...] = ()
+    # where a result shown is not this session's run: "recorded 2026-11-25 on an H100, read
+    # from data/x.json"; views put it first, so a CPU box never passes it off as live
+    recording: str = ""
 
     # -- verdicts ------------------------------------------------------------------------
     @property
@@ -234,7 +237,9 @@ class CrossCheck:
         return out
 
     def __str__(self) -> str:
-        return "\n".join([self.summary(), *(f"- {e}" for e in self.explanations()),
+        return "\n".join([*([f"A recording, not run here: {self.recording}"]
+                            if self.recording else []),
+                          self.summary(), *(f"- {e}" for e in self.explanations()),
                           *self.notes])
 
     def __repr__(self) -> str:
@@ -248,14 +253,17 @@ class CrossCheck:
                 "sites": [s.to_json() for s in self.sites],
                 "hazards": [asdict(h) for h in self.hazards], "filename": self.filename,
                 "source": self.source, "first_line": self.first_line,
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "recording": self.recording}
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True, allow_nan=False)
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> CrossCheck:
+    def from_json(cls, d: dict[str, Any], *, recording: str | None = None) -> CrossCheck:
+        """A result saved with :meth:`to_json`. ``recording``: where it comes from (when,
+        on what, which file), shown first by its views (default: what ``d`` says)."""
         return cls(kernel=d["kernel"], grid=tuple(d["grid"]), device=d["device"],
+                   recording=d.get("recording", "") if recording is None else recording,
                    outputs=tuple(OutputComparison.from_json(o) for o in d["outputs"]),
                    sites=tuple(DesignSite(**s) for s in d.get("sites", ())),
                    hazards=tuple(Hazard(**h) for h in d.get("hazards", ())),

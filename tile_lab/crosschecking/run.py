@@ -20,7 +20,9 @@ import numpy as np
 
 from ..array_like import as_launch_args, is_array_like
 from ..errors import NoGPUError, TileLabError
-from .compare import Budget, compare_outputs, hazards_of
+from .budget import Budget
+from .compare import compare_outputs, hazards_of
+from .flow import site_dtypes
 from .result import CrossCheck
 from .sites import design_sites
 
@@ -138,7 +140,8 @@ def crosscheck(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
         raise TileLabError(f"outputs={opts.outputs!r}: {unknown[0]!r} is not an array "
                            f"argument of {tr.kernel} (its arrays: {', '.join(names)})")
     sites = design_sites(kernel)
-    outputs = compare_outputs(wanted, gpu_by_name, emu_by_name, tr, sites, opts.budget)
+    dtypes = site_dtypes(kernel, {a.name: a.dtype for a in tr.arrays})
+    outputs = compare_outputs(wanted, gpu_by_name, emu_by_name, tr, sites, opts.budget, dtypes)
     notes = () if written else (f"{tr.kernel} wrote no array on the emulator: nothing to "
                                 "compare",)
     return CrossCheck(kernel=tr.kernel, grid=grid, device=device, outputs=outputs,

@@ -30,7 +30,10 @@ APPROX_OPS = frozenset({"exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
 ORDER_OPS = frozenset({"mma", "matmul", "mma_scaled", "sum", "prod", "cumsum", "cumprod",
                        "reduce", "scan", "atomic_add"})
 _WORDS = {"approx": "approximate math", "ftz": "flush-to-zero", "rounding": "rounding mode",
-          "order": "summation order", "fma": "multiply-add the compiler may fuse"}
+          "order": "summation order", "fma": "multiply-add the compiler may fuse",
+         "cast": "narrowing cast feeding a sum"}
+# reductions whose length is one tile extent when they name an axis (else the whole tile)
+_AXIS_OPS = frozenset({"sum", "prod", "reduce", "cumsum", "cumprod", "scan"})
 # rounding modes the emulator does not reproduce (it always rounds to nearest even)
 _NEAREST = frozenset({"RN", "None"})
 
@@ -40,16 +43,20 @@ class DesignSite:
     """One op at ``line`` (of ``filename``) whose GPU result may differ from the emulator's.
 
     ``kind``: "approx" (approximate math), "ftz" (flush_to_zero=True), "rounding" (a rounding
-    mode other than nearest-even), "order" (a sum whose order the device chooses) or "fma" (a
-    multiply feeding an add or subtract, which the compiler may fuse);
+    mode other than nearest-even), "order" (a sum whose order the device chooses), "fma" (a
+    multiply feeding an add or subtract, which the compiler may fuse) or "cast" (an
+    ``astype`` whose result a sum or matrix product takes: a value that differs by design
+    may round to the neighbouring narrow value there);
     ``mode``: the rounding mode or flag as written (e.g. "APPROX", "flush_to_zero"), or
-    "device default"."""
+    "device default"; ``reduces``: for a reduction, "axis" (it names an axis: one tile
+    extent long) or "all" (every element of its tile)."""
 
     line: int
     op: str
     kind: str
     mode: str
     filename: str = ""
+    reduces: str = ""
 
     def describe(self) -> str:
         what = _WORDS[self.kind]
@@ -57,7 +64,7 @@ class DesignSite:
 
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, "op": self.op, "kind": self.kind, "mode": self.mode,
-                "filename": self.filename}
+                "filename": self.filename, "reduces": self.reduces}
 
 
 def describe_sites(sites: tuple[DesignSite, ...] | list[DesignSite]) -> str:
@@ -105,6 +112,7 @@ def _scan(fn: FunctionType | None, found: dict[tuple, DesignSite], seen: set[int
     tree = ast.parse(textwrap.dedent("".join(lines)))
     filename = fn.__code__.co_filename
     env = fn.__globals__
+    casts = _cast_names(tree)
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 1) + first - 1
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
@@ -121,11 +129,63 @@ def _scan(fn: FunctionType | None, found: dict[tuple, DesignSite], seen: set[int
                 _add(found, DesignSite(line, name, "approx",
                                        mode if mode != "None" else "device default", filename))
             if name in ORDER_OPS:
-                _add(found, DesignSite(line, name, "order", "device default", filename))
+                reduces = _reduces(name, node, keywords)
+                _add(found, DesignSite(line, name, "order", "device default", filename,
+                                       reduces))
+                _casts_into(node, casts, found, first, filename)
         _flags(found, name or "", keywords, line, filename)
         target = _resolve(node.func, env)
         if target is not None:
             _scan(target, found, seen)
+
+
+def _reduces(name: str, call: ast.Call, keywords: dict[str, ast.expr]) -> str:
+    """"axis" when a reduction runs along one axis (scans always do), "all" when it reduces
+    the whole tile (no axis, None or a tuple of axes), "" for other ops."""
+    if name not in _AXIS_OPS:
+        return ""
+    if name in ("cumsum", "cumprod", "scan"):
+        return "axis"
+    axis = keywords.get("axis", call.args[1] if len(call.args) >= 2 else None)
+    if axis is None or isinstance(axis, ast.Tuple) or (
+            isinstance(axis, ast.Constant) and axis.value is None):
+        return "all"
+    return "axis"
+
+
+def _is_cast(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
+            == "astype")
+
+
+def _cast_names(tree: ast.AST) -> dict[str, int]:
+    """Variables assigned a value an ``astype`` produced, with the cast's line (in the
+    parsed text)."""
+    names: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            cast = next((c for c in ast.walk(node.value) if _is_cast(c)), None)
+            if cast is not None:
+                names[node.targets[0].id] = cast.lineno
+    return names
+
+
+def _casts_into(call: ast.Call, casts: dict[str, int], found: dict[tuple, DesignSite],
+                first: int, filename: str) -> None:
+    """A "cast" site for each ``astype`` that a sum or matrix product takes as an operand,
+    written in its arguments or assigned to a variable it takes."""
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        for node in ast.walk(arg):
+            line = None
+            if _is_cast(node):
+                line = node.lineno
+            elif isinstance(node, ast.Name) and node.id in casts:
+                line = casts[node.id]
+            if line is not None:
+                _add(found, DesignSite(line + first - 1, "astype", "cast", "device default",
+                                       filename))
 
 
 def _is_multiply_add(node: ast.AST) -> bool:

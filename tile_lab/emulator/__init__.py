@@ -25,7 +25,9 @@ checked by ``tests/test_package_shape.py``)::
     program, runtime           emulation(), emulate()/trace(): arguments in, trace out
     batched, blocks, gate      all blocks at once / one by one; cuTile's front-end check
                                (over verdict_cache)
+    stubs                      cuTile device functions reached through objects, routed here
     namespace                  the emulated cuda.tile, built from the registry
+    ops_raw                    Array.get_raw_memory(): access by element offset
     ops_atomic, ops_math,      the operations, each registered where it is defined together
     ops_reduce, ops_shape,     with the rule by which undetermined lanes move through it:
     ops_misc                   @emulates(ct.sum, taint=poison.REDUCTION)
@@ -37,24 +39,31 @@ checked by ``tests/test_package_shape.py``)::
     tile                       Tile and Poisoned (a tile with tainted lanes) and the
                                elementwise core (+, <, & ...), which carries taint lane by
                                lane; t.reshape(...) etc. call their op through the registry
-    registry, dtypes, state    the op table @emulates fills, dtype tables and promotion,
-                               the launch running now
+    registry, dtypes, state,   the op table @emulates fills, dtype tables and promotion,
+    rounding                   the launch running now, directed rounding and flush-to-zero
 
 Where the emulator has to choose (the device result is unspecified):
 
 * ``PaddingMode.UNDETERMINED`` pads with poison (NaN, or bytes 0xDB for integers; ``padding=
-  "zero"`` for zeros) whose taint is tracked to every store (``poison.py``); a tile entirely
+  "zero"`` for zeros; ``"hardware"``, program mode's default, zeros where the load can be a
+  TMA copy) whose taint is tracked to every store (``poison.py``); a tile entirely
   outside its array (undefined behaviour) is padded / discarded like a partial one and
   recorded for the sanitizer.
 * Blocks run one after another, and the lanes of one atomic in lane order. A spin on
   ``atomic_cas`` that fails 1000 times in a row on the same element can never succeed
   in that order and raises ``EmulationError``.
-* Narrow floats (float16, bfloat16, float8) compute in float32 and round once;
-  ``rounding_mode`` / ``flush_to_zero`` are accepted and ignored (round to nearest even,
-  subnormals kept). ``mma`` accumulates in the accumulator's precision; float32 inputs
-  are not rounded to tf32 (only ``astype(ct.tfloat32)`` rounds).
-* Out-of-bounds lanes of ``check_bounds=False`` gathers/scatters/atomics are skipped (and
-  recorded as ``unchecked``) instead of touching foreign memory.
+* Narrow floats (float16, bfloat16, float8) compute in float32 and round once; float32
+  transcendentals (sin, exp, ...) compute in float64 and round once. ``rounding_mode``
+  RZ/RM/RP/RA and ``flush_to_zero`` are applied on ``astype``, ``+ - * /`` and ``sqrt``
+  (``rounding.py``); on reductions they are accepted and ignored. ``mma`` accumulates in
+  the accumulator's precision; float32 inputs are not rounded to tf32 (only
+  ``astype(ct.tfloat32)`` rounds).
+* Out-of-bounds lanes of ``check_bounds=False`` gathers/scatters/atomics, and raw-memory
+  offsets (``Array.get_raw_memory``) past the argument, are skipped (and recorded as
+  ``unchecked``) instead of touching foreign memory.
+* cuTile device functions reached through objects (a stub kept in a dict, a user class's
+  method, ``ct.TiledView.load(view, i)``) run emulated: cuTile's dispatch routes them to
+  ``stubs.py``; nothing reaches cuTile's host-side stub.
 """
 
 from __future__ import annotations

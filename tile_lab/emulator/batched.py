@@ -191,7 +191,7 @@ class _Run:
             from .ops_memory import load  # the same tile for every block
 
             self.loaded.add(id(array))
-            return load(array, index, shape, padding_mode=padding_mode)
+            return load(array, index, shape, padding_mode=padding_mode, allow_tma=allow_tma)
         box = const_shape(shape, "shape")
         starts = self.starts(array, index, box)
         self.loaded.add(id(array))

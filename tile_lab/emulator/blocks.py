@@ -153,12 +153,23 @@ class EmulationInterrupted(KeyboardInterrupt):
         self.block, self.done, self.total = block, done, total
         self.location = location  # the kernel line a block was stopped on (None: between)
 
+    def render(self, *, file_line: bool = False) -> str:
+        """Like a kernel error (``TileLabError.render``): the message, then, for a block
+        stopped inside the kernel, ``file:line``, the line and a caret at its statement."""
+        lines = [f"{type(self).__name__}: {self}"]
+        where = self.location
+        if where is not None and file_line:
+            lines.append(f"  at {where.filename}:{where.line}")
+        if where is not None and where.text:
+            text = where.text.rstrip()
+            lines.append(f"  {where.line:>4} | {text}")
+            if file_line:
+                lines.append("       | " + " " * (len(text) - len(text.lstrip())) + "^")
+        return "\n".join(lines)
+
     def _render_traceback_(self) -> list[str]:
         # IPython calls this instead of printing the stack of tile_lab's block loop
-        lines = [f"{type(self).__name__}: {self}"]
-        if self.location is not None and self.location.text:
-            lines.append(f"  {self.location.line:>4} | {self.location.text.rstrip()}")
-        return lines
+        return self.render().splitlines()
 
 
 # ---- which blocks ----------------------------------------------------------------------------

@@ -4,11 +4,13 @@ Before a ``@ct.kernel`` runs, cuTile's own front end (parsing, type inference, c
 folding, ``static_assert``; no tileiras, no GPU) types it for the signature of the actual
 arguments. A kernel the compiler would reject (``range(4, 0, -1)``, a name bound to tiles of
 different dtypes on two paths, a Python list of tiles) fails here with cuTile's message at
-the kernel's line, as a :class:`~tile_lab.errors.CompileError`, instead of "working" on the
-CPU and failing on the GPU. Each (kernel, signature) is checked once per process, and an
-acceptance is remembered on disk for later processes (``verdict_cache.py``; keyed by the
-kernel's code, what it names, the signature and cuTile's version; ``TILE_LAB_FRONTEND_CACHE=off``
-turns that off).
+the kernel's line, as cuTile's own exception class (``ct.TileTypeError`` & co.; also a
+:class:`~tile_lab.errors.CompileError`, see ``compile_errors.as_cutile_error``), instead
+of "working" on the CPU and failing on the GPU. ``ct.launch``'s own argument checks (count,
+tuple arity, constants) raise cuTile's TypeError the same way. Each (kernel, signature)
+is checked once per process, and an acceptance is remembered on disk for later processes
+(``verdict_cache.py``; keyed by the kernel's code, what it names, the signature and cuTile's
+version; ``TILE_LAB_FRONTEND_CACHE=off`` turns that off).
 
 Plain Python functions (not ``@ct.kernel``) are not gated: cuTile cannot compile them.
 Arguments the signature builder cannot describe skip the gate; the emulator's own checks
@@ -35,43 +37,51 @@ _OFF = [0]  # >0 inside ``disabled()``
 _QUICK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> {quick keys}
 
 
-def check(kernel: Any, args: Sequence[Any]) -> None:
-    """Raise cuTile's error (as a CompileError at the kernel line) if it rejects ``kernel``
-    for these arguments; return at once for a signature that passed before."""
+def check(kernel: Any, args: Sequence[Any]) -> bool:
+    """Raise cuTile's error (its class and message; a CompileError at the kernel line) if it
+    rejects ``kernel`` or ``ct.launch`` rejects these arguments; return at once for a
+    signature that passed before. True when cuTile's front end accepted the kernel for
+    this signature (so its compile-time facts, e.g. every ``static_assert``, hold); False
+    when it was not asked (gate off, a plain function, arguments it cannot describe)."""
     if _OFF[0] or not compat.is_kernel(kernel):
-        return
+        return False
     quick = _quick_key(args)
     if quick is not None and quick in _QUICK.get(kernel, ()):
-        return  # the same argument layout passed before: skip building its signature
+        return True  # the same argument layout passed before: skip building its signature
+    _check_launch_arguments(kernel, args)
     from ..signature import build_signature
 
     try:
         signature = build_signature(kernel, [_describable(a) for a in args]).kernel_signature
     except (TileLabError, TypeError, ValueError):
-        return  # arguments the signature cannot describe: the emulator reports them
+        return False  # arguments the signature cannot describe: the emulator reports them
     key = repr(signature)
     with _LOCK:
         seen = _PASSED.setdefault(kernel, set())
         if key in seen:
-            return
+            return True
     disk = _disk_key(kernel, key)
     if disk is not None and verdict_cache.known(disk):
         _passed(kernel, seen, key, quick)  # accepted in an earlier process
-        return
+        return True
     try:
         compat.check_frontend(kernel, signature)
     except Exception as exc:
-        if type(exc).__name__ not in _REJECTIONS:
-            return  # cuTile could not look at the kernel (e.g. no source): not a verdict
-        from ..compile import compile_error_from_tile_error
+        if compat.is_parameter_error(exc):  # ct.launch raises these TypeErrors as they are
+            from ..errors import ArgumentTypeError
 
-        error = compile_error_from_tile_error(exc)
-        error.hint = _join(error.hint, "cuTile's compiler rejects this kernel, so the emulator "
-                           "does not run it")
-        raise error from None
+            raise ArgumentTypeError(str(exc), hint="cuTile rejects the kernel's parameter "
+                                    "annotations for these arguments") from None
+        if not compat.is_kernel_rejection(exc):
+            return False  # cuTile could not look at the kernel (e.g. no source): no verdict
+        from ..compile_errors import as_cutile_error
+
+        raise as_cutile_error(exc, "cuTile's compiler rejects this kernel, so the emulator "
+                              "does not run it") from None
     _passed(kernel, seen, key, quick)
     if disk is not None:
         verdict_cache.remember(disk)
+    return True
 
 
 def _passed(kernel: Any, seen: set, key: str, quick: tuple | None) -> None:
@@ -109,11 +119,17 @@ def _quick_key(args: Sequence[Any]) -> tuple | None:
     return tuple(out)
 
 
-# cuTile's errors that reject the kernel itself (others, e.g. InternalError for a kernel
-# whose source cuTile cannot read, say nothing about the kernel and do not block emulation)
-_REJECTIONS = frozenset({"TypeCheckingError", "UnsupportedSyntaxError", "InvalidValueError",
-                         "UnsupportedFeatureError", "StaticAssertionError", "StaticEvalError",
-                         "RecursionLimitError"})
+def _check_launch_arguments(kernel: Any, args: Sequence[Any]) -> None:
+    """cuTile's ``ct.launch`` checks of the arguments against the kernel's parameters
+    (count, tuple arity, constants), raised as cuTile raises them: a TypeError with cuTile's
+    message (tile_lab's ArgumentTypeError, a TypeError, for the notebook display)."""
+    try:
+        compat.check_launch_arguments(kernel, args)
+    except TypeError as exc:
+        from ..errors import ArgumentTypeError
+
+        raise ArgumentTypeError(str(exc), hint="cuTile's ct.launch rejects these "
+                                "arguments, so the emulator does not run the kernel") from None
 
 
 @contextlib.contextmanager
@@ -147,6 +163,3 @@ def clear_cache() -> None:
         _PASSED.clear()
         _QUICK.clear()
 
-
-def _join(a: str | None, b: str) -> str:
-    return b if not a else f"{a}; {b}"

@@ -11,6 +11,7 @@ same way, recursively. Nothing is patched process-wide.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import types
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from typing import Any
 
 import cuda.tile as ct
 
+from .. import _cutile_compat as compat
 from . import (  # noqa: F401 (importing the ops modules registers them)
     dtypes,
     ops_atomic,
@@ -25,6 +27,7 @@ from . import (  # noqa: F401 (importing the ops modules registers them)
     ops_math,
     ops_memory,
     ops_misc,
+    ops_raw,
     ops_reduce,
     ops_shape,
 )
@@ -59,6 +62,7 @@ def namespace() -> types.ModuleType:
     ns.Array = ops_memory.Array
     ns.TiledView = ops_memory.TiledView
     ns.Slice = ops_memory.Slice
+    ns.RawArrayMemory = ops_raw.RawArrayMemory
     return ns
 
 
@@ -131,6 +135,7 @@ class Rebuilder:
         self._ns = ns
         self._table = _stub_table() if ns is None else _table_for(ns)
         self._builtins = _BUILTIN_OVERRIDES if builtin_overrides is None else builtin_overrides
+        self._classes: dict[int, type] = {}  # id(user dataclass) -> its emulated subclass
 
     def function(self, fn: types.FunctionType) -> types.FunctionType:
         fn = unwrap_tile_function(fn)
@@ -169,6 +174,8 @@ class Rebuilder:
                 return _ModuleProxy(value, self, {"tile": ns})
             if value.__name__.split(".")[0] not in _LIBRARY_ROOTS:
                 return _ModuleProxy(value, self, {})  # user helper modules
+            if value.__name__ == "torch":  # torch.float32(x): a dtype constructor in kernels
+                return _ModuleProxy(value, self, {})
             return value
         try:
             replacement = self._table.get(id(value))
@@ -178,7 +185,48 @@ class Rebuilder:
             return replacement
         if isinstance(value, types.FunctionType) and _is_user_function(value):
             return self.function(value)
+        if isinstance(value, type) and dataclasses.is_dataclass(value) and \
+                _is_user_module(value.__module__):
+            return self.dataclass(value)
+        if type(value).__module__.split(".")[0] == "torch":
+            native = compat.native_dtype(value)  # torch.float32 as cuTile reads it
+            if native is not None:
+                return DTypeConstructor(native)
         return value
+
+
+    def dataclass(self, cls: type) -> type:
+        """A user dataclass as a kernel sees it: a subclass whose methods (``__post_init__``,
+        ``__setitem__``, ``@contextmanager`` methods, ...) are rebuilt, so cuTile operations
+        in them run emulated (cuTile inlines them the same way)."""
+        made = self._classes.get(id(cls))
+        if made is not None:
+            return made
+        made = type(cls.__name__, (cls,), {"__module__": cls.__module__,
+                                            "__qualname__": cls.__qualname__,
+                                            "__doc__": cls.__doc__})
+        self._classes[id(cls)] = made  # before its methods: they may name the class
+        for klass in reversed(cls.__mro__):
+            if not _is_user_module(klass.__module__):
+                continue
+            for name, member in vars(klass).items():
+                rebuilt = self._member(member)
+                if rebuilt is not None:
+                    setattr(made, name, rebuilt)
+        return made
+
+    def _member(self, member: Any) -> Any:
+        """A class member with its user functions rebuilt; None for anything else."""
+        if isinstance(member, types.FunctionType):
+            return self.value(member) if _is_user_function(member) else None
+        if isinstance(member, (staticmethod, classmethod)):
+            inner = self._member(member.__func__)
+            return None if inner is None else type(member)(inner)
+        if isinstance(member, property):
+            parts = [self._member(f) or f if f is not None else None
+                     for f in (member.fget, member.fset, member.fdel)]
+            return property(*parts, member.__doc__)
+        return None
 
 
 class _ModuleProxy:
@@ -212,5 +260,8 @@ def _tuple_or_none(values, fn):
 def _is_user_function(fn: types.FunctionType) -> bool:
     if getattr(fn, "_cutile_python_stub", None) is not None:
         return False
-    module = (getattr(unwrap_tile_function(fn), "__module__", None) or "").split(".")[0]
-    return module not in _LIBRARY_ROOTS
+    return _is_user_module(getattr(unwrap_tile_function(fn), "__module__", None))
+
+
+def _is_user_module(module: str | None) -> bool:
+    return (module or "").split(".")[0] not in _LIBRARY_ROOTS

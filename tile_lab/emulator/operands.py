@@ -10,11 +10,16 @@ from typing import Any
 
 import numpy as np
 
+from . import state
 from .state import kernel_error
 from .tile import Tile
 
 
 def const_int(x: Any, what: str) -> int:
+    if isinstance(x, Tile) and x.ndim == 0 and x._a.dtype.kind in "iu" and state.typed():
+        # cuTile's front end folded this value to a constant (a ct.Constant tuple item,
+        # n + ct.int16(2)): the emulator holds the same value as a 0-d tile
+        return int(x._a)
     if isinstance(x, Tile) or not isinstance(x, (int, np.integer)) or isinstance(x, bool):
         raise kernel_error(f"{what} must be a compile-time constant int, got "
                            f"{type(x).__name__}", hint="annotate the parameter ct.Constant[int]")

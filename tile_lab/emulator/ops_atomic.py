@@ -60,7 +60,7 @@ _INT_32_64 = frozenset({ct.int32, ct.int64, ct.uint32, ct.uint64})
 _SUPPORTED = {
     "xchg": _INT_32_64 | {ct.float32, ct.float64},
     "cas": _INT_32_64 | {ct.float32, ct.float64},
-    "add": _INT_32_64 | {ct.float16, ct.float32, ct.float64},
+    "add": _INT_32_64 | {ct.float16, ct.bfloat16, ct.float32, ct.float64},  # bf16: sm_90+
     "max": _INT_32_64, "min": _INT_32_64,
     "and": _INT_32_64, "or": _INT_32_64, "xor": _INT_32_64,
 }
@@ -98,23 +98,50 @@ def _atomic_rmw(op: str, array, indices, update, check_bounds) -> Tile:
     upd = values_for(update, arr, shape, "update")
     old = np.zeros(shape, dtype=data.dtype)  # out-of-bounds lanes: implementation-defined
     sel = tuple(p[live] for p in parts)
-    flat = np.ravel_multi_index(sel, data.shape) if sel and sel[0].size else np.zeros(0, int)
-    lane_upd = upd[live]
-    if np.unique(flat).size == flat.size:
-        cur = data[sel]
-        old[live] = cur
-        data[sel] = rmw(cur, lane_upd, arr._dtype)
-    else:  # repeated elements: lanes apply one after another
-        olds = np.empty(flat.size, dtype=data.dtype)
-        for k in range(flat.size):
-            at = tuple(int(p[k]) for p in sel)
-            olds[k] = data[at]
-            data[at] = rmw(np.asarray(olds[k]), np.asarray(lane_upd[k]), arr._dtype)
-        old[live] = olds
+    old[live] = rmw_lanes(data, sel, upd[live], rmw, arr._dtype)
     if type(update) is poison.Poisoned:
         poison.sink_points(update, arr, tuple(parts), live, shape, name)
     record_points("atomic", name, arr, sel, oob, 0, not check_bounds)
     return Tile(old, arr._dtype)
+
+
+def rmw_lanes(data: np.ndarray, sel: tuple[np.ndarray, ...], lane_upd: np.ndarray, rmw,
+              dtype: object) -> np.ndarray:
+    """Apply ``rmw`` at the elements ``sel`` of ``data`` (one lane each, in lane order) and
+    return the values each lane saw before its update."""
+    lanes = sel[0].size if sel else 0
+    flat = np.ravel_multi_index(sel, data.shape) if lanes else np.zeros(0, int)
+    if np.unique(flat).size == flat.size:
+        cur = data[sel]
+        data[sel] = rmw(cur, lane_upd, dtype)
+        return cur
+    olds = np.empty(flat.size, dtype=data.dtype)  # repeated elements: one after another
+    for k in range(flat.size):
+        at = tuple(int(p[k]) for p in sel)
+        olds[k] = data[at]
+        data[at] = rmw(np.asarray(olds[k]), np.asarray(lane_upd[k]), dtype)
+    return olds
+
+
+def cas_lanes(data: np.ndarray, sel: tuple[np.ndarray, ...], e: np.ndarray, d: np.ndarray
+              ) -> tuple[np.ndarray, int, np.ndarray]:
+    """Compare-and-swap at the elements ``sel`` (lane order): the values the lanes saw, how
+    many succeeded, and the flat element numbers (for the spin watch)."""
+    lanes = sel[0].size if sel else 0
+    flat = np.ravel_multi_index(sel, data.shape) if lanes else np.zeros(0, int)
+    if np.unique(flat).size == flat.size:
+        cur = data[sel]
+        ok = cur == e
+        data[tuple(s[ok] for s in sel)] = d[ok]
+        return cur, int(np.count_nonzero(ok)), flat
+    olds, succeeded = np.empty(lanes, dtype=data.dtype), 0
+    for k in range(lanes):  # repeated elements: one after another
+        at = tuple(int(p[k]) for p in sel)
+        olds[k] = data[at]
+        if olds[k] == e[k]:
+            data[at] = d[k]
+            succeeded += 1
+    return olds, succeeded, flat
 
 
 def _rmw_op(op: str, stub):
@@ -154,40 +181,25 @@ def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True,
             data[pos] = _scalar_value(desired, arr, "desired")
         record_points("atomic", "atomic_cas", arr, tuple(np.array([p]) for p in pos), 0, 0,
                        not check_bounds)
-        _watch_spin(ok, (pos, exp.tobytes()))
+        watch_spin(ok, (pos, exp.tobytes()))
         return Tile(cur, arr._dtype)
     parts, shape, live, oob, _ = index_lanes(arr, indices, None, check_bounds, "atomic_cas")
     exp = values_for(expected, arr, shape, "expected")
     des = values_for(desired, arr, shape, "desired")
     old = np.array(exp)  # out-of-bounds lanes return `expected`
     sel = tuple(p[live] for p in parts)
-    e, d = exp[live], des[live]
     lanes = sel[0].size if sel else 0
-    flat = np.ravel_multi_index(sel, data.shape) if lanes else np.zeros(0, int)
-    if np.unique(flat).size == flat.size:
-        cur = data[sel]
-        ok = cur == e
-        data[tuple(s[ok] for s in sel)] = d[ok]
-        old[live] = cur
-        succeeded = int(np.count_nonzero(ok))
-    else:  # repeated elements: lanes apply one after another
-        olds, succeeded = np.empty(lanes, dtype=data.dtype), 0
-        for k in range(lanes):
-            at = tuple(int(p[k]) for p in sel)
-            olds[k] = data[at]
-            if olds[k] == e[k]:
-                data[at] = d[k]
-                succeeded += 1
-        old[live] = olds
+    e = exp[live]
+    old[live], succeeded, flat = cas_lanes(data, sel, e, des[live])
     if type(desired) is poison.Poisoned:
         poison.sink_points(desired, arr, tuple(parts), live, shape, "atomic_cas")
     record_points("atomic", "atomic_cas", arr, sel, oob, 0, not check_bounds)
     if lanes:
-        _watch_spin(succeeded > 0, (flat.tobytes(), e.tobytes()))
+        watch_spin(succeeded > 0, (flat.tobytes(), e.tobytes()))
     return Tile(old, arr._dtype)
 
 
-def _watch_spin(succeeded: bool, target: tuple) -> None:
+def watch_spin(succeeded: bool, target: tuple) -> None:
     """Blocks run one after another, so a CAS that keeps failing in one block on the same
     element and expected value can never succeed (no other block runs meanwhile)."""
     state = current()

@@ -1,7 +1,9 @@
 """Elementwise math, comparisons, bitwise ops, ``where``, and matrix multiply.
 
-``rounding_mode``/``flush_to_zero`` are accepted and ignored: the emulator rounds to
-nearest-even and keeps subnormals (the device default).
+``rounding_mode`` RZ/RM/RP/RA and ``flush_to_zero=True`` are applied (``rounding.py``) on
+``+ - * /`` and ``sqrt``; ``flush_to_zero`` also on ``exp2``, ``rsqrt``, ``minimum`` and
+``maximum``. ``APPROX``/``FULL`` (float32 division, sqrt, exp, tanh) compute exactly rounded
+results: within the GPU's approximation, not bit-equal to it.
 """
 
 from __future__ import annotations
@@ -12,31 +14,71 @@ import cuda.tile as ct
 import numpy as np
 
 from ..tracing.trace import MmaCall
-from . import dtypes, poison
+from . import dtypes, poison, rounding
 from .registry import emulates
 from .state import current, kernel_error, record_site
-from .tile import Tile, as_tile, binary, bitwise, compare, finish, is_loose, result_dtype, unary
+from .tile import (
+    Tile,
+    as_tile,
+    binary,
+    bitwise,
+    compare,
+    elementwise,
+    finish,
+    is_loose,
+    result_dtype,
+    unary,
+)
 
 # ---- arithmetic -------------------------------------------------------------------------
 
 @emulates(ct.add)
 def add(x, y, /, *, rounding_mode=None, flush_to_zero=False):
+    if flush_to_zero or rounding.is_directed(rounding_mode):
+        return _rounded("add", x, y, rounding_mode, flush_to_zero)
     return binary("add", x, y)
 
 
 @emulates(ct.sub)
 def sub(x, y, /, *, rounding_mode=None, flush_to_zero=False):
+    if flush_to_zero or rounding.is_directed(rounding_mode):
+        return _rounded("sub", x, y, rounding_mode, flush_to_zero)
     return binary("sub", x, y)
 
 
 @emulates(ct.mul)
 def mul(x, y, /, *, rounding_mode=None, flush_to_zero=False):
+    if flush_to_zero or rounding.is_directed(rounding_mode):
+        return _rounded("mul", x, y, rounding_mode, flush_to_zero)
     return binary("mul", x, y)
 
 
 @emulates(ct.truediv)
 def truediv(x, y, /, *, rounding_mode=None, flush_to_zero=False):
+    if flush_to_zero or rounding.is_directed(rounding_mode):
+        return _rounded("truediv", x, y, rounding_mode, flush_to_zero)
     return binary("truediv", x, y)
+
+
+_EXACT = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+          "sqrt": np.sqrt}
+
+
+def _rounded(fn: str, x, y, mode, ftz: bool) -> Tile:
+    """``fn`` of float operands computed wider and rounded once in ``mode`` (``ftz``:
+    float32 subnormal inputs and results become zeros). ``y`` None: a unary ``fn``."""
+    operands = (x,) if y is None else (x, y)
+    common = as_tile(x).dtype if y is None else result_dtype(x, y)
+    if (fn == "truediv" or y is None) and not dtypes.is_float(common):
+        common = ct.float32  # integer division and sqrt compute in float32
+    if not dtypes.is_float(common):  # (cuTile refuses rounding modes on integers)
+        return binary(fn, x, y)
+    args = [_values_as(v, common) for v in operands]
+    if ftz:
+        args = [rounding.flush(a) for a in args]
+    exact = _EXACT[fn](*(rounding.wide(a) for a in args))
+    out = rounding.round_to(exact, dtypes.to_numpy(common), mode)
+    return elementwise(Tile(rounding.flush(out) if ftz else out, common), *operands)
 
 
 @emulates(ct.floordiv)
@@ -81,12 +123,14 @@ def cdiv(x, y, /):
 
 @emulates(ct.minimum)
 def minimum(x, y, /, *, flush_to_zero=False, propagate_nan=False):
-    return binary("min", x, y, propagate_nan=propagate_nan)
+    return binary("min", _ftz(x, flush_to_zero), _ftz(y, flush_to_zero),
+                  propagate_nan=propagate_nan)
 
 
 @emulates(ct.maximum)
 def maximum(x, y, /, *, flush_to_zero=False, propagate_nan=False):
-    return binary("max", x, y, propagate_nan=propagate_nan)
+    return binary("max", _ftz(x, flush_to_zero), _ftz(y, flush_to_zero),
+                  propagate_nan=propagate_nan)
 
 
 # ---- comparisons and bitwise -------------------------------------------------------------------
@@ -160,7 +204,14 @@ def exp(x, /, *, rounding_mode=None):
 
 @emulates(ct.exp2)
 def exp2(x, /, *, flush_to_zero=False):
-    return unary("exp2", x)
+    return _ftz(unary("exp2", _ftz(x, flush_to_zero)), flush_to_zero)
+
+
+def _ftz(x, on: bool):
+    """``x`` with float32 subnormals flushed to zero when ``on`` (taint kept)."""
+    if not on or not isinstance(x, Tile) or x.dtype is not ct.float32:
+        return x
+    return elementwise(Tile(rounding.flush(x._a), x.dtype), x)
 
 
 @emulates(ct.log)
@@ -175,12 +226,14 @@ def log2(x, /):
 
 @emulates(ct.sqrt)
 def sqrt(x, /, *, rounding_mode=None, flush_to_zero=False):
+    if flush_to_zero or rounding.is_directed(rounding_mode):
+        return _rounded("sqrt", x, None, rounding_mode, flush_to_zero)
     return unary("sqrt", x)
 
 
 @emulates(ct.rsqrt)
 def rsqrt(x, /, *, flush_to_zero=False):
-    return unary("rsqrt", x)
+    return _ftz(unary("rsqrt", _ftz(x, flush_to_zero)), flush_to_zero)
 
 
 @emulates(ct.sin)

@@ -16,6 +16,7 @@ discards it like a partial tile and records it, so the sanitizer can report it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import cuda.tile as ct
@@ -25,7 +26,7 @@ from ..errors import EmulatorUnsupported
 from ..tracing.trace import MemoryAccess
 from . import dtypes, poison
 from .operands import VALID_SHAPES, const_int, const_shape
-from .registry import IMPLEMENTATIONS, emulates, emulates_method
+from .registry import IMPLEMENTATIONS, emulates, emulates_method, refuses
 from .state import RECORDING as _RECORDING
 from .state import current, kernel_error, note_outside_tile, record_site
 from .tile import _INDEX_DTYPES, Tile, is_loose
@@ -37,6 +38,14 @@ _UNDETERMINED = ct.PaddingMode.UNDETERMINED
 
 def int32(value: int) -> Tile:
     return Tile(np.array(value, dtype=np.int32), ct.int32)
+
+
+def _index(value: int) -> Tile:
+    """A shape or stride as the kernel sees it: int32, or int64 past int32's range (which
+    the launch allows only for ``ct.IndexedWithInt64`` parameters)."""
+    if -2**31 <= value < 2**31:
+        return int32(value)
+    return Tile(np.array(value, dtype=np.int64), ct.int64)
 
 
 class Array:
@@ -57,7 +66,7 @@ class Array:
         # shapes are int32 run-time values, except dims the kernel declared static
         # (ct.ArrayAnnotation(static_shape_dims=...)), which are compile-time ints
         static = {d % data.ndim for d in static_dims} if data.ndim else set()
-        self._shape_tiles = tuple(n if k in static else int32(n)
+        self._shape_tiles = tuple(n if k in static else _index(n)
                                   for k, n in enumerate(data.shape))
 
     @property
@@ -70,7 +79,7 @@ class Array:
 
     @property
     def strides(self) -> tuple[Tile, ...]:
-        return tuple(int32(s // self._data.itemsize) for s in self._data.strides)
+        return tuple(_index(s // self._data.itemsize) for s in self._data.strides)
 
     @property
     def ndim(self) -> int:
@@ -107,15 +116,18 @@ class Array:
         return TiledView(self, shape, padding_mode, steps)
 
     @property
+    @refuses
     def foreign_pointer(self):
         raise EmulatorUnsupported("Array.foreign_pointer is not supported by the CPU emulator")
 
     @staticmethod
+    @refuses
     def from_foreign(pointer, shape, strides):
         raise EmulatorUnsupported("Array.from_foreign is not supported by the CPU emulator")
 
+    @emulates_method(ct.Array.get_raw_memory)
     def get_raw_memory(self):
-        raise EmulatorUnsupported("Array.get_raw_memory is not supported by the CPU emulator")
+        return IMPLEMENTATIONS["RawArrayMemory"](self)  # ops_raw.RawArrayMemory
 
     def __repr__(self) -> str:
         return f"<array {self.name}[{self._dtype}, {self._data.shape}]>"
@@ -149,9 +161,10 @@ class TiledView:
     def num_tiles(self, axis) -> Tile:
         axis = const_int(axis, "axis")
         n = self._array._data.shape[axis]
-        t, s = self._full_shape()[axis], self._steps[axis]
-        # origins 0, s, 2s, ... while the tile still starts inside the array
-        return int32(max(-(-max(n - t, 0) // s) + 1, 0) if n > 0 else 0)
+        s = self._steps[axis]
+        # origins 0, s, 2s, ... while the tile still starts inside the array (the last ones
+        # may reach past its end and are padded), as cuTile counts them: cdiv(n, s)
+        return int32(-(-n // s) if n > 0 else 0)
 
     def _start(self, index) -> tuple[int, ...]:
         idx = _tile_index(index, self._array.ndim)
@@ -163,7 +176,8 @@ class TiledView:
         start, idx = self._start(index)
         shape = self._full_shape()
         tile = _read_box(arr, arr._data, start, shape, self._padding, self._tile_shape,
-                         "tiled_view.load")
+                         "tiled_view.load",
+                         lambda: poison.tma_eligible(arr._data, shape, allow_tma))
         _record_box("load", "tiled_view.load", arr, idx, shape, start, None, self._padding,
                     not check_bounds)
         return tile
@@ -330,8 +344,9 @@ def _clip(dshape, start, shape):
 
 
 def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode,
-              tile_shape, op: str) -> Tile:
-    """The box as a tile of ``tile_shape``; lanes padded under ``UNDETERMINED`` are poisoned."""
+              tile_shape, op: str, tma: Callable[[], bool] | None = None) -> Tile:
+    """The box as a tile of ``tile_shape``; lanes padded under ``UNDETERMINED`` hold what the
+    launch's padding policy says (``poison.fill_value``) and are tainted either way."""
     inside = True
     for st, sz, n in zip(start, shape, data.shape):
         if st < 0 or st + sz > n:
@@ -341,7 +356,7 @@ def _read_box(arr: Array, data: np.ndarray, start, shape, padding_mode,
         values = data[tuple([slice(st, st + sz) for st, sz in zip(start, shape)])].copy()
         return Tile(values.reshape(tile_shape), arr._dtype)
     undetermined = padding_mode is _UNDETERMINED
-    fill = poison.fill_value(arr._dtype) if undetermined else pad_value(padding_mode, arr)
+    fill = poison.fill_value(arr._dtype, tma) if undetermined else pad_value(padding_mode, arr)
     out = np.full(shape, fill, dtype=data.dtype)
     sl, src = _clip(data.shape, start, shape)
     if sl is not None:
@@ -500,7 +515,11 @@ def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check
     perm = None if order == "C" else _order(order, nd)
     data = arr._data if perm is None else arr._data.transpose(perm)
     start = [i * s for i, s in zip(idx, box)]
-    tile = _read_box(arr, data, start, box, padding_mode, tshape, "load")
+    # TMA reads the array in its own layout (an order= transposes on chip), so that is the
+    # layout its preconditions are checked on
+    in_memory = box if perm is None else tuple(box[perm.index(k)] for k in range(nd))
+    tile = _read_box(arr, data, start, box, padding_mode, tshape, "load",
+                     lambda: poison.tma_eligible(arr._data, in_memory, allow_tma))
     _record_box("load", "load", arr, idx, box, start, perm, padding_mode, not check_bounds)
     return tile
 
@@ -534,7 +553,7 @@ def store(array, /, index, tile, *, order="C", check_bounds=True, latency=None,
 @emulates(ct.num_tiles)
 def num_tiles(array, /, axis, shape, order="C") -> Tile:
     arr = check_array(array, "num_tiles")
-    tshape = const_shape(shape, "shape")
+    tshape = const_shape(shape, "shape") or (1,) * arr.ndim  # cuTile: () is all ones
     axis = const_int(axis, "axis")
     perm = _order(order, arr.ndim) or tuple(range(arr.ndim))
     n = arr._data.shape[perm[axis]]

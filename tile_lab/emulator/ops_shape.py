@@ -6,7 +6,7 @@ import cuda.tile as ct
 import numpy as np
 
 from ..errors import EmulatorUnsupported
-from . import dtypes, poison
+from . import dtypes, poison, rounding
 from .operands import const_int, const_shape
 from .registry import emulates
 from .state import kernel_error
@@ -123,13 +123,17 @@ def broadcast_to(x, /, shape) -> Tile:
 
 @emulates(ct.cat, taint=poison.CAT)
 def cat(tiles, /, axis) -> Tile:
-    if not isinstance(tiles, (tuple, list)) or len(tiles) != 2:
-        raise kernel_error("ct.cat takes a pair of tiles")
+    if not isinstance(tiles, (tuple, list)) or not 1 <= len(tiles) <= 2:
+        raise kernel_error("ct.cat takes a tuple of one or two tiles")
+    ax = const_int(axis, "axis")
+    if len(tiles) == 1:  # cuTile: the tile itself
+        return as_tile(tiles[0])
     a, b = as_tile(tiles[0]), as_tile(tiles[1])
-    if a.shape != b.shape or a.dtype is not b.dtype:
-        raise kernel_error(f"ct.cat needs two tiles of the same shape and dtype, got "
-                           f"{a.dtype}{a.shape} and {b.dtype}{b.shape}")
-    return Tile(np.concatenate((a._a, b._a), axis=const_int(axis, "axis")), a.dtype)
+    if a.ndim != b.ndim or a.dtype is not b.dtype or not -a.ndim <= ax < a.ndim or any(
+            i != ax % a.ndim and m != n for i, (m, n) in enumerate(zip(a.shape, b.shape))):
+        raise kernel_error(f"ct.cat needs two tiles of one dtype and rank, equal but along "
+                           f"axis {ax}, got {a.dtype}{a.shape} and {b.dtype}{b.shape}")
+    return Tile(np.concatenate((a._a, b._a), axis=ax), a.dtype)
 
 
 def _subtile(t: Tile, index, shape) -> tuple[slice, ...]:
@@ -153,7 +157,8 @@ def _subtile(t: Tile, index, shape) -> tuple[slice, ...]:
 def extract(x, /, index, shape) -> Tile:
     t = as_tile(x)
     shp = const_shape(shape, "shape")
-    return Tile(np.array(t._a[_subtile(t, index, shp)]), t.dtype)
+    values = np.array(t._a[_subtile(t, index, shp or (1,) * t.ndim)])  # (): one element
+    return Tile(values.reshape(shp), t.dtype)
 
 
 @emulates(ct.insert, taint=poison.INSERT)
@@ -175,6 +180,12 @@ def astype(x, dtype, /, *, rounding_mode=None) -> Tile:
     dt = _dtype_arg(dtype)
     if t.dtype is dt:
         return t
+    if rounding.is_directed(rounding_mode) and dtypes.is_float(t.dtype) \
+            and dtypes.is_float(dt):
+        if dt is ct.tfloat32:
+            return Tile(rounding.round_tf32(np.asarray(t._a, np.float32), rounding_mode), dt)
+        return Tile(rounding.round_to(rounding.wide(t._a), dtypes.to_numpy(dt), rounding_mode),
+                    dt)
     return Tile(dtypes.cast(t._a, dt), dt)
 
 

@@ -113,9 +113,37 @@ def poison_value(dtype: object) -> Any:
     return np.frombuffer(bytes([POISON_BYTE]) * np_dtype.itemsize, dtype=np_dtype)[0]
 
 
-def fill_value(dtype: object) -> Any:
-    """What a load pads undetermined lanes with in the launch running now."""
-    return poison_value(dtype) if state.current().poison_values else 0
+PADDING_POLICIES = ("poison", "zero", "hardware")
+TMA_MIN_ROW_BYTES = 16  # TMA's rules (tile_lab/analysis/tma.py): 16-byte strides, base and rows
+
+
+def fill_value(dtype: object, tma: Callable[[], bool] | None = None) -> Any:
+    """What a load pads undetermined lanes with in the launch running now: poison (NaN /
+    0xDB..) or 0 as the launch's policy says. Under ``"hardware"`` a tile-space load that can
+    be a TMA copy (``tma()``, asked only then) is zero-filled as TMA fills; other loads keep
+    the poison: their compiled form (LDG behind a bounds branch) leaves the lane with the
+    compiler's own undefined value (a NaN constant in the sm_90 SASS we read)."""
+    run = state.current()
+    if run.padding == "hardware" and tma is not None and tma():
+        return 0
+    return poison_value(dtype) if run.poison_values else 0
+
+
+def tma_eligible(data: np.ndarray, box: Any, allow_tma: Any) -> bool:
+    """Whether a tile-space load of ``box`` from ``data`` meets TMA's preconditions (the
+    ones ``tile_lab/analysis/tma.py`` reads off compiled code): not ``allow_tma=False``;
+    innermost axis contiguous; every other stride and the base address multiples of 16 bytes;
+    a tile row at least 16 bytes. Whether the compiler then really picks TMA is its own choice
+    (a plain copy may stay LDG): README says what that means for the ``"hardware"`` policy."""
+    if allow_tma is False or data.ndim == 0:
+        return False
+    item = data.itemsize
+    strides = data.strides
+    if data.shape[-1] > 1 and strides[-1] != item:
+        return False
+    if any(s % 16 for s in strides[:-1]) or data.ctypes.data % 16:
+        return False
+    return int(tuple(box)[-1]) * item >= TMA_MIN_ROW_BYTES
 
 
 def padded(values: np.ndarray, mask: np.ndarray, dtype: object, arg: str, op: str,

@@ -10,11 +10,13 @@ Three switches, all scoped (cuda.tile is never patched just because tile_lab is 
   tile_lab.emulator [--sanitize] script.py [args]``.
 
 In both program modes a tile_lab error prints like in a notebook (message, ``file:line``, the
-kernel line, a caret, the hint) plus the program line that launched the kernel; the runner's
-exit status is 3 under ``--sanitize`` when a launch had findings, 2 for a usage mistake (a
-missing script: one line), and an unknown ``TILE_LAB_EMULATE`` value is a one-line error.
+kernel line, a caret, the hint) plus the program line that launched the kernel; the exit
+status is 3 under ``--sanitize`` (or ``=sanitize``) when a launch had findings, 2 for a usage
+mistake (a missing script: one line), and an unknown ``TILE_LAB_EMULATE`` value is a one-line
+error.
 
-While on, ``cuda.tile.launch(stream, grid, kernel, args)`` runs ``kernel`` on the emulator:
+While on, ``cuda.tile.launch(stream, grid, kernel, args)`` runs ``kernel`` on the emulator, and
+so do the launches ``ct.tune.exhaustive_search`` makes (untimed: ``tuning.py``):
 any ``stream`` is accepted (``None`` included), NumPy arrays and torch CPU tensors are
 updated in place, CuPy/DLPack arrays are copied to the host and back. In sanitize mode every
 launch is sanitized and its report printed with the kernel and the launching line. A name
@@ -40,15 +42,35 @@ import cuda.tile as ct
 
 ENV_VAR = "TILE_LAB_EMULATE"
 _LOCK = threading.Lock()
-_STACK: list[tuple[Any, bool]] = []  # (the launch that was in place, sanitize) per switch
+# per switch: (the launch that was in place, sanitize, the undo of the tuning switch)
+_STACK: list[tuple[Any, bool, Any]] = []
 _FOUND = [0]  # sanitized launches with findings, this process (sets the runner's exit status)
+
+
+PADDING_VAR = "TILE_LAB_PADDING"
+# Program mode runs whole programs (and test suites) that were checked against a GPU, so its
+# undetermined lanes hold what the compiled kernel's do ("hardware"); notebooks, emulate() and
+# the sanitizer keep "poison", which makes a use of such lanes visible (README says why).
+PROGRAM_PADDING = "hardware"
+
+
+def padding_from_env() -> str:
+    """The padding policy for program mode: ``TILE_LAB_PADDING`` or ``"hardware"``."""
+    from .poison import PADDING_POLICIES
+
+    value = os.environ.get(PADDING_VAR, "").strip().lower() or PROGRAM_PADDING
+    if value not in PADDING_POLICIES:
+        raise SystemExit(f"{PADDING_VAR}={value!r}: expected one of "
+                         f"{', '.join(PADDING_POLICIES)}")
+    return value
 
 
 class _EmulatedLaunch:
     """Stands in for ``cuda.tile.launch`` while emulation is on."""
 
-    def __init__(self, sanitize: bool) -> None:
+    def __init__(self, sanitize: bool, padding: str = PROGRAM_PADDING) -> None:
         self.sanitize = sanitize
+        self.padding = padding
         self.__name__ = self.__qualname__ = "launch"
         self.__doc__ = "cuda.tile.launch, running kernels on tile_lab's CPU emulator"
 
@@ -58,7 +80,7 @@ class _EmulatedLaunch:
         args = tuple(kernel_args)
         if not self.sanitize:
             from .runtime import emulate
-            emulate(kernel, grid, args)
+            emulate(kernel, grid, args, padding=self.padding)
             return
         from ..sanitizer import sanitize
         report = sanitize(kernel, grid, args)
@@ -92,18 +114,29 @@ def launch_site(frame: Any) -> str:
 
 # ---- switching ---------------------------------------------------------------------------------
 
-def enable(*, sanitize: bool = False) -> None:
-    """Turn emulation on until :func:`disable` (nested: each enable needs its disable)."""
+def enable(*, sanitize: bool = False, padding: str | None = None) -> None:
+    """Turn emulation on until :func:`disable` (nested: each enable needs its disable).
+    ``padding``: the policy for undetermined lanes (default: ``TILE_LAB_PADDING``, else
+    ``"hardware"``; the sanitize mode always poisons)."""
+    from .tuning import switch_on
+
+    policy = padding_from_env() if padding is None else padding
+    from .poison import PADDING_POLICIES
+
+    if policy not in PADDING_POLICIES:
+        raise ValueError(f"padding must be one of {PADDING_POLICIES}, got {policy!r}")
     with _LOCK:
-        _STACK.append((ct.launch, sanitize))
-        ct.launch = _EmulatedLaunch(sanitize)
+        _STACK.append((ct.launch, sanitize, switch_on()))  # ct.tune runs on the emulator too
+        ct.launch = _EmulatedLaunch(sanitize, policy)
 
 
 def disable() -> None:
     """Undo the last :func:`enable` (no-op when emulation is off)."""
     with _LOCK:
         if _STACK:
-            ct.launch = _STACK.pop()[0]
+            launch, _, undo_tuning = _STACK.pop()
+            undo_tuning()
+            ct.launch = launch
 
 
 def is_enabled() -> bool:
@@ -119,10 +152,12 @@ def mode() -> str | None:
 
 
 @contextlib.contextmanager
-def emulation(*, sanitize: bool = False) -> Iterator[None]:
+def emulation(*, sanitize: bool = False, padding: str | None = None) -> Iterator[None]:
     """Run ``ct.launch`` calls inside this block on the CPU emulator (sanitizing each launch
-    when ``sanitize``). A GPU-only call inside fails with a note saying what to use instead."""
-    enable(sanitize=sanitize)
+    when ``sanitize``). ``padding``: what undetermined lanes hold (``"hardware"`` unless
+    ``TILE_LAB_PADDING`` says otherwise; ``"poison"``, ``"zero"``). A GPU-only call inside
+    fails with a note saying what to use instead."""
+    enable(sanitize=sanitize, padding=padding)
     try:
         yield
     except BaseException as exc:
@@ -153,7 +188,56 @@ def install_from_env() -> bool:
         return False
     enable(sanitize=mode == "sanitize")
     _chain_excepthook()
+    if mode == "sanitize":
+        _exit_3_on_findings()
     return True
+
+
+_FAILED = [False]  # an uncaught error ended the program (its exit status 1 is kept)
+
+
+def _exit_3_on_findings() -> None:
+    """``TILE_LAB_EMULATE=sanitize``: end with status 3, like ``python -m tile_lab.emulator
+    --sanitize``, when a launch had findings and the program itself ended well (status 0).
+
+    Python offers no hook that changes the exit status of a program it did not start, and an
+    atexit function cannot see it: so ``sys.exit`` records a non-zero status, the excepthook
+    an uncaught error, and at exit, when neither happened and a launch had findings, the
+    remaining exit functions run, every open file is flushed, and the process ends with 3."""
+    import atexit
+
+    real_exit = sys.exit
+
+    def exit(status: object = None) -> None:
+        _EXIT_STATUS[0] = status
+        real_exit(status)
+
+    exit.__doc__ = real_exit.__doc__
+    sys.exit = exit
+    atexit.register(_at_exit)
+
+
+_EXIT_STATUS: list[object] = [None]
+
+
+def _at_exit() -> None:
+    import atexit
+    import gc
+    import io
+
+    found, status = _FOUND[0], _EXIT_STATUS[0]
+    if not found or _FAILED[0] or status not in (None, 0):
+        return
+    print(f"TILE_LAB_EMULATE=sanitize: {found} launch{'es' if found > 1 else ''} with "
+          "findings (exit status 3)", file=sys.stderr)
+    atexit.unregister(_at_exit)
+    atexit._run_exitfuncs()  # the program's own exit functions (registered before us) still run
+    for obj in gc.get_objects():  # what interpreter shutdown would flush, os._exit does not
+        if isinstance(obj, io.IOBase):
+            with contextlib.suppress(Exception):
+                if not obj.closed:
+                    obj.flush()
+    os._exit(3)
 
 
 # ---- GPU-only calls ----------------------------------------------------------------------------
@@ -191,8 +275,11 @@ def _chain_excepthook() -> None:
 
     def hook(kind, value, tb):
         from ..errors import TileLabError
+        from .blocks import EmulationInterrupted
 
-        if isinstance(value, TileLabError):  # the kernel line with a caret, not our stack
+        _FAILED[0] = True
+        if isinstance(value, (TileLabError, EmulationInterrupted)):  # the kernel line with a
+            # caret, not our stack (Python still ends a Ctrl-C'd program by SIGINT)
             print(format_program_error(value), file=sys.stderr)
             return
         add_gpu_note(value)
@@ -206,8 +293,9 @@ def format_program_error(exc: BaseException) -> str:
     caret, the hint, and the program line that launched the kernel. Other errors: Python's
     traceback (with a note for GPU-only calls)."""
     from ..errors import TileLabError
+    from .blocks import EmulationInterrupted
 
-    if not isinstance(exc, TileLabError):
+    if not isinstance(exc, (TileLabError, EmulationInterrupted)):
         add_gpu_note(exc)
         return "".join(traceback.format_exception(exc)).rstrip()
     text = exc.render(file_line=True)
@@ -236,7 +324,7 @@ USAGE = ("usage: python -m tile_lab.emulator [--sanitize] script.py [args...]\n"
 def run_script(argv: Sequence[str]) -> int:
     """``python -m tile_lab.emulator [--sanitize] script.py [args...]``. Exit status: the
     script's; 1 when it raised (tile_lab errors print the kernel line with a caret); 2 for a
-    usage mistake (one line); 3 with ``--sanitize`` when a launch had findings."""
+    usage mistake (one line); 3 with ``--sanitize`` when a launch had findings; 130 after Ctrl-C."""
     import runpy
 
     args = list(argv)
@@ -272,7 +360,7 @@ def run_script(argv: Sequence[str]) -> int:
             tb = tb.tb_next
         print(format_program_error(exc.with_traceback(tb or exc.__traceback__)),
               file=sys.stderr)
-        return 1
+        return 130 if isinstance(exc, KeyboardInterrupt) else 1  # the shell's Ctrl-C status
     finally:
         disable()
     return _sanitize_status(sanitize, found_before)

@@ -108,6 +108,13 @@ def operation_names() -> list[str]:
     return [n for n in ct.__all__ if is_operation(n)]
 
 
+def refuses(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark an emulator function that only raises EmulatorUnsupported (``stubs.coverage``
+    lists its cuTile function as refused, not emulated)."""
+    fn._tile_lab_refused = True  # type: ignore[attr-defined]
+    return fn
+
+
 def unsupported(name: str) -> Callable[..., Any]:
     def raiser(*args: Any, **kwargs: Any) -> Any:
         raise EmulatorUnsupported(
@@ -115,4 +122,4 @@ def unsupported(name: str) -> Callable[..., Any]:
             hint="run the kernel on a GPU with tile_lab.launch, or avoid this operation")
     raiser.__name__ = name
     raiser.__qualname__ = f"unsupported.{name}"
-    return raiser
+    return refuses(raiser)

@@ -22,13 +22,13 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from .._cutile_compat import is_kernel, kernel_parameters
+from .._cutile_compat import device_calls_routed, is_kernel, kernel_parameters
 from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
 from ..array_like import to_host as _to_host
 from ..errors import EmulationError, SourceLocation, TileLabError
 from ..tracing.trace import ArrayInfo, Trace, format_block
-from . import batched, dtypes, gate, poison, state
+from . import batched, dtypes, gate, poison, state, stubs
 from . import blocks as blocks_mod
 from ._kernel_access import kernel_function
 from .namespace import Rebuilder
@@ -53,9 +53,10 @@ def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
             emulator does not implement.
 
     ``padding``: what lanes padded under ``PaddingMode.UNDETERMINED`` (cuTile's default)
-    hold: ``"poison"`` (NaN for floats, bytes 0xDB for integers), or ``"zero"``. Either way
-    a warning names the load and the store when such lanes reach an output (see
-    ``tile_lab.sanitize`` for the full report).
+    hold: ``"poison"`` (NaN for floats, bytes 0xDB for integers), ``"zero"``, or
+    ``"hardware"`` (zero where the load can be a TMA copy, as TMA fills; poison elsewhere:
+    README "Undetermined lanes"). Whichever, a warning names the load and the store when
+    such lanes reach an output (see ``tile_lab.sanitize`` for the full report).
     """
     _launch(kernel, grid, args, record=False, padding=padding)
 
@@ -82,11 +83,12 @@ def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
 
 def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bool,
             blocks: Sequence[Sequence[int]] | None = None, padding: str = "poison"):
-    if padding not in ("poison", "zero"):
-        raise EmulationError(f"padding must be 'poison' or 'zero', got {padding!r}")
+    if padding not in poison.PADDING_POLICIES:
+        allowed = ", ".join(map(repr, poison.PADDING_POLICIES))
+        raise EmulationError(f"padding must be one of {allowed}, got {padding!r}")
     pyfunc = kernel_function(kernel)
     grid3 = _check_grid(grid)
-    gate.check(kernel, args)  # what cuTile's compiler rejects does not run here either
+    typed = gate.check(kernel, args)  # what cuTile's compiler rejects does not run here
     subset = None if blocks is None else _check_blocks(blocks, grid3)
     params = _parameters(pyfunc, args)
     converted, arrays, scalars, copy_back = _convert_args(kernel, pyfunc, params, args)
@@ -95,7 +97,19 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     recorder: list | None = [] if record else None
     run = state.RunState(grid3, recorder, rebuilder.user_codes)
     run.grid_tiles = tuple(int32(g) for g in grid3)
-    run.poison_values = padding == "poison"
+    run.poison_values = padding != "zero"
+    run.padding = padding
+    run.typed = typed
+    # cuTile's own device functions that the kernel reaches through an object (a stub in a
+    # dict, a user class's method) run emulated too (stubs.py)
+    with device_calls_routed(stubs.router(rebuilder.function)):
+        return _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back,
+                    (arrays, scalars) if record else None)
+
+
+def _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back, traced):
+    """Run the blocks; ``traced``: (arrays, scalars) of a traced launch, whose Trace returns."""
+    record = traced is not None
     _, total = blocks_mod.block_ids(grid3, subset)
     limit = blocks_mod.current_limits()
     if total > limit.probe_blocks and limit.max_seconds != float("inf"):
@@ -117,14 +131,9 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
             exc.location = state.location_in_traceback(exc, rebuilder.user_codes)
         raise
     except Exception as exc:
-        hint = None
-        if "device code" in str(exc):  # a real cuda.tile stub ran: reached through an object
-            hint = ("a cuTile operation was called through an object the emulator does not "
-                    "rebuild (e.g. a class or functools.partial); call a plain function or "
-                    "@ct.function helper instead")
         raise EmulationError(f"{type(exc).__name__}: {exc} "
                              f"(block {format_block(run.bid, run.grid)})",
-                             state.location_in_traceback(exc, rebuilder.user_codes), hint) from exc
+                             state.location_in_traceback(exc, rebuilder.user_codes)) from exc
     finally:
         state.pop()
     for restore in copy_back:
@@ -133,8 +142,9 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
         _warn_undetermined(run.undetermined)
         _warn_outside(run.outside_tiles)
         return None
-    return _make_trace(pyfunc, grid3, arrays, scalars, recorder or [], run.mma_recorder or [],
-                       subset, run.undetermined)
+    arrays, scalars = traced
+    return _make_trace(pyfunc, grid3, arrays, scalars, run.recorder or [],
+                       run.mma_recorder or [], subset, run.undetermined)
 
 
 def _probe(fn, converted: list[Any], run: state.RunState, subset, total: int
@@ -142,7 +152,8 @@ def _probe(fn, converted: list[Any], run: state.RunState, subset, total: int
     """Time a few blocks on copies of the arrays (nothing the user passed is written)."""
     probe = state.RunState(run.grid, [], run.user_codes)
     probe.grid_tiles = run.grid_tiles
-    probe.poison_values = run.poison_values
+    probe.poison_values, probe.padding = run.poison_values, run.padding
+    probe.typed = run.typed
     copies = [_copy_arg(a) for a in converted]
     picks = blocks_mod.probe_blocks(total, run.grid, subset)
     state.push(probe)
@@ -241,16 +252,21 @@ class _ParamSpec:
     int64: bool = False  # ct.ScalarInt64
     static_dims: tuple[int, ...] = ()  # ct.ArrayAnnotation(static_shape_dims=...)
     array: bool = False  # annotated ct.Array
+    int64_index: bool = False  # ct.IndexedWithInt64: shapes and strides may pass int32
+    items: tuple[_ParamSpec, ...] | None = None  # a tuple annotation's items, when given
+    each: _ParamSpec | None = None  # tuple[X, ...]: every item's
+
+    def item(self, i: int) -> _ParamSpec:
+        if self.items is not None and i < len(self.items):
+            return self.items[i]
+        return self.each if self.each is not None else _ParamSpec()
 
 
 def _param_specs(kernel: Any, pyfunc, params) -> list[_ParamSpec]:
     """cuTile's own reading of the annotations for a ``@ct.kernel``; for a plain
     function, the same facts read from its type hints."""
     if is_kernel(kernel):
-        return [_ParamSpec(constant=info.constant, int64=info.scalar_dtype is ct.int64,
-                           static_dims=info.static_shape_dims,
-                           array=_names_array(info.annotation))
-                for info in kernel_parameters(kernel)]
+        return [_spec_of(info) for info in kernel_parameters(kernel)]
     try:
         hints = typing.get_type_hints(pyfunc, include_extras=True)
     except Exception:  # unresolvable forward references: treat as unannotated
@@ -266,6 +282,14 @@ def _param_specs(kernel: Any, pyfunc, params) -> list[_ParamSpec]:
                               if isinstance(m, ct.ArrayAnnotation)), ()),
             array=_names_array(hint)))
     return specs
+
+
+def _spec_of(info: Any) -> _ParamSpec:
+    return _ParamSpec(constant=info.constant, int64=info.scalar_dtype is ct.int64,
+                      static_dims=info.static_shape_dims, array=_names_array(info.annotation),
+                      int64_index=info.array_index_dtype is ct.int64,
+                      items=None if info.items is None else tuple(map(_spec_of, info.items)),
+                      each=None if info.each is None else _spec_of(info.each))
 
 
 def _names_array(annotation: Any) -> bool:
@@ -303,13 +327,18 @@ def _convert_args(kernel, pyfunc, params, args):
 
 def _convert_one(pyfunc, name, value, spec: _ParamSpec, arrays, scalars, copy_back):
     if _array_like(value):
+        if not spec.int64_index:
+            _check_int32_layout(name, value)
         host = _to_host(value, copy_back)
         arr = Array(host, dtypes.from_numpy(host.dtype), name, static_dims=spec.static_dims)
         arrays.append(ArrayInfo(name, tuple(host.shape), str(arr.dtype)))
         return arr
     if isinstance(value, (list, tuple)):  # lists of arrays, tuples of arrays/scalars
-        return type(value)(_convert_one(pyfunc, f"{name}[{i}]", v, _ParamSpec(), arrays,
-                                        scalars, copy_back) for i, v in enumerate(value))
+        items = [spec.item(i) for i in range(len(value))]
+        return type(value)(
+            v if item.constant else  # tuple[int, ct.Constant[int]]: a compile-time value
+            _convert_one(pyfunc, f"{name}[{i}]", v, item, arrays, scalars, copy_back)
+            for i, (v, item) in enumerate(zip(value, items)))
     if spec.array:
         raise EmulationError(f"parameter {name!r} expects an array, got "
                              f"{type(value).__name__}", _def_location(pyfunc))
@@ -330,6 +359,30 @@ def _convert_one(pyfunc, name, value, spec: _ParamSpec, arrays, scalars, copy_ba
         return Tile(np.array(value, dtype=np.float32), ct.float32)
     scalars[name] = _jsonable(value)
     return value  # dtypes, tuples of constants, None: passed through as Python values
+
+
+_INT32_MAX = 2**31 - 1
+
+
+def _check_int32_layout(name: str, value: Any) -> None:
+    """cuTile passes an array's shape and strides as int32 unless the parameter is
+    ``ct.IndexedWithInt64``, and refuses at launch (OverflowError) what does not fit;
+    checked before the array is copied (a broadcast view may be huge once materialized)."""
+    shape = tuple(int(n) for n in getattr(value, "shape", ()))
+    stride = getattr(value, "stride", None)
+    if callable(stride):  # torch: strides in elements
+        strides = tuple(int(s) for s in stride())
+    else:
+        raw, item = getattr(value, "strides", None), getattr(value, "itemsize", None)
+        if raw is None or not item:
+            return
+        strides = tuple(int(s) // int(item) for s in raw)
+    big = [v for v in (*shape, *strides) if not -_INT32_MAX - 1 <= v <= _INT32_MAX]
+    if big:
+        raise OverflowError(
+            f"argument {name!r}: shape {shape} / strides {strides} (elements) do not fit "
+            "int32, cuTile's index type for arrays; annotate the parameter "
+            "ct.IndexedWithInt64 for 64-bit indexing")
 
 
 def _jsonable(value: Any) -> Any:

@@ -19,8 +19,8 @@ class RunState:
     """Mutable per-launch state (a stack per thread: launches may nest or run in threads)."""
 
     __slots__ = ("bid", "bid_tiles", "cas_failures", "grid", "grid_tiles", "line_counts",
-                 "mma_recorder", "outside_tiles", "poison_values", "recorder", "undetermined",
-                 "user_codes")
+                 "mma_recorder", "outside_tiles", "padding", "poison_values", "recorder", "typed",
+                 "undetermined", "user_codes")
 
     def __init__(self, grid: tuple[int, int, int], recorder, user_codes: set[CodeType]) -> None:
         self.grid = grid
@@ -33,9 +33,13 @@ class RunState:
         self.line_counts: dict[tuple[str, int], int] = {}  # per block: executions of a line
         self.cas_failures: dict[tuple[str, int], int] = {}  # per block: consecutive CAS fails
         self.poison_values = True  # undetermined lanes hold NaN / 0xDB.. (False: zeros)
+        self.padding = "poison"  # the policy (poison.PADDING_POLICIES) that set poison_values
         self.undetermined: list = []  # UndeterminedWrite records (always collected)
         # (file, line) -> (op, arg, tile index, first block, count): tiles entirely outside
         self.outside_tiles: dict[tuple[str, int], tuple] = {}
+        # cuTile's front end accepted the kernel for this signature: what it evaluated at
+        # compile time (static_assert, constant shapes) is known to hold
+        self.typed = False
 
 
 class _Stack(threading.local):
@@ -52,6 +56,12 @@ def current() -> RunState:
         raise EmulationError("cuTile operations can only run inside an emulated kernel "
                              "(tile_lab.emulate / tile_lab.trace)")
     return runs[-1]
+
+
+def typed() -> bool:
+    """True inside a launch whose kernel cuTile's front end accepted for its signature."""
+    runs = _LOCAL.runs
+    return bool(runs) and runs[-1].typed
 
 
 def running() -> bool:

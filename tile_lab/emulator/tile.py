@@ -232,7 +232,7 @@ class DTypeConstructor(dtypes.KernelDType):
 
     __slots__ = ()
 
-    def __call__(self, x: object) -> Tile:
+    def __call__(self, x: object = 0) -> Tile:  # cuTile: ct.float32() is 0
         t = as_tile(x, f"the argument of {self.dtype}()")
         if t.ndim != 0:
             raise kernel_error(f"{self.dtype}() converts scalars; use .astype() for tiles")
@@ -366,6 +366,9 @@ def binary(fn: str, x: Any, y: Any, *, propagate_nan: bool = False) -> Any:
             r = np.minimum(a, b) if propagate_nan or a.dtype.kind != "f" else np.fmin(a, b)
         elif fn == "max":
             r = np.maximum(a, b) if propagate_nan or a.dtype.kind != "f" else np.fmax(a, b)
+        elif fn == "floordiv" and compute != dtypes.to_numpy(common) and a.dtype.kind == "f":
+            # a 16-bit float quotient is rounded to its dtype before the floor, as on the GPU
+            r = np.floor(dtypes.cast(a / b, common).astype(compute))
         else:
             r = _ARITH[fn](a, b)
     except ValueError as exc:
@@ -418,7 +421,13 @@ def bitwise(fn: str, x: Any, y: Any) -> Any:
         if kind == dtypes.FLOAT:
             raise kernel_error("bitwise operations need integer or bool operands; "
                                "use ct.bitcast() for floats")
-    if tx is not None and ty is not None and tx is not ty:
+    shift = fn in ("lshift", "rshift")
+    if shift:  # cuTile promotes shift operands like arithmetic ones; bool is no integer
+        for side, d, v in (("left", tx, x), ("right", ty, y)):
+            if d is ct.bool_ or (d is None and isinstance(v, (bool, np.bool_))):
+                raise kernel_error(f"bitwise shift needs an integer {side}-hand side, "
+                                   "got bool")
+    elif tx is not None and ty is not None and tx is not ty:
         raise kernel_error(f"bitwise operands must have the same dtype, got {tx} and {ty}")
     common = result_dtype(x, y)
     a, b = operand(x, common, dtypes.to_numpy(common)), operand(y, common, dtypes.to_numpy(common))
@@ -464,6 +473,8 @@ def _unary(fn: str, x: Any) -> Tile:
         if dtypes.is_float(dt):
             raise kernel_error("bitwise not needs an integer or bool tile")
         return Tile(np.invert(t._a), dt)
+    if fn == "abs" and dt is ct.bool_:
+        return t  # cuTile keeps bool for abs (negation promotes it to int32)
     if fn in ("negative", "abs"):
         if dt is ct.bool_:
             dt = ct.int32
@@ -473,7 +484,11 @@ def _unary(fn: str, x: Any) -> Tile:
     if fn in ("floor", "ceil") and not dtypes.is_float(dt):
         raise kernel_error(f"ct.{fn} does not accept integer inputs")
     if not dtypes.is_float(dt):
-        dt = ct.float32  # integer inputs of transcendental functions compute in float32
-    compute = dtypes.compute_dtype(dt)
-    return finish(_FLOAT_UNARY[fn](operand(t, dt, compute)), dt)
+        dt = ct.float32  # integer inputs convert to float32 first, as cuTile does
+    # evaluated in float64 and rounded once: the GPU's float32 math library is (nearly)
+    # correctly rounded, NumPy's float32 SIMD loops are off by an ulp on many inputs
+    a = operand(t, dt, dtypes.compute_dtype(dt))
+    if fn != "rsqrt":  # (rsqrt stays 1/sqrt in float32: an approximation on the GPU too)
+        a = a.astype(np.float64, copy=False)
+    return finish(_FLOAT_UNARY[fn](a), dt)
 

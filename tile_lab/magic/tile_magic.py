@@ -33,7 +33,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Int, TraitError, Unicode, validate
 
-from .._run import explore, run, switch_emulation, write_reproducer
+from .._run import arch_problem, explore, run, switch_emulation, write_reproducer
 from ..errors import (
     CompileError,
     EmulatorUnsupported,
@@ -101,6 +101,13 @@ class TileMagics(Magics):
     launch_fallback = Unicode(
         "emulate", help="what --launch does without a GPU: 'emulate' (run on the CPU "
                         "emulator, with a notice) or 'error'").tag(config=True)
+
+    @validate("arch")
+    def _valid_arch(self, proposal: Any) -> str:
+        # checked when %config sets it: a bad value fails there, saying where it came from
+        if problem := arch_problem(proposal["value"]):
+            raise TraitError(f"TileMagics.arch: {problem}")
+        return proposal["value"]
 
     @validate("show")
     def _valid_show(self, proposal: Any) -> str:

@@ -28,10 +28,16 @@ def _tup(t: tuple[int, ...]) -> str:
     return "(" + ", ".join(map(str, t)) + ("," if len(t) == 1 else "") + ")"
 
 
+def _tile(index: tuple[int, ...]) -> str:
+    """``tile 15`` in a 1-D output (as its elements ``960–1023`` are written), ``tile (1, 2)``
+    in 2-D."""
+    return f"tile {index[0]}" if len(index) == 1 else f"tile {_tup(index)}"
+
+
 def describe(v: TileVerdict, grid: tuple[int, ...]) -> str:
     """One line: what is wrong with tile ``v`` and whose tile it is."""
     if v.unwritten and v.writer is None:
-        what = f"tile {_tup(v.index)} (elements {v.elements}): never written"
+        what = f"{_tile(v.index)} (elements {v.elements}): never written"
         if v.owner is not None:
             what += (f"; block {_tup(v.owner)} would write it" if v.owner_in_grid else
                      f"; block {_tup(v.owner)} would write it, but grid {_tup(grid)} has "
@@ -44,7 +50,7 @@ def describe(v: TileVerdict, grid: tuple[int, ...]) -> str:
         bits.append(f"{v.wrong} wrong")
     if v.unwritten:
         bits.append(f"{v.unwritten} never written")
-    return (f"tile {_tup(v.index)} (elements {v.elements}): {', '.join(bits)}; written by "
+    return (f"{_tile(v.index)} (elements {v.elements}): {', '.join(bits)}; written by "
             f"block {_tup(v.writer) if v.writer is not None else '?'}")
 
 
@@ -87,7 +93,7 @@ def check_picture(m: CheckMap) -> Picture:
             parts.append(Text(x + cw / 2, y + ch / 2 + size * 0.35, label, size=size,
                               anchor="middle"))
         items.append(Group(tuple(parts), title=describe(v, m.grid) if v in bad else
-                           f"tile {_tup(v.index)} (elements {v.elements}): right; written by "
+                           f"{_tile(v.index)} (elements {v.elements}): right; written by "
                            f"block {_tup(v.writer) if v.writer is not None else '?'}"))
     y = y0 + rows * ch + 16
     if len(bad) > 1 and all(v.writer is None and v.owner_assumed for v in m.tiles):

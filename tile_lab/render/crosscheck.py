@@ -172,8 +172,12 @@ def crosscheck_html(cc: CrossCheck) -> str:
     """The summary in words, one line per reason, and a heatmap per output."""
     esc = html.escape
     status = "problems" if cc.agreement == "mismatch" else "ok"
-    out = [f'<div class="tile-lab-crosscheck tile-lab-crosscheck-{status}">',
-           f"<p><b>{esc(cc.summary())}</b></p>"]
+    out = [f'<div class="tile-lab-crosscheck tile-lab-crosscheck-{status}">']
+    if cc.recording:  # not run here: say so before the result
+        out.append("<p class='tl-recording' style='margin:0 0 4px 0;padding:2px 6px;"
+                   "border-left:3px solid #E69F00'><b>A recording, not run here:</b> "
+                   f"{esc(cc.recording)}</p>")
+    out.append(f"<p><b>{esc(cc.summary())}</b></p>")
     reasons = cc.explanations()
     if reasons:
         out.append("<ul>" + "".join(f"<li>{esc(r)}</li>" for r in reasons) + "</ul>")

@@ -10,6 +10,7 @@ groupings, and a cache of drawn items that no selection changes).
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -373,12 +374,13 @@ def _tile_labels(panel: Panel, win: _Win, gx: float, top: float, z: int, first: 
         if first:
             for j in cols:
                 if j * tc >= c0:
-                    out.append(Text(X(j * tc) + 1, top - 3, str(j * tc), size=8, opacity=0.6))
+                    out.append(Text(X(j * tc) + 1, top - 3, str(j * tc), size=TICK_SIZE,
+                                    opacity=0.75))
         if len(g.grid) > 1:
             for i in rows:
                 if i * tr >= r0:
-                    out.append(Text(gx - 3, Y(i * tr) + 8, str(i * tr), size=8, anchor="end",
-                                    opacity=0.6))
+                    out.append(Text(gx - 3, Y(i * tr) + TICK_SIZE, str(i * tr),
+                                    size=TICK_SIZE, anchor="end", opacity=0.75))
         return out
     # too small for labels inside: tile indices on the margins, thinned to stay legible
     step_c = max(1, math.ceil(24 / max(tw, 1e-9)))
@@ -388,13 +390,13 @@ def _tile_labels(panel: Panel, win: _Win, gx: float, top: float, z: int, first: 
             text = str(j) if out else f"tile {j}"
             x = X(max(j * tc, c0)) + 1
             if x >= last_end + 4:
-                out.append(Text(x, top - 3, text, size=8, opacity=0.7))
-                last_end = x + text_width(text, 8)
+                out.append(Text(x, top - 3, text, size=TICK_SIZE, opacity=0.75))
+                last_end = x + text_width(text, TICK_SIZE)
     if len(g.grid) > 1:
         step_r = max(1, math.ceil(12 / max(th, 1e-9)))
         for i in rows[::step_r]:
-            out.append(Text(gx - 3, Y(max(i * tr, r0)) + 8, str(i), size=8, anchor="end",
-                            opacity=0.7))
+            out.append(Text(gx - 3, Y(max(i * tr, r0)) + TICK_SIZE, str(i), size=TICK_SIZE,
+                            anchor="end", opacity=0.75))
     return out
 
 
@@ -423,8 +425,9 @@ def _footprint_items(f: Footprint, panel: Panel, place, geometry: Geometry,
     if not parts:
         return []
     first = parts[0]
-    if geometry.iteration is None and index.max_iteration > 0 and first.w >= 16 and first.h >= 11:
-        parts.append(Text(first.x + 2, first.y + 9, f"i{f.iteration}", size=8, opacity=0.9))
+    if geometry.iteration is None and index.max_iteration > 0 and first.w >= 18 and first.h >= 12:
+        parts.append(Text(first.x + 2, first.y + TICK_SIZE + 1, f"i{f.iteration}",
+                          size=TICK_SIZE))
     return [Group(tuple(parts), title=_tooltip(f, panel, geometry, index), css_class="tl-fp")]
 
 
@@ -451,6 +454,8 @@ def _tooltip(f: Footprint, panel: Panel, geometry: Geometry, index: IndexedTrace
 
 
 LEGEND_CHARS = 96  # most characters of a source line shown in the legend
+TMA_REASON_CHARS = 100  # a "no TMA" reason wraps onto lines of at most this many characters
+TICK_SIZE = 9  # margin and iteration labels: at 8 px a monospace "0" reads as "8"
 
 
 def ellipsize(text: str, limit: int) -> str:
@@ -469,8 +474,8 @@ TMA_YES, TMA_NO = "#009E73", "#D55E00"
 
 
 def _tma_legend(e, x: float, y: float, after: float) -> tuple[list, float, float]:
-    """A "TMA" / "no TMA" badge after a legend line; for "no TMA", the reason on the next
-    line (ellipsized; the full reason is the tooltip)."""
+    """A "TMA" / "no TMA" badge after a legend line; for "no TMA", the compiler's reason
+    below it, whole, wrapped at ``TMA_REASON_CHARS`` (also the tooltip)."""
     text = "TMA" if e.tma else "no TMA"
     color = TMA_YES if e.tma else TMA_NO
     bx, w = after + 10, text_width(text, 10) + 8
@@ -480,11 +485,12 @@ def _tma_legend(e, x: float, y: float, after: float) -> tuple[list, float, float
                          title=e.tma_note, css_class="tl-tma")]
     right = bx + w
     if not e.tma:
-        y += 14
-        reason = ellipsize(e.tma_note, 110)
-        items.append(Group((Text(x + 12, y, "↳ " + reason, size=10, opacity=0.85),),
-                           title=e.tma_note))
-        right = max(right, x + 12 + text_width("↳ " + reason, 10))
+        for i, part in enumerate(textwrap.wrap(e.tma_note, TMA_REASON_CHARS) or [""]):
+            y += 14
+            text = ("↳ " if i == 0 else "  ") + part
+            items.append(Group((Text(x + 12, y, text, size=10, opacity=0.85),),
+                               title=e.tma_note))
+            right = max(right, x + 12 + text_width(text, 10))
     return items, y, right
 
 
@@ -531,6 +537,11 @@ def _legend(g: Geometry, x: float, y: float) -> tuple[list, float, float]:
                ("b<id>·<iteration> ×<visits>", Style(stroke=INK, stroke_opacity=0.5))]
     else:
         return out, width, y
+    if g.view in ("coverage", "order") and any(p.padding_area() for p in g.panels):
+        # the dotted band the panels draw past a ragged edge (the block views name their
+        # padded and discarded lanes instead)
+        key.append(("tile extent beyond the array", Style(stroke=INK, stroke_opacity=0.5,
+                                                          dash="3 2", hatch="dots")))
     y += 20
     kx = x
     for label, style in key:

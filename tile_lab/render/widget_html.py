@@ -9,7 +9,8 @@ from typing import Any
 from ..tuning.result import Failure
 from ..tuning.space import Config
 
-__all__ = ["diagram_skipped_html", "error_html", "header_html", "rejected_html", "status_html"]
+__all__ = ["diagram_skipped_html", "error_html", "header_html", "rejected_html",
+           "static_browser_html", "status_html"]
 
 WARN = "#D55E00"  # vermillion (Okabe-Ito): an error or a rejected config
 
@@ -18,6 +19,15 @@ def error_html(text: str) -> str:
     """An error shown in a widget instead of its picture (preformatted: hints keep their
     lines)."""
     return f"<pre style='color:{WARN}'>{html.escape(text)}</pre>"
+
+
+def static_browser_html(selection: str, picture_html: str) -> str:
+    """What a diagram browser shows where no widget can run (nbconvert's HTML, a notebook
+    viewer): the picture its controls were set to, and a line saying the sliders need a
+    kernel. ``picture_html``: the diagram's own (already escaped) HTML."""
+    return ("<div class='tile-lab-browse-static'><p style='margin:0 0 4px 0'><i>"
+            f"tile_lab.browse: {html.escape(selection)}; the sliders need a running "
+            f"kernel (open the notebook in Jupyter to move them)</i></p>{picture_html}</div>")
 
 
 def header_html(name: str, mode: str) -> str:

@@ -36,11 +36,18 @@ class NotebookExport:
     path: Path
     views: int
     skipped_outputs: int
+    pictures: int = 0  # of the skipped outputs, tile_lab diagrams and pictures (SVG)
 
     def summary(self) -> str:
+        pics = (f", {_pictures(self.pictures)}: tile_lab.export(...) in the running notebook "
+                "exports them" if self.pictures else "")
         return (f"wrote {self.path}: {self.views} tile_lab view{'s' * (self.views != 1)}"
-                + (f"; {self.skipped_outputs} other outputs left out (not tile_lab data)"
-                   if self.skipped_outputs else ""))
+                + (f"; {self.skipped_outputs} other outputs left out (not tile_lab data"
+                   f"{pics})" if self.skipped_outputs else ""))
+
+
+def _pictures(n: int) -> str:
+    return "1 of them a tile_lab picture" if n == 1 else f"{n} of them tile_lab pictures"
 
 
 def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None = None, *,
@@ -69,9 +76,11 @@ def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None =
         raise FileFormatError(f"{name!r} is not a version-4 Jupyter notebook (no 'cells' "
                               "list, or 'nbformat' is not 4)")
     sections: list[tuple[str, str]] = []
-    skipped = 0
+    skipped = pictures = ran = 0
     for number, cell in enumerate(cells, 1):
-        for output in _outputs(name, number, cell):
+        outputs = _outputs(name, number, cell)
+        ran += bool(outputs)
+        for output in outputs:
             data = output.get("data")
             if not isinstance(data, dict):
                 skipped += output.get("output_type") != "stream"
@@ -90,23 +99,38 @@ def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None =
                                  inspection_html(insp)))
             else:
                 skipped += 1
-    if not sections:
-        sections.append(("no tile_lab views", note_html(
-            "this notebook holds no tile_lab inspect views (run its cells and save it, or "
-            "call tile_lab.export on the objects)")))
+                pictures += _tile_lab_picture(data)
+    if not sections:  # a page with no views helps nobody: say why, write nothing
+        why = ("none of its cells has an output: it was saved without running (run it in "
+               "Jupyter, save it, then export)" if not ran else
+               f"its {skipped} outputs hold no tile_lab inspect or profile view"
+               + (f" ({_pictures(pictures)}, drawn as SVG: export those with "
+                  "tile_lab.export(...) in the running notebook)" if pictures else ""))
+        raise FileFormatError(f"{name!r} has no tile_lab views to export: {why}",
+                              hint="nothing was written")
     if skipped:
+        which = (f", {_pictures(pictures)} (SVG in the notebook: tile_lab.export(...) in "
+                 "the running notebook exports them)" if pictures else "")
         sections.append(("left out", note_html(
-            f"{skipped} other outputs (HTML, SVG, images, text) are not tile_lab data and "
-            "are left out: a notebook's markup is never copied into this page. Diagrams "
-            "and measurements export with tile_lab.export(...) from the notebook.")))
+            f"{skipped} other outputs (HTML, SVG, images, text){which} are left out: a "
+            "notebook's markup is never copied into this page. Diagrams and measurements "
+            "export with tile_lab.export(...) from the notebook.")))
     target = Path(out) if out is not None else src.with_suffix(".html")
     from .._version import __version__
 
     target.write_text(page_html(f"tile_lab views of {src.name}", sections,
                                 meta=f"exported by tile_lab {__version__} from {src.name}"),
                       encoding="utf-8")
-    views = len([s for s in sections if s[0] not in ("no tile_lab views", "left out")])
-    return NotebookExport(target, views, skipped)
+    views = len([s for s in sections if s[0] != "left out"])
+    return NotebookExport(target, views, skipped, pictures)
+
+
+def _tile_lab_picture(data: dict[str, Any]) -> bool:
+    """Whether an output looks like a tile_lab picture (counted for the notice only: its
+    markup is never read into the page)."""
+    text = data.get("text/html") or data.get("image/svg+xml") or ""
+    text = "".join(text) if isinstance(text, list) else str(text)
+    return 'class="tile-lab-diagram"' in text
 
 
 def inspection_from_payload(d: dict[str, Any]) -> Inspection:

@@ -8,7 +8,8 @@ tile_lab only for ``--emulate`` and for checking ``--gpu`` against the emulator.
     python run.py            reproduce the compile: (1) tileiras on the saved bytecode with the
                              recorded command line, (2) cuTile's own compile of kernel.py; then
                              re-raise the error if the recorded compile failed and it failed again
-    python run.py --check    the same, but exit 0 when both match the recording, 1 when not
+    python run.py --check    the same checks, quietly: one line, exit 0 when both match the
+                             recording, 1 when not (for scripts, CI, git bisect)
     python run.py --emulate  run the kernel on tile_lab's CPU emulator (pip install tile_lab)
     python run.py --gpu      launch it on the GPU (CuPy or torch), compared with the emulator
                              when tile_lab is installed
@@ -17,6 +18,7 @@ tile_lab only for ``--emulate`` and for checking ``--gpu`` against the emulator.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.util
 import io
@@ -43,6 +45,13 @@ def main() -> int:
     parser.add_argument("--gpu", action="store_true", help="launch on the GPU")
     parser.add_argument("--grid", help="launch grid, e.g. 8,8 (default: the recorded one)")
     opts = parser.parse_args()
+    if opts.check and not (opts.emulate or opts.gpu):
+        report = io.StringIO()  # the report is for people; --check answers with its status
+        with contextlib.redirect_stdout(report), contextlib.redirect_stderr(report):
+            matched = _reproduce(opts)[0]
+        print("REPRODUCED the recorded outcome" if matched else
+              "DID NOT reproduce the recorded outcome (python run.py shows the report)")
+        return 0 if matched else 1
     out = RECORD["outcome"]
     k = RECORD["kernel"]
     print(f"kernel {k['name']} from {k['origin']}, arch {RECORD['arch']}, "
@@ -51,16 +60,19 @@ def main() -> int:
     print(f"recorded outcome: {_outcome_text(out)}")
     if opts.emulate or opts.gpu:
         return run(opts)
-    same_tileiras = compile_saved_bytecode()
-    same_cutile, error = compile_with_cutile()
-    matched = same_tileiras is not False and same_cutile
+    matched, error = _reproduce(opts)
     print("\nREPRODUCED the recorded outcome" if matched else
           "\nDID NOT reproduce the recorded outcome (see above)")
-    if opts.check:
-        return 0 if matched else 1
     if error is not None and out["stage"] != "ok":
         raise error  # the same error, raised here for a full traceback
     return 0 if matched else 1
+
+
+def _reproduce(opts: argparse.Namespace) -> tuple[bool, BaseException | None]:
+    """Both compiles, reported on stdout: (whether both match the recording, cuTile's error)."""
+    same_tileiras = compile_saved_bytecode()
+    same_cutile, error = compile_with_cutile()
+    return same_tileiras is not False and same_cutile, error
 
 
 # -- compile ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -377,15 +378,17 @@ class Trace:
         return list(seen)
 
     # ---- serialisation --------------------------------------------------------
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike) -> Path:
         """Write this trace to ``path`` in tile_lab's compact, versioned trace format
         (a ZIP of NumPy arrays with a JSON header; ``tile_lab.load_trace`` reads it back,
-        and ``tile_lab.browse(path)`` opens it). See ``tile_lab/trace_file.py``."""
+        and ``tile_lab.browse(path)`` opens it). See ``tile_lab/tracing/trace_file.py``. Returns the
+        path written, to chain (``tile_lab.browse(tr.save("gemm.tltrace"))``)."""
         from .trace_file import json_scalars, write_trace_file
 
         header, arrays = _to_columns(self)
         header["scalars"] = json_scalars(self.scalars)
         write_trace_file(path, header, arrays)
+        return Path(path)
 
     def to_json(self) -> str:
         return json.dumps({
@@ -424,7 +427,7 @@ class Trace:
 def load_trace(path: str | os.PathLike, *, max_bytes: int | None = None) -> Trace:
     """Read a trace written by ``Trace.save`` (anywhere: no GPU, no compiler needed).
 
-    The file is checked before anything in it is used (``tile_lab/trace_file.py``): only
+    The file is checked before anything in it is used (``tile_lab/tracing/trace_file.py``): only
     known fields, sizes as declared and under ``max_bytes`` (default 1 GiB uncompressed),
     no pickle. A corrupt, truncated, oversized or newer-version file raises
     ``tile_lab.errors.FileFormatError`` saying which and why."""

@@ -19,7 +19,7 @@ from ..analysis.tma import TmaReport
 from ..errors import TileLabError
 from ..render.diagram import Diagram, diagram
 from ..render.diagram_layout import ellipsize
-from ..render.widget_html import error_html
+from ..render.widget_html import error_html, static_browser_html
 from ..tracing.index import IndexedTrace
 from ..tracing.trace import Trace, load_trace
 
@@ -78,6 +78,17 @@ class DiagramBrowser(widgets.VBox):
                           widgets.VBox([self.array, self.lines])]),
             self.view, self.status, self.output])
         self.redraw()
+
+    def _repr_mimebundle_(self, **kwargs) -> dict:
+        # the widget view needs a kernel (or saved widget state and the widget scripts from
+        # the web): nbconvert's HTML and notebook viewers fall back to this picture
+        data = super()._repr_mimebundle_(**kwargs)
+        if self.diagram is not None:
+            block = "all blocks" if self.view.value == "coverage" else \
+                f"block {tuple(self.block[:len(self.block_sliders)])}"
+            data["text/html"] = static_browser_html(
+                f"view {self.view.value}, {block}", self.diagram._repr_html_())
+        return data
 
     @property
     def block(self) -> tuple[int, int, int]:

@@ -1,0 +1,203 @@
+"""torch's CUDA device played by the CPU, for test suites written for a GPU.
+
+A cuTile project's tests allocate with ``device="cuda"``, move with ``.cuda()`` / ``.to("cuda")``,
+launch on ``torch.cuda.current_stream()`` and ask ``torch.cuda.get_device_capability()``. On a
+machine without CUDA every one of those fails. :func:`cuda_on_cpu` makes them work on the CPU:
+
+* a :class:`torch.overrides.TorchFunctionMode` rewrites every ``device`` that names CUDA
+  (``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``) to the CPU, in keyword and positional
+  form; ``.cuda()`` and ``.to(<cuda>)`` return a CPU copy, as a host-to-device copy would;
+* products with ``out_dtype=`` (CUDA-only kernels in torch) widen their operands first;
+* ``torch.cuda``'s queries answer for one emulated device (``is_available()`` True,
+  ``get_device_capability()`` the emulated arch, ``device_count()`` 1, a name that says it
+  is the emulator), and its streams, events and ``synchronize()`` are host-side stand-ins
+  (an event's ``elapsed_time`` is host wall time: not a GPU timing).
+
+What it cannot do (said in README too): tensors report ``device.type == "cpu"`` and
+``is_cuda`` False; there is no real stream ordering, graph capture, ``torch.Generator`` on
+``"cuda"``, CUDA-only dtypes or kernels torch only has on the GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+_CPU = torch.device("cpu")
+
+
+def _names_cuda(device: Any) -> bool:
+    if isinstance(device, torch.device):
+        return device.type == "cuda"
+    if isinstance(device, str):
+        return device.split(":", 1)[0].strip() == "cuda"
+    return False
+
+
+def _on_cpu(device: Any) -> Any:
+    return _CPU if _names_cuda(device) else device
+
+
+class _CudaArgumentsToCpu(TorchFunctionMode):
+    """Every torch call sees the CPU wherever its arguments name the CUDA device."""
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (),
+                           kwargs: dict | None = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func is torch.Tensor.cuda:
+            return args[0].clone()
+        copy = False
+        if "device" in kwargs and _names_cuda(kwargs["device"]):
+            kwargs["device"] = _CPU
+            copy = func is torch.Tensor.to
+        if func is torch.Tensor.to and any(_names_cuda(a) for a in args[1:]):
+            args = (args[0], *(_on_cpu(a) for a in args[1:]))
+            copy = True
+        try:
+            result = func(*args, **kwargs)
+        except NotImplementedError:
+            if "out_dtype" not in kwargs:
+                raise
+            result = _wide_product(func, args, kwargs)
+        if copy and result is args[0]:
+            return result.clone()  # a move to "the GPU" is a copy, never an alias
+        return result
+
+
+def _wide_product(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``torch.mm(a, b, out_dtype=torch.float32)`` and kin exist only as CUDA kernels: on the
+    CPU the operands are widened to ``out_dtype`` first, which is what accumulating in it does
+    (up to summation order)."""
+    out_dtype = kwargs.pop("out_dtype")
+    wide = tuple(a.to(out_dtype) if isinstance(a, torch.Tensor) and a.is_floating_point()
+                 else a for a in args)
+    return func(*wide, **kwargs).to(out_dtype)
+
+
+class _Stream:
+    """``torch.cuda.Stream`` on the host: work is done when it is issued."""
+
+    def __init__(self, device: Any = None, priority: int = 0, **_: Any) -> None:
+        self.device = _CPU
+        self.priority = priority
+        self.cuda_stream = 0
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait_stream(self, stream: Any) -> None:
+        pass
+
+    def wait_event(self, event: Any) -> None:
+        pass
+
+    def record_event(self, event: Any = None) -> _Event:
+        event = event or _Event()
+        event.record(self)
+        return event
+
+    def query(self) -> bool:
+        return True
+
+    def __enter__(self) -> _Stream:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "<torch.cuda.Stream on tile_lab's CPU stand-in>"
+
+
+class _Event:
+    """``torch.cuda.Event`` on the host; ``elapsed_time`` is host wall time in ms."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False, **_: Any) -> None:  # external=, newer flags
+        self._at: float | None = None
+
+    def record(self, stream: Any = None) -> None:
+        self._at = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait(self, stream: Any = None) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end: _Event) -> float:
+        if self._at is None or end._at is None:
+            raise RuntimeError("both events must be recorded before elapsed_time")
+        return (end._at - self._at) * 1e3
+
+
+_DEFAULT_STREAM = _Stream()
+
+
+def _cuda_namespace(capability: tuple[int, int]) -> dict[str, Any]:
+    """What replaces ``torch.cuda``'s attributes while the CPU plays the device."""
+    major, minor = capability
+    name = f"tile_lab CPU emulator (sm_{major}{minor})"
+    properties = SimpleNamespace(name=name, major=major, minor=minor,
+                                 multi_processor_count=132, total_memory=80 * 2**30,
+                                 L2_cache_size=50 * 2**20, warp_size=32)
+
+    def nothing(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    return {
+        "is_available": lambda: True,
+        "is_initialized": lambda: True,
+        "init": nothing,
+        "_lazy_init": nothing,
+        "device_count": lambda: 1,
+        "current_device": lambda: 0,
+        "set_device": nothing,
+        "get_device_capability": lambda device=None: capability,
+        "get_device_name": lambda device=None: name,
+        "get_device_properties": lambda device=None: properties,
+        "synchronize": nothing,
+        "empty_cache": nothing,
+        "current_stream": lambda device=None: _DEFAULT_STREAM,
+        "default_stream": lambda device=None: _DEFAULT_STREAM,
+        "Stream": _Stream,
+        "Event": _Event,
+        "stream": lambda stream=None: contextlib.nullcontext(stream),
+        "device": lambda device=None: contextlib.nullcontext(),
+        "manual_seed": torch.manual_seed,
+        "manual_seed_all": torch.manual_seed,
+        "memory_allocated": lambda device=None: 0,
+        "max_memory_allocated": lambda device=None: 0,
+        "reset_peak_memory_stats": nothing,
+        "mem_get_info": lambda device=None: (properties.total_memory, properties.total_memory),
+    }
+
+
+@contextlib.contextmanager
+def cuda_on_cpu(capability: tuple[int, int] = (9, 0)) -> Iterator[None]:
+    """While inside, torch's CUDA device is the CPU (see the module docstring)."""
+    replacements = _cuda_namespace(capability)
+    missing = object()
+    saved = {name: torch.cuda.__dict__.get(name, missing) for name in replacements}
+    for name, value in replacements.items():
+        setattr(torch.cuda, name, value)
+    mode = _CudaArgumentsToCpu()
+    mode.__enter__()
+    try:
+        yield
+    finally:
+        mode.__exit__(None, None, None)
+        for name, value in saved.items():
+            if value is missing:
+                delattr(torch.cuda, name)
+            else:
+                setattr(torch.cuda, name, value)
