@@ -280,10 +280,10 @@ def rejudge(paths: list[Path], items: list[Item]) -> int:
     import warnings
 
     import tile_lab
-    from tile_lab.parity.budget import Budget, error_model, ulp
-    from tile_lab.parity.flow import site_dtypes
-    from tile_lab.parity.run import _array_names, _flat_arrays, _host_clone, _map_arrays
-    from tile_lab.parity.sites import design_sites
+    from tile_lab.crosschecking.budget import Budget, error_model, ulp
+    from tile_lab.crosschecking.flow import site_dtypes
+    from tile_lab.crosschecking.run import _array_names, _flat_arrays, _host_clone, _map_arrays
+    from tile_lab.crosschecking.sites import design_sites
 
     recorded = _load_runs(paths)
     outside = 0
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
             items += tutorial_items(opts.tutorial_timeout, opts.workers, opts.notebooks)[0]
         return rejudge(opts.rejudge, items)
 
-    from tile_lab.parity import CupyGpu
+    from tile_lab.crosschecking import CupyGpu
 
     gpu = EmulatorAsGpu() if opts.dry_run else CupyGpu()
     device = gpu.device()  # fails here, saying what is missing, without a GPU

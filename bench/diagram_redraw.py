@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tile_lab.access_trace import ArrayInfo, MemoryAccess, Trace
 from tile_lab.render.diagram import diagram
-from tile_lab.trace_index import IndexedTrace
+from tile_lab.tracing.index import IndexedTrace
+from tile_lab.tracing.trace import ArrayInfo, MemoryAccess, Trace
 from tile_lab.widgets.diagram_browser import DiagramBrowser
 
 BUDGET_S = 0.3

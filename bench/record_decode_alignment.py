@@ -33,13 +33,13 @@ CASES = (("aligned", False, False), ("2 bytes off", True, False),
 
 def record_case(label: str, misaligned: bool, zero_pad: bool, repeats: int) -> dict:
     import tile_lab
+    from tile_lab.crosschecking import CupyGpu
     from tile_lab.examples.decode import (
         decode_attention,
         decode_inputs,
         decode_launch,
         decode_reference,
     )
-    from tile_lab.parity import CupyGpu
 
     q, k, v, o = decode_inputs(misaligned=misaligned)
     grid, args = decode_launch(q, k, v, o, zero_pad=zero_pad)

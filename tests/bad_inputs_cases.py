@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared_kernels import vadd_cell
+
 
 @dataclass(frozen=True)
 class Case:
@@ -49,13 +51,7 @@ SIG = '--sig "f32[1024], f32[1024], f32[1024], 256"'
 RUN = '--args "a, b, c, 256" --grid "(4,)"'
 
 # a %%tile body: decorator on line 2, def 3, bid 4, loads 5-6, store 7
-VADD = """@ct.kernel
-def vadd_t(a, b, c, TILE: ct.Constant[int]):
-    bid = ct.bid(0)
-    ta = ct.load(a, index=(bid,), shape=(TILE,))
-    tb = ct.load(b, index=(bid,), shape=(TILE,))
-    ct.store(c, index=(bid,), tile=ta + tb)
-"""
+VADD = vadd_cell("vadd_t", header="")
 
 
 def tile(options: str, body: str = VADD) -> str:

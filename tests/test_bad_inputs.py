@@ -50,7 +50,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_bad_input(shell, capsys, case: Case):
     if "no-gpu" in case.needs:  # the answer of a machine without a GPU
-        from tile_lab.parity import gpu_requirements
+        from tile_lab.crosschecking import gpu_requirements
 
         if not gpu_requirements():
             pytest.skip("this machine has a usable GPU")

@@ -1,11 +1,20 @@
-"""tile_lab.display: the one display hook (renderers looked up by type, text always there)."""
+"""tile_lab.display: the one display hook (renderers registered by type from above, text always
+there)."""
 
 from __future__ import annotations
 
+import ast
+import inspect
+import typing
+from pathlib import Path
+
 import pytest
 
+import tile_lab
 from tile_lab import display
 from tile_lab.errors import TileLabWarning
+
+PACKAGE = Path(tile_lab.__file__).parent
 
 
 class Plain:
@@ -13,52 +22,77 @@ class Plain:
         return "plain words"
 
 
+@pytest.fixture
+def plain_renderer(monkeypatch):
+    """Registers a renderer for ``Plain`` for one test (the registry itself is left as found)."""
+    monkeypatch.setattr(display, "_RENDERERS", dict(display._RENDERERS))
+
+    def register(fn):
+        return display.renders(Plain)(fn)
+    return register
+
+
 def test_a_type_without_a_renderer_gets_text_only():
     assert display.mimebundle(Plain()) == {"text/plain": "plain words"}
 
 
-def test_a_failing_renderer_keeps_the_text_and_warns(monkeypatch):
-    key = f"{Plain.__module__}.{Plain.__qualname__}"
-    monkeypatch.setitem(display.RENDERERS, key, "tile_lab.render.crosscheck:no_such_function")
-    with pytest.warns(TileLabWarning, match="could not draw Plain"):
+def test_a_failing_renderer_keeps_the_text_and_warns(plain_renderer):
+    @plain_renderer
+    def broken(obj: Plain) -> str:
+        raise KeyError("no picture")
+
+    with pytest.warns(TileLabWarning, match="could not draw Plain: KeyError"):
         bundle = display.mimebundle(Plain())
     assert bundle == {"text/plain": "plain words"}
 
 
-def test_every_registered_renderer_exists():
-    import importlib
-
-    for target in display.RENDERERS.values():
-        module, _, name = target.partition(":")
-        assert callable(getattr(importlib.import_module(module), name))
-
-
-def test_a_renderer_may_return_a_whole_bundle(monkeypatch):
-    key = f"{Plain.__module__}.{Plain.__qualname__}"
-    monkeypatch.setitem(display.RENDERERS, key, "tile_lab.render.mime:MimeLimits")
-    monkeypatch.setattr("tile_lab.render.mime.MimeLimits",
-                        lambda obj: {"text/html": "<b>x</b>", "application/x": {"a": 1}})
+def test_a_renderer_may_return_a_whole_bundle(plain_renderer):
+    plain_renderer(lambda obj: {"text/html": "<b>x</b>", "application/x": {"a": 1}})
     assert display.mimebundle(Plain()) == {"text/plain": "plain words", "text/html": "<b>x</b>",
                                            "application/x": {"a": 1}}
 
 
-def test_every_registered_view_exists_and_data_modules_name_no_renderer():
-    import ast
-    import importlib
-    from pathlib import Path
+def test_a_type_gets_one_renderer(plain_renderer):
+    plain_renderer(lambda obj: "one")
+    with pytest.raises(ValueError, match="Plain already has a renderer"):
+        plain_renderer(lambda obj: "two")
 
-    for target in display.VIEWS.values():
-        module, _, name = target.partition(":")
-        assert callable(getattr(importlib.import_module(module), name))
-    # the data classes that display through the registry import no renderer themselves
-    # (tests/test_package_shape.py holds every module outside render/ and the front ends to it)
-    for key, target in display.RENDERERS.items():
-        assert target.startswith("tile_lab.render."), target
-        module_name, _, cls = key.rpartition(".")
-        module = importlib.import_module(module_name)
-        assert isinstance(getattr(module, cls), type), key  # the key names a real class
-        tree = ast.parse(Path(module.__file__).read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                assert "render" not in (node.module or ""), (
-                    f"{module.__name__}:{node.lineno} imports {node.module}")
+
+def _displayed_types() -> list[type]:
+    """Every class in the package with a method that imports display.mimebundle (outside
+    render/, which draws rather than asks)."""
+    import importlib
+
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "render" in path.relative_to(PACKAGE).parts:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(imp, ast.ImportFrom) and (imp.module or "").endswith("display")
+                    and any(a.name == "mimebundle" for a in imp.names)
+                    for imp in ast.walk(node)):
+                rel = path.relative_to(PACKAGE.parent).with_suffix("")
+                module = importlib.import_module(".".join(rel.parts))
+                found.append(getattr(module, node.name))
+    return found
+
+
+def test_every_displayed_data_type_has_a_typed_renderer_in_render():
+    types = _displayed_types()
+    assert len(types) >= 8, types
+    for cls in types:
+        draw = display.renderer_for(cls)
+        assert draw is not None, f"{cls.__qualname__} displays through the registry, no renderer"
+        assert draw.__module__.startswith("tile_lab.render."), draw.__module__
+        # typed: the renderer's first parameter is annotated with exactly the type it draws
+        first = next(iter(inspect.signature(draw).parameters))
+        hints = typing.get_type_hints(draw)
+        assert hints[first] is cls, f"{draw.__qualname__}({first}: {hints[first]}) drawn for {cls}"
+
+
+def test_every_registered_view_is_callable():
+    views = display.views()
+    assert {"profile", "profile_comparison", "check_svg"} <= set(views)
+    assert all(callable(v) for v in views.values())

@@ -13,8 +13,8 @@ import pytest
 import tile_lab
 from tests.corpus.correct import _gemm_args, gemm, vector_add
 from tile_lab._cutile_compat import python_function
-from tile_lab.access_trace import MmaCall, Trace
 from tile_lab.errors import EmulationError
+from tile_lab.tracing.trace import MmaCall, Trace
 
 
 def _line_of(func, needle: str) -> int:

@@ -274,7 +274,7 @@ def test_gathers_masked_off_where_the_index_is_undetermined_are_clean():
 
 
 def test_undetermined_writes_survive_trace_json():
-    from tile_lab.access_trace import Trace
+    from tile_lab.tracing.trace import Trace
     x, y, _ = _rows()
     t = trace(rmsnorm, (4,), (x, y, N, TN))
     assert Trace.from_json(t.to_json()).undetermined == t.undetermined

@@ -14,7 +14,7 @@ import pytest
 
 import tile_lab
 from tile_lab.errors import LaunchError
-from tile_lab.gpu.shipping import kernel_spec
+from tile_lab.kernel_source import kernel_spec
 from tile_lab.toolchain import run_tool
 
 CELL = '''

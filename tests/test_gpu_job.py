@@ -1,4 +1,4 @@
-"""tile_lab.gpu.job and tile_lab.gpu.shipping: one kernel job, shipped to another process and
+"""tile_lab.gpu.job and tile_lab.kernel_source: one kernel job, shipped to another process and
 rebuilt there (cuTile kernels by module or by the source of their def, C++ kernels by their
 compiled Inspection), and measured around its timed samples by one piece of code for both
 kinds. CPU: a fresh Python process rebuilds shipped jobs and runs them on the emulator;
@@ -32,7 +32,7 @@ from tile_lab.gpu.job import (
     measure_job,
 )
 from tile_lab.gpu.options import BenchOptions, TimingOptions
-from tile_lab.gpu.shipping import KernelNotShippable, kernel_spec
+from tile_lab.kernel_source import KernelNotShippable, kernel_spec
 from tile_lab.tuning.parallel_compile import compile_recipe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,7 +175,7 @@ def uses_them():
 
 
 def test_values_travel_by_pickle_only_where_another_process_can_unpickle_them(tmp_path):
-    from tile_lab.gpu.shipping import function_source
+    from tile_lab.kernel_source import function_source
 
     ns = _exec_cell(VALUES_CELL, "<tile-cell-values>")
     src = function_source(ns["uses_them"])

@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from fixed_measurements import fixed_measurement as _measurement
 
 from tile_lab import load_measurements
-from tile_lab.gpu.benchmark import _measurement
 from tile_lab.gpu.measurement import Measurement, Provenance, save_measurements
 from tile_lab.gpu.peaks import compute_peaks
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fixed_measurements import fixed_measurement as _measurement
 
 import tile_lab
-from tile_lab.access_trace import ArrayInfo, MemoryAccess, Trace
 from tile_lab.gpu import metrics
-from tile_lab.gpu.benchmark import _measurement
 from tile_lab.gpu.benchmark import reference_outputs as _reference
 from tile_lab.gpu.peaks import compute_peaks
+from tile_lab.tracing.trace import ArrayInfo, MemoryAccess, Trace
 
 H100 = compute_peaks(gpu="H100", arch="sm_90", sm_count=132, sm_clock_mhz=1980,
                      mem_clock_mhz=2619, bus_width_bits=5120)

@@ -20,6 +20,7 @@ from pathlib import Path
 import browser_env
 import pytest
 from browser_env import free_port, node_module
+from shared_kernels import vadd_cell
 
 from tile_lab.artifacts import MIME_TYPE, Inspection, Remark, StageText
 from tile_lab.render.html import inspection_json
@@ -31,14 +32,7 @@ FIXTURE = EXT / "test" / "fixtures" / "inspection.json"
 PROFILE_FIXTURE = EXT / "test" / "fixtures" / "profile.json"
 ARTIFACTS = ROOT / "test-artifacts"
 
-KERNEL_CELL = '''%%tile
-@ct.kernel
-def vadd(a, b, c, TILE: ct.Constant[int]):
-    bid = ct.bid(0)
-    ta = ct.load(a, index=(bid,), shape=(TILE,))
-    tb = ct.load(b, index=(bid,), shape=(TILE,))
-    ct.store(c, index=(bid,), tile=ta + tb)
-'''
+KERNEL_CELL = "%%tile\n" + vadd_cell("vadd", header="")
 
 
 def sample_inspection() -> Inspection:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from shared_kernels import vadd_cell
 
 import tile_lab
 from tile_lab._cutile_compat import python_function
@@ -27,15 +28,7 @@ from tile_lab.errors import (
     TileLabError,
 )
 
-VADD = """import cuda.tile as ct
-
-@ct.kernel
-def vadd(a, b, c, TILE: ct.Constant[int]):
-    bid = ct.bid(0)
-    ta = ct.load(a, index=(bid,), shape=(TILE,))
-    tb = ct.load(b, index=(bid,), shape=(TILE,))
-    ct.store(c, index=(bid,), tile=ta + tb)
-"""  # vadd's decorator is cell line 4, the loads lines 7-8, the store line 9
+VADD = vadd_cell("vadd")  # vadd's decorator is cell line 4, the loads lines 7-8, the store line 9
 
 TWO_KERNELS = """import cuda.tile as ct
 
@@ -447,9 +440,11 @@ def test_cpp_profile_error_points_at_the_option(shell, capsys):
 
 
 def test_every_execution_flag_has_a_handler_and_the_messages_name_them_all(shell, api_calls):
-    from tile_lab.magic import _EXECUTORS, EXECUTION_FLAGS
+    from tile_lab._run import _MODES
+    from tile_lab.magic.options import EXECUTION_FLAGS
+    from tile_lab.request import MODES
 
-    assert set(_EXECUTORS) == set(EXECUTION_FLAGS)
+    assert set(_MODES) == set(EXECUTION_FLAGS) == set(MODES)
     with pytest.raises(UsageError) as info:
         shell.run_cell_magic("tile", "--grid 4 " + SIG3, VADD)
     assert all(f"--{f}" in str(info.value) for f in EXECUTION_FLAGS)
@@ -514,7 +509,7 @@ def test_explore_shows_sliders_that_rerun_the_kernel_with_each_config(shell, mon
     from tile_lab.widgets.explore import Explorer
 
     shown_objects = []
-    monkeypatch.setattr("tile_lab.magic.display", shown_objects.append)
+    monkeypatch.setattr("tile_lab.magic.tile_magic.display", shown_objects.append)
     ns = shell.user_ns
     ns["space"] = tile_lab.Space(TILE=[128, 256], LAT=[1, 3])
     ns["ex"] = np.arange(1024, dtype=np.float32)
@@ -544,7 +539,7 @@ def test_explore_option_errors(shell, line, match):
 
 
 def test_explore_errors_name_the_option(shell, monkeypatch):
-    monkeypatch.setattr("tile_lab.magic.display", lambda obj: None)
+    monkeypatch.setattr("tile_lab.magic.tile_magic.display", lambda obj: None)
     ns = shell.user_ns
     ns["space"] = tile_lab.Space(TILE=[128, 256], LAT=[1, 3])
     ns["ex"] = ns["ey"] = np.zeros(1024, np.float32)
@@ -559,7 +554,7 @@ def test_explore_errors_name_the_option(shell, monkeypatch):
 @pytest.fixture
 def config(shell):
     """The registered TileMagics instance; its traits are restored afterwards."""
-    from tile_lab.magic import TileMagics
+    from tile_lab.magic.tile_magic import TileMagics
 
     magics = [c for c in shell.configurables if isinstance(c, TileMagics)]
     saved = [m.trait_values() for m in magics]
@@ -686,11 +681,11 @@ def test_running_cell_number_is_the_cell_ipython_shows(shell, capsys):
 # -- --crosscheck (GPU vs emulator) ------------------------------------------------------------
 
 def test_crosscheck_runs_both_sides_and_displays_the_verdict(shell, shown, monkeypatch):
-    from parity_fakes import ScriptedGpu
+    from crosscheck_fakes import ScriptedGpu
 
-    import tile_lab.parity
+    import tile_lab.crosschecking
 
-    monkeypatch.setattr(tile_lab.parity, "CupyGpu", lambda hints=None: ScriptedGpu())
+    monkeypatch.setattr(tile_lab.crosschecking, "CupyGpu", lambda hints=None: ScriptedGpu())
     ns = shell.user_ns
     ns["xa"], ns["xb"] = np.arange(1000, dtype=np.float32), np.ones(1000, np.float32)
     ns["xc"] = np.zeros(1000, np.float32)
@@ -703,7 +698,7 @@ def test_crosscheck_runs_both_sides_and_displays_the_verdict(shell, shown, monke
 
 
 def test_crosscheck_without_a_gpu_fails_the_cell_at_the_tile_line(shell, capsys):
-    from tile_lab.parity import gpu_requirements
+    from tile_lab.crosschecking import gpu_requirements
 
     if not gpu_requirements():
         pytest.skip("this machine has a usable GPU")

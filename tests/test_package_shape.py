@@ -1,8 +1,9 @@
 """The shape of the code, checked: no import circle in tile_lab (function-level imports count),
-no module over 600 lines, no public function with more than 10 parameters, no private name
-imported across packages, mypy clean on the measuring core (gpu/ and tuning/), no HTML or SVG
-outside render/, no module but the front ends importing render/, and no SASS/Tile IR regex
-outside the stage parser (tile_lab/stage_rows.py)."""
+no module over 500 lines (a listed few at most their length today), no public function with more
+than 10 parameters, no private name imported across packages, mypy clean on the measuring core
+(gpu/ and tuning/), no HTML or SVG outside render/, no module but the front ends importing
+render/, no SASS/Tile IR regex outside the stage parser (tile_lab/stage_rows.py), no import by
+string, a thin magic, and README's Layout drawing the tree as it is."""
 
 from __future__ import annotations
 
@@ -215,14 +216,30 @@ def test_no_public_function_takes_more_than_ten_parameters():
     assert wide == KNOWN_WIDE, f"functions over {MAX_PARAMS} parameters: {sorted(wide)}"
 
 
-MAX_LINES = 600
+MAX_LINES = 500
+# Modules still over MAX_LINES, each at most its length today: none may grow, none may join
+# them, and one split below the line must leave this table (the emulator's and sanitizer's are
+# being changed by other work; the rest are next). Merging main's issue 31/32b work raised
+# ops_memory (560), diagram_layout (540), sanitizer (558) and tracing/trace (565) to the
+# lengths below and brought _cutile_compat and signature over the line: split next. Merging
+# main's issue 35/32a work: tuning/cluster (the cluster bounds, 570), _cutile_compat (594) and
+# render/html (Triton's panes, 501).
+OVER_500 = {
+    "tile_lab/compile.py": 593, "tile_lab/emulator/ops_memory.py": 579,
+    "tile_lab/render/diagram_layout.py": 551, "tile_lab/sanitizer.py": 563,
+    "tile_lab/tracing/trace.py": 568, "tile_lab/tuning/cluster.py": 570,
+    "tile_lab/_cutile_compat.py": 594, "tile_lab/signature.py": 503,
+    "tile_lab/render/html.py": 501,
+}
 
 
-def test_no_module_is_longer_than_600_lines():
-    long = {f"{path.relative_to(ROOT).as_posix()}: {n}"
-            for path in sorted(PKG.rglob("*.py"))
-            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+def test_no_module_is_longer_than_500_lines():
+    lengths = {path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines())
+               for path in sorted(PKG.rglob("*.py"))}
+    long = {f"{p}: {n}" for p, n in lengths.items() if n > OVER_500.get(p, MAX_LINES)}
     assert not long, f"modules over {MAX_LINES} lines (split by job): {sorted(long)}"
+    split = [p for p in OVER_500 if lengths.get(p, 0) <= MAX_LINES]
+    assert not split, f"now within {MAX_LINES} lines: take them out of OVER_500: {split}"
 
 
 def test_param_count_sees_keyword_only_and_star_arguments():
@@ -363,11 +380,11 @@ def test_no_sass_or_tile_ir_regex_outside_the_stage_parser():
 
 RENDER = "tile_lab.render"
 # Front ends may import renderers (they show what render/ draws); nothing else may, not even
-# inside a function: data modules reach their renderer through tile_lab.display's registry
-# (module paths as strings, imported when a notebook displays the object), and the package's
-# __init__ names its lazy exports as strings too.
-FRONT_ENDS = ("tile_lab.magic", "tile_lab.magic_cells", "tile_lab.magic_options",
-              "tile_lab.widgets", "tile_lab.share")
+# inside a function: data modules reach their renderer through tile_lab.display's registry,
+# which the renderers fill from above (the package face imports render/registered.py on the
+# first display).
+FRONT_ENDS = ("tile_lab.magic", "tile_lab._run", "tile_lab.widgets", "tile_lab.share")
+PACKAGE_FACE = "tile_lab"
 # An HTML or SVG element in a string: "<div", "</td>", "<svg ", "<b>", "<rect/>" ... The
 # "(?P<name>" of a regular expression's named group is not one.
 HTML_TAGS = ("a", "b", "i", "u", "em", "strong", "small", "sub", "sup", "code", "kbd", "pre",
@@ -413,7 +430,7 @@ def _render_importers(modules: dict[str, Path]) -> list[str]:
     inside a function): ``module:line imports target``."""
     found = []
     for m, path in sorted(modules.items()):
-        if _under(m, (RENDER, *FRONT_ENDS)):
+        if m == PACKAGE_FACE or _under(m, (RENDER, *FRONT_ENDS)):
             continue
         for target, names, line in _imports(m, path):
             if any(_under(t, (RENDER,)) for t in [target, *(f"{target}.{n}" for n in names)]):
@@ -478,18 +495,20 @@ def test_the_markup_rules_catch_markup_and_renderer_imports(tmp_path):
 # so the package itself sits with tuning while its build/launch/bench modules sit in execution.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front ends", ("tile_lab", "tile_lab.__main__", "tile_lab._startup", "tile_lab.examples",
-                    "tile_lab.magic", "tile_lab.magic_cells", "tile_lab.magic_options",
+                    "tile_lab.magic", "tile_lab._run",
                     "tile_lab.widgets", "tile_lab.share", "tile_lab.testing",
                     "tile_lab.triton.cell")),
     ("renderers", ("tile_lab.render",)),
-    ("results", ("tile_lab.trace_index", "tile_lab.tile_geometry", "tile_lab.checker",
-                 "tile_lab.parity", "tile_lab.profiling", "tile_lab.tuning", "tile_lab.cpp.tune",
-                 "tile_lab.cpp.__init__", "tile_lab._compare", "tile_lab.triton.__init__",
-                 "tile_lab.triton.pair", "tile_lab.triton.outputs", "tile_lab.triton.gpu")),
-    ("execution", ("tile_lab.emulator", "tile_lab.access_trace", "tile_lab.trace_file",
+    ("results", ("tile_lab.tracing.index", "tile_lab.tracing.tile_geometry", "tile_lab.checker",
+                 "tile_lab.crosschecking", "tile_lab.profiling", "tile_lab.tuning",
+                 "tile_lab.cpp.tune", "tile_lab.cpp.__init__", "tile_lab._compare",
+                 "tile_lab.triton.__init__", "tile_lab.triton.pair", "tile_lab.triton.outputs",
+                 "tile_lab.triton.gpu")),
+    ("execution", ("tile_lab.emulator", "tile_lab.tracing.trace", "tile_lab.tracing.trace_file",
                    "tile_lab.sanitizer", "tile_lab.sanitizer_report", "tile_lab.gpu",
                    "tile_lab.cpp", "tile_lab.triton")),
-    ("artifacts", ("tile_lab.artifacts", "tile_lab.stage_rows", "tile_lab.tma",
+    ("artifacts", ("tile_lab.artifacts", "tile_lab.stage_rows", "tile_lab.analysis",
+                   "tile_lab.request", "tile_lab.kernel_source",
                    "tile_lab.compile", "tile_lab._inspect", "tile_lab.signature",
                    "tile_lab.toolchain", "tile_lab.compile_errors", "tile_lab.array_like",
                    "tile_lab._cutile_compat", "tile_lab._doctor", "tile_lab.errors",
@@ -545,3 +564,95 @@ def test_the_layer_rule_catches_an_upward_import(tmp_path):
         "tile_lab.gpu.bench (execution) imports tile_lab.render.html (renderers)"]
     (pkg / "gpu/bench.py").write_text("")
     assert _imports_upward(modules) == []
+
+
+# ---- no import by string ----------------------------------------------------------------------
+
+# The only importlib calls: the package face's lazy exports (a name -> module table, so
+# ``import tile_lab`` stays cheap; test_public_api resolves every entry), the modules a
+# kernel shipped to another process names (the user's modules, data there, not tile_lab's),
+# and a reproducer's run.py loading the kernel.py beside it (a script copied out, not a
+# module of the package at run time).
+STRING_IMPORTS_ALLOWED = {"tile_lab/__init__.py", "tile_lab/kernel_source.py",
+                          "tile_lab/share/run_reproducer.py"}
+
+
+def _string_imports(path: Path) -> list[int]:
+    """Lines of ``importlib.import_module(...)``, ``__import__(...)`` or
+    ``importlib.util.spec_from_*`` calls in the file."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            called = ast.unparse(node.func)
+            if called.split(".")[-1] in ("import_module", "__import__") or \
+                    "spec_from_" in called:
+                out.append(node.lineno)
+    return out
+
+
+def test_no_import_by_string():
+    found = {f"{path.relative_to(ROOT).as_posix()}:{line}"
+             for path in sorted(PKG.rglob("*.py")) for line in _string_imports(path)
+             if path.relative_to(ROOT).as_posix() not in STRING_IMPORTS_ALLOWED}
+    assert not found, f"imports by string (the layer test cannot see them): {sorted(found)}"
+
+
+def test_the_string_import_rule_catches_one(tmp_path):
+    bad = tmp_path / "m.py"
+    bad.write_text("import importlib\n\ndef f():\n    return importlib.import_module('x')\n"
+                   "g = __import__('os')\n")
+    assert sorted(_string_imports(bad)) == [4, 5]
+
+
+# ---- the magic is a thin front end ------------------------------------------------------------
+
+# The magic package: lines in all its modules, and tile_lab modules outside it that it imports
+# (the Request it builds and the core that carries it out included). Where it stands today,
+# as a ceiling (647 lines when issue 33 moved it; +7 for main's %config arch check, whose work
+# is in the core, _run.arch_problem; +10 for main's --lang triton hook, whose work is in
+# tile_lab/triton/cell.py); issue 33's target is 250 lines and 8 imports.
+MAGIC_MAX_LINES = 664
+MAGIC_MAX_IMPORTS = 8
+
+
+def test_the_magic_is_thin():
+    modules = _modules()
+    magic = {m: p for m, p in modules.items() if m == "tile_lab.magic" or
+             m.startswith("tile_lab.magic.")}
+    lines = sum(len(p.read_text().splitlines()) for p in magic.values())
+    outside = {t for m, p in magic.items() for target, names, _ in _imports(m, p)
+               for t in _resolve(target, names, modules)
+               if t.startswith("tile_lab") and not _under(t, ("tile_lab.magic",))}
+    assert lines <= MAGIC_MAX_LINES, f"the magic is {lines} lines"
+    assert len(outside) <= MAGIC_MAX_IMPORTS, f"the magic imports {sorted(outside)}"
+
+
+# ---- README's Layout is the tree ---------------------------------------------------------------
+
+def _layout_drawing() -> str:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Layout"):]
+    return section[section.index("```"):section.index("```", section.index("```") + 3)]
+
+
+def test_readme_layout_names_every_module_and_package_at_the_top_and_nothing_else():
+    drawing = _layout_drawing()
+    # "name.py", and "name/" standing alone or before a file ("tracing/index.py"); not the
+    # slashes of prose such as "loads/stores"
+    named = set(re.findall(r"(?<![\w/.])([A-Za-z_]\w*(?:\.py|/(?=\s|$|\w+\.py)))", drawing))
+    top = {p.name + "/" for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    top |= {p.name for p in PKG.glob("*.py")}
+    assert top - named == set(), f"in tile_lab/ but not in README's Layout: {top - named}"
+    # whatever the drawing names exists: at the top of the package, in it, or beside it
+    present = {p.name + ("/" if p.is_dir() else "") for p in PKG.rglob("*")} | \
+        {p.name + "/" for p in ROOT.iterdir() if p.is_dir()}
+    assert named - present == set(), f"README's Layout names what is not there: {named - present}"
+    # and its layers are LAYERS': every entry of LAYERS is drawn in its layer's band
+    bands = re.split(r"\n ─+\n", drawing)
+    for (layer, entries), band in zip(LAYERS, bands, strict=True):
+        assert layer in band, (layer, band[:60])
+        for entry in entries:
+            parts = entry.split(".")
+            leaf = ("__init__" if entry == "tile_lab" else
+                    parts[-2] if parts[-1] == "__init__" else parts[-1])
+            assert leaf in band, f"{entry} ({layer}) is not drawn in README's {layer} band"

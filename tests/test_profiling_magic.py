@@ -6,19 +6,12 @@ import numpy as np
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from shared_kernels import vadd_cell
 
 from tile_lab.errors import ProfilerUnavailable
 from tile_lab.profiling import ncu
 
-VADD = """import cuda.tile as ct
-
-@ct.kernel
-def vadd(a, b, c, TILE: ct.Constant[int]):
-    bid = ct.bid(0)
-    ta = ct.load(a, index=(bid,), shape=(TILE,))
-    tb = ct.load(b, index=(bid,), shape=(TILE,))
-    ct.store(c, index=(bid,), tile=ta + tb)
-"""
+VADD = vadd_cell("vadd")
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from corpus import correct
-from parity_fakes import ScriptedGpu
+from crosscheck_fakes import ScriptedGpu
+from svg_items import flatten
 
 import tile_lab
 from tile_lab.examples.decode import decode_attention, decode_inputs, decode_launch
 from tile_lab.render.crosscheck import COLORS, crosscheck_html, heatmap_scene, tile_rects
-from tile_lab.render.svg import Group, Rect, Text, flatten, text_width
+from tile_lab.render.svg import Group, Rect, Text, text_width
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {c.name: c for c in correct.CASES}

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import tile_lab
-from tile_lab.access_trace import ArrayInfo, MemoryAccess, Trace
 from tile_lab.errors import DiagramError, TileLabError
 from tile_lab.render.diagram import CELL_CAP, Box, diagram, partition
-from tile_lab.trace_index import IndexedTrace
+from tile_lab.tracing.index import IndexedTrace
+from tile_lab.tracing.trace import ArrayInfo, MemoryAccess, Trace
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -15,6 +15,7 @@ from tile_lab.render import html as html_mod
 from tile_lab.render.html import inspection_json
 from tile_lab.render.lexers import TileIRLexer
 from tile_lab.render.mime import extension_css, mime_schema, token_runs
+from tile_lab.render.palette import TOKEN_COLORS
 
 jsonschema = pytest.importorskip("jsonschema", reason="pip install -e '.[test]' (jsonschema)")
 
@@ -66,7 +67,7 @@ def test_the_schema_rejects_what_the_extension_would_refuse():
 
 def test_token_class_enum_is_the_html_views_token_classes():
     enum = mime_schema()["$defs"]["tokenClass"]["enum"]
-    assert set(enum) == {""} | set(html_mod._TOKEN_COLORS)
+    assert set(enum) == {""} | set(TOKEN_COLORS)
     assert set(html_mod._TOKEN_CLASSES.values()) <= set(enum)
 
 
@@ -99,7 +100,7 @@ def test_extension_colors_css_is_generated_from_the_python_palette():
     if os.environ.get("TILE_LAB_WRITE_FIXTURE"):
         COLORS_CSS.write_text(css)
     assert COLORS_CSS.read_text() == css
-    for k, (light, dark) in html_mod._TOKEN_COLORS.items():
+    for k, (light, dark) in TOKEN_COLORS.items():
         assert f"--tl-t{k}:{light};" in css and f"--tl-t{k}:{dark};" in css
 
 

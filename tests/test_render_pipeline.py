@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from tile_lab.analysis.pipeline import k_loop
 from tile_lab.artifacts import Inspection
-from tile_lab.render.pipeline import k_loop, pipeline_picture
+from tile_lab.render.pipeline import pipeline_picture
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixed_measurements import fixed_measurement as _measurement
 
 from tile_lab import roofline
 from tile_lab.errors import TileLabError
-from tile_lab.gpu.benchmark import _measurement
 from tile_lab.gpu.measurement import Provenance
 from tile_lab.gpu.peaks import compute_peaks
 from tile_lab.render.plots import bar_chart, line_chart, roofs_of

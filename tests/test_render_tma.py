@@ -1,5 +1,5 @@
 """TMA verdicts drawn in the inspect view, from real sm_90 compiles (fixtures: cuda-tile
-1.7.0, tileiras 13.4); the verdicts themselves are tested in test_tma.py."""
+1.7.0, tileiras 13.4); the verdicts themselves are tested in test_analysis_tma.py."""
 
 from __future__ import annotations
 

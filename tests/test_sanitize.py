@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from corpus import buggy, export_tileir
 
-from tile_lab.access_trace import ArrayInfo, MemoryAccess, Trace
 from tile_lab.sanitizer import (
     KINDS,
     Finding,
@@ -21,6 +20,7 @@ from tile_lab.sanitizer import (
     format_box,
     sanitize,
 )
+from tile_lab.tracing.trace import ArrayInfo, MemoryAccess, Trace
 
 # ---- building synthetic traces ---------------------------------------------------------
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from tune_kernels import scale_copy
 
-from tile_lab.gpu.shipping import KernelNotShippable
+from tile_lab.kernel_source import KernelNotShippable
 from tile_lab.signature import signature_from_args
 from tile_lab.tuning.parallel_compile import (
     Precompiler,

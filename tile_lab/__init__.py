@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from ._version import __version__ as __version__
+from .display import set_renderer_loader
 
 # public name -> module that defines it (relative to this package)
 _EXPORTS: dict[str, str] = {
@@ -21,16 +22,16 @@ _EXPORTS: dict[str, str] = {
     "emulate": ".emulator",
     "trace": ".emulator",
     "emulation": ".emulator",
-    "Trace": ".access_trace",
-    "MemoryAccess": ".access_trace",
-    "load_trace": ".access_trace",
+    "Trace": ".tracing.trace",
+    "MemoryAccess": ".tracing.trace",
+    "load_trace": ".tracing.trace",
     "sanitize": ".sanitizer",
     "SanitizerReport": ".sanitizer",
     "check_trace": ".sanitizer",
     # GPU vs emulator, tile by tile
-    "crosscheck": ".parity",
-    "CrossCheck": ".parity",
-    "CrossCheckOptions": ".parity",
+    "crosscheck": ".crosschecking",
+    "CrossCheck": ".crosschecking",
+    "CrossCheckOptions": ".crosschecking",
     # diagrams (trace -> SVG)
     "diagram": ".render.diagram",
     "browse": ".widgets.diagram_browser",
@@ -106,8 +107,17 @@ def _emulate_from_env() -> None:
 _emulate_from_env()
 
 
+def _register_renderers() -> None:
+    """Renderers sit above the data types they draw and register themselves when imported;
+    the display hook (``display.py``, at the bottom) runs this on its first display."""
+    from .render import registered  # noqa: F401
+
+
+set_renderer_loader(_register_renderers)
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext tile_lab``: register the ``%%tile`` cell magic (prints nothing)."""
-    from .magic import register
+    from .magic.tile_magic import register
 
     register(ipython)

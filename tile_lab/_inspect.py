@@ -11,13 +11,15 @@ import functools
 import inspect as pyinspect
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from . import _cutile_compat as compat
+from . import request
 from .artifacts import STAGES, Inspection
 from .compile import compile_kernel
 from .errors import CompileError, SignatureError, ToolchainError
-from .signature import build_signature
+from .signature import BuiltSignature, build_signature
 from .toolchain import tileiras_gpu_names, tool_version
 
 DEFAULT_ARCH = "sm_100"  # used when there is no (supported) local GPU
@@ -44,20 +46,8 @@ def inspect(kernel: Any, args_or_sig: str | Sequence[Any], *, arch: str | None =
     the rich display wait for them when first read, and raise nvdisasm's ToolchainError
     there if it failed.
     """
-    compat.require_supported_cutile()
-    if not compat.is_kernel(kernel):
-        raise SignatureError(f"tile_lab.inspect expects a @ct.kernel function as `kernel`, "
-                             f"got {type(kernel).__name__}")
-    target = resolve_arch(arch)
-    hint_values = parse_hints(hints)
-    try:
-        options = compat.compiler_options(kernel, hint_values)
-    except (TypeError, ValueError) as e:
-        raise CompileError(f"bad kernel hint: {e}",
-                           hint=f"valid hints: {', '.join(compat.hint_names())}") from None
     panes = parse_show(show)
-    built = build_signature(kernel, args_or_sig)
-
+    prep = prepare(kernel, args_or_sig, arch, hints, "tile_lab.inspect")
     func = compat.python_function(kernel)
     filename = func.__code__.co_filename
     try:
@@ -67,14 +57,44 @@ def inspect(kernel: Any, args_or_sig: str | Sequence[Any], *, arch: str | None =
         raise CompileError(f"the source of kernel {func.__name__!r} is not available ({e})",
                            hint="define kernels in a .py file or in a %%tile cell; code "
                                 "run with a bare exec() has no source to read") from None
-    result = compile_kernel(kernel, built.kernel_signature, arch=target, options=options,
-                            filename=filename)
+    result = compile_kernel(kernel, prep.signature.kernel_signature, arch=prep.arch,
+                            options=prep.options, filename=filename)
     extra = {} if panes is None else {"show": panes}
     return Inspection(
         kernel_name=func.__name__, filename=filename, first_line=first_line,
-        source="".join(source_lines), arch=target, signature=built.display,
-        hints=_jsonable(compat.options_as_dict(options)), stages=result.stages,
+        source="".join(source_lines), arch=prep.arch, signature=prep.signature.display,
+        hints=_jsonable(compat.options_as_dict(prep.options)), stages=result.stages,
         cubin=result.cubin, remarks=result.remarks, versions=_versions(), **extra)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A kernel checked and ready to compile: the target arch, the hints as given (a dict),
+    cuTile's compiler options with them applied, and the signature of the arguments."""
+
+    kernel: Any
+    arch: str
+    hints: dict[str, Any]
+    options: Any
+    signature: BuiltSignature
+
+
+def prepare(kernel: Any, args_or_sig: str | Sequence[Any], arch: Any,
+            hints: Mapping[str, Any] | str | None, caller: str) -> Prepared:
+    """The checks and conversions every compile starts with (``tile_lab.inspect``,
+    ``tile_lab.reproducer``): ``caller`` names the function in the errors."""
+    compat.require_supported_cutile()
+    if not compat.is_kernel(kernel):
+        raise SignatureError(f"{caller} expects a @ct.kernel function as `kernel`, "
+                             f"got {type(kernel).__name__}")
+    target = resolve_arch(arch)
+    hint_values = parse_hints(hints)
+    try:
+        options = compat.compiler_options(kernel, hint_values)
+    except (TypeError, ValueError) as e:
+        raise CompileError(f"bad kernel hint: {e}",
+                           hint=f"valid hints: {', '.join(compat.hint_names())}") from None
+    return Prepared(kernel, target, hint_values, options, build_signature(kernel, args_or_sig))
 
 
 # -- argument parsing -------------------------------------------------------------------
@@ -145,15 +165,11 @@ def parse_hints(hints: Mapping[str, Any] | str | None) -> dict[str, Any]:
 
 def parse_show(show: Sequence[str] | str | None) -> tuple[str, ...] | None:
     """The panes to show, validated against ``STAGES``; None keeps the default."""
-    if show is None:
-        return None
-    names = [s.strip() for s in show.split(",")] if isinstance(show, str) else list(show)
-    names = [n for n in names if n]
-    bad = [n for n in names if n not in STAGES]
-    if bad:
-        raise CompileError(f"unknown pane {bad[0]!r} in show",
+    panes, _, bad = request.parse_show(show, STAGES)
+    if bad is not None:
+        raise CompileError(f"unknown pane {bad!r} in show",
                            hint=f"panes: {', '.join(STAGES)}")
-    return tuple(dict.fromkeys(names))
+    return panes
 
 
 def _versions() -> dict[str, str]:

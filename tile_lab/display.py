@@ -2,65 +2,89 @@
 
 A data module (a frozen result record) must not import ``tile_lab.render``: it calls
 :func:`mimebundle` from its ``_repr_mimebundle_``, and this module looks the renderer up by the
-object's type in :data:`RENDERERS` (module path and function name, imported only when a
-notebook displays the object). A renderer returns an HTML string, or a whole MIME bundle (a
-dict, for views that carry more than HTML). ``text/plain`` (the object's ``str``) is always in
-the bundle, also when the renderer fails, so a display never breaks a cell.
+object's type. Renderers register from above: each ``render/`` module marks the function that
+draws a type with ``@renders(TheType)`` (and a displayable view with :func:`register_view`),
+and ``tile_lab/__init__.py`` hands this module the function that imports them
+(:func:`set_renderer_loader`), run the first time anything is displayed. So no module here or
+below names a renderer, not even as a string, and every import is one the layer test sees.
 
-:func:`view` builds the displayable view objects that data classes hand out (``Profile.view``),
-looked up the same way in :data:`VIEWS`, so the data module names no renderer either.
+A renderer returns an HTML string, or a whole MIME bundle (a dict, for views that carry more
+than HTML). ``text/plain`` (the object's ``str``) is always in the bundle, also when the
+renderer fails, so a display never breaks a cell.
 """
 
 from __future__ import annotations
 
-import importlib
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from .errors import TileLabWarning
+__all__ = ["mimebundle", "register_view", "renderer_for", "renders", "set_renderer_loader",
+           "view", "views"]
 
-__all__ = ["RENDERERS", "VIEWS", "mimebundle", "view"]
+T = TypeVar("T")
+Drawn = str | dict[str, Any]
 
-# "module.Class" of a data type -> "module:function" returning an HTML string or a MIME bundle
-RENDERERS: dict[str, str] = {
-    "tile_lab.parity.result.CrossCheck": "tile_lab.render.crosscheck:crosscheck_html",
-    "tile_lab.artifacts.Inspection": "tile_lab.render.html:inspection_mimebundle",
-    "tile_lab.profiling.data.Profile": "tile_lab.render.profile_view:profile_summary_html",
-    "tile_lab.cpp.compare.Comparison": "tile_lab.render.compare_view:comparison_html",
-    "tile_lab.triton.pair.PortComparison":
-        "tile_lab.render.triton_pair:port_comparison_mimebundle",
-    "tile_lab.sanitizer_report.SanitizerReport":
-        "tile_lab.render.sanitizer_view:sanitizer_report_html",
-    "tile_lab.checker.CheckResult": "tile_lab.render.check_view:check_result_html",
-    "tile_lab._doctor.DoctorReport": "tile_lab.render.doctor_view:doctor_report_html",
-    "tile_lab.tuning.result.TuningResult": "tile_lab.render.tune_plots:result_table_html",
-}
-
-# name of a view -> "module:callable" building a displayable object (or its SVG text)
-VIEWS: dict[str, str] = {
-    "profile": "tile_lab.render.profile_view:ProfileView",
-    "profile_comparison": "tile_lab.render.profile_view:ProfileComparison",
-    "check_svg": "tile_lab.render.check_view:check_svg",
-}
+_RENDERERS: dict[type, Callable[[Any], Drawn]] = {}
+_VIEWS: dict[str, Callable[..., Any]] = {}
+_loader: list[Callable[[], None]] = []  # at most one: imports every registering render module
 
 
-def _load(target: str) -> Any:
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+def renders(cls: type[T]) -> Callable[[Callable[[T], Drawn]], Callable[[T], Drawn]]:
+    """Decorator: the decorated function draws ``cls`` objects (one renderer per type)."""
+    def register(fn: Callable[[T], Drawn]) -> Callable[[T], Drawn]:
+        if _RENDERERS.get(cls, fn) is not fn:
+            raise ValueError(f"{cls.__qualname__} already has a renderer: "
+                             f"{_RENDERERS[cls].__qualname__}")
+        _RENDERERS[cls] = fn
+        return fn
+    return register
+
+
+def register_view(name: str, build: Callable[..., Any]) -> None:
+    """``build(*args)`` makes the displayable view called ``name`` (``Profile.view``...)."""
+    if _VIEWS.get(name, build) is not build:
+        raise ValueError(f"a view named {name!r} is already registered")
+    _VIEWS[name] = build
+
+
+def set_renderer_loader(load: Callable[[], None]) -> None:
+    """``load()`` imports the modules that register renderers; run once, on first display."""
+    _loader[:] = [load]
+
+
+def _load_renderers() -> None:
+    while _loader:
+        _loader.pop()()
+
+
+def renderer_for(cls: type) -> Callable[[Any], Drawn] | None:
+    """The renderer registered for exactly ``cls`` (None if there is none)."""
+    _load_renderers()
+    return _RENDERERS.get(cls)
+
+
+def views() -> dict[str, Callable[..., Any]]:
+    """Every registered view by name (a copy)."""
+    _load_renderers()
+    return dict(_VIEWS)
 
 
 def mimebundle(obj: Any) -> dict[str, Any]:
     """``text/plain`` and, where a renderer is registered for ``type(obj)``, ``text/html``
     (or the renderer's whole bundle)."""
     bundle: dict[str, Any] = {"text/plain": str(obj)}
-    cls = type(obj)
-    target = RENDERERS.get(f"{cls.__module__}.{cls.__qualname__}")
-    if target is None:
+    draw = renderer_for(type(obj))
+    if draw is None:
         return bundle
     try:
-        drawn = _load(target)(obj)
+        drawn = draw(obj)
     except Exception as exc:  # a broken picture must not break the cell: say so, keep text
-        warnings.warn(f"could not draw {cls.__name__}: {type(exc).__name__}: {exc}",
+        # imported here: display.py is imported with the package (the start-up hook imports
+        # tile_lab before site-packages such as IPython are on the path), errors.py needs IPython
+        from .errors import TileLabWarning
+
+        warnings.warn(f"could not draw {type(obj).__name__}: {type(exc).__name__}: {exc}",
                       TileLabWarning, stacklevel=2)
         return bundle
     if isinstance(drawn, dict):
@@ -71,5 +95,6 @@ def mimebundle(obj: Any) -> dict[str, Any]:
 
 
 def view(name: str, *args: Any) -> Any:
-    """The displayable view registered as ``name`` in :data:`VIEWS`, built from ``args``."""
-    return _load(VIEWS[name])(*args)
+    """The displayable view registered as ``name``, built from ``args``."""
+    _load_renderers()
+    return _VIEWS[name](*args)

@@ -1,4 +1,4 @@
-"""The sanitizer: checks an access :class:`~tile_lab.access_trace.Trace` for memory bugs.
+"""The sanitizer: checks an access :class:`~tile_lab.tracing.trace.Trace` for memory bugs.
 
 ``sanitize(kernel, grid, args)`` emulates the kernel (``tile_lab.trace``) and checks the
 trace; ``check_trace(trace)`` checks a trace you already have. Findings, each with the
@@ -61,7 +61,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .access_trace import ArrayInfo, Block, MemoryAccess, Trace, format_block
 from .sanitizer_report import (
     KINDS,
     Box,
@@ -71,6 +70,7 @@ from .sanitizer_report import (
     format_box,
 )
 from .sanitizer_report import SEVERITIES as SEVERITIES  # the report's types, importable here too
+from .tracing.trace import ArrayInfo, Block, MemoryAccess, Trace, format_block
 
 # ops whose tile entirely outside the array is undefined (partly outside is fine); for
 # these the trace records lanes, not a box

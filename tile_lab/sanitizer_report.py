@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .access_trace import ArrayInfo, Block, format_grid
+from .tracing.trace import ArrayInfo, Block, format_grid
 
 __all__ = ["KINDS", "SEVERITIES", "Box", "Finding", "SanitizerReport", "box_size", "format_box"]
 

@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import tile_lab
 from tile_lab.examples.gemm import gemm_grouped, gemm_naive, gemm_persistent
-from tile_lab.render.schedule import SmTimeline, l2_order, sm_timeline
+from tile_lab.analysis.schedule import SmTimeline
+from tile_lab.render.schedule import l2_order, sm_timeline
 
 # %% [markdown]
 # ## Waves and the tail

@@ -16,7 +16,8 @@ import cuda.tile as ct
 import tile_lab
 from tile_lab.examples.gemm import gemm_grouped, gemm_naive
 from tile_lab.gpu.measurement import Measurement
-from tile_lab.render.pipeline import k_loop, pipeline_picture
+from tile_lab.analysis.pipeline import k_loop
+from tile_lab.render.pipeline import pipeline_picture
 from tile_lab.tuning import TuningStore
 
 # %% [markdown]
@@ -64,7 +65,7 @@ plt.tight_layout()
 #
 # `gemm_grouped` (in `tile_lab.examples.gemm`) passes `latency=LAT` to both loads of its K-loop.
 # The hint lands in the Tile IR as `optimization_hints = <… latency = LAT>`; the compiler answers
-# with a deeper pipeline. `tile_lab.render.pipeline.k_loop` reads the depth off the SASS (on
+# with a deeper pipeline. `tile_lab.analysis.pipeline.k_loop` reads the depth off the SASS (on
 # sm_90 each stage has a "full" and an "empty" barrier that the TMA loads arrive on) and the
 # shared memory it takes (one stage of 128×64 A + 64×128 B fp16 tiles is 32 KiB):
 

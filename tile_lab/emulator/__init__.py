@@ -1,5 +1,5 @@
 """tile_lab's CPU emulator of cuTile Python: run any ``@ct.kernel`` block by block with
-NumPy, and record every memory access into a :class:`tile_lab.access_trace.Trace`.
+NumPy, and record every memory access into a :class:`tile_lab.tracing.trace.Trace`.
 
 ``emulate(kernel, grid, args)`` updates array arguments in place (CuPy/torch/DLPack
 arrays are copied to the host and back); ``trace(kernel, grid, args)`` does the same and

@@ -40,8 +40,8 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from ..access_trace import format_block
 from ..errors import EmulationError, TileLabWarning
+from ..tracing.trace import format_block
 from . import state
 from .ops_memory import int32
 from .tile import Tile

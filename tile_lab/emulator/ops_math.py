@@ -13,7 +13,7 @@ import math
 import cuda.tile as ct
 import numpy as np
 
-from ..access_trace import MmaCall
+from ..tracing.trace import MmaCall
 from . import dtypes, poison, rounding
 from .registry import emulates
 from .state import current, kernel_error, record_site

@@ -2,7 +2,7 @@
 helpers every memory op shares (argument checks, implicit casts, trace recording, the
 read-modify-write of atomics).
 
-Every operation records one :class:`~tile_lab.access_trace.MemoryAccess` when tracing is on.
+Every operation records one :class:`~tile_lab.tracing.trace.MemoryAccess` when tracing is on.
 Coordinates in the trace are element indices of the *kernel argument* (a sliced view's
 accesses are shifted back into its parent's coordinates).
 
@@ -22,8 +22,8 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from ..access_trace import MemoryAccess
 from ..errors import EmulatorUnsupported
+from ..tracing.trace import MemoryAccess
 from . import dtypes, poison
 from .operands import VALID_SHAPES, const_int, const_shape
 from .registry import IMPLEMENTATIONS, emulates, emulates_method, refuses

@@ -29,8 +29,8 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from ..access_trace import UndeterminedWrite
 from ..errors import TileLabWarning
+from ..tracing.trace import UndeterminedWrite
 from . import dtypes, state
 from . import tile as _tiles
 from .operands import const_axes
@@ -114,7 +114,7 @@ def poison_value(dtype: object) -> Any:
 
 
 PADDING_POLICIES = ("poison", "zero", "hardware")
-TMA_MIN_ROW_BYTES = 16  # TMA's rules (tile_lab/tma.py): 16-byte strides, base and rows
+TMA_MIN_ROW_BYTES = 16  # TMA's rules (tile_lab/analysis/tma.py): 16-byte strides, base and rows
 
 
 def fill_value(dtype: object, tma: Callable[[], bool] | None = None) -> Any:
@@ -131,10 +131,10 @@ def fill_value(dtype: object, tma: Callable[[], bool] | None = None) -> Any:
 
 def tma_eligible(data: np.ndarray, box: Any, allow_tma: Any) -> bool:
     """Whether a tile-space load of ``box`` from ``data`` meets TMA's preconditions (the
-    ones ``tile_lab/tma.py`` reads off compiled code): not ``allow_tma=False``; innermost axis
-    contiguous; every other stride and the base address multiples of 16 bytes; a tile row
-    at least 16 bytes. Whether the compiler then really picks TMA is its own choice (a plain
-    copy may stay LDG): README says what that means for the ``"hardware"`` policy."""
+    ones ``tile_lab/analysis/tma.py`` reads off compiled code): not ``allow_tma=False``;
+    innermost axis contiguous; every other stride and the base address multiples of 16 bytes;
+    a tile row at least 16 bytes. Whether the compiler then really picks TMA is its own choice
+    (a plain copy may stay LDG): README says what that means for the ``"hardware"`` policy."""
     if allow_tma is False or data.ndim == 0:
         return False
     item = data.itemsize

@@ -23,11 +23,11 @@ import cuda.tile as ct
 import numpy as np
 
 from .._cutile_compat import device_calls_routed, is_kernel, kernel_parameters
-from ..access_trace import ArrayInfo, Trace, format_block
 from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
 from ..array_like import to_host as _to_host
 from ..errors import EmulationError, SourceLocation, TileLabError
+from ..tracing.trace import ArrayInfo, Trace, format_block
 from . import batched, dtypes, gate, poison, state, stubs
 from . import blocks as blocks_mod
 from ._kernel_access import kernel_function
@@ -64,7 +64,7 @@ def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
 def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
           blocks: Sequence[Sequence[int]] | None = None, padding: str = "poison") -> Trace:
     """Run ``kernel`` like :func:`emulate` and return every memory access it made, as a
-    :class:`~tile_lab.access_trace.Trace` (per access: block, kind, op, argument name, tile index
+    :class:`~tile_lab.tracing.trace.Trace` (per access: block, kind, op, argument name, tile index
     and element box or element indices, lanes padded/discarded, source line, iteration),
     plus the shapes of every matrix product (``Trace.mma_calls``).
 

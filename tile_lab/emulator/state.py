@@ -11,8 +11,8 @@ import sys
 import threading
 from types import CodeType, FrameType
 
-from ..access_trace import format_block
 from ..errors import EmulationError, SourceLocation
+from ..tracing.trace import format_block
 
 
 class RunState:

@@ -8,8 +8,8 @@ throughput table, SM counts by GPU name), ``timing`` (cold/warm/graph protocols,
 and its JSON files), ``state`` (NVML readings, throttle flags), ``sampling`` (the Timeable
 protocol, the timer, samples with state), ``regimes`` (burst/sustained, ``compare_timed``),
 ``baselines`` (torch/cuBLAS/copy baselines), ``options`` (frozen option objects), ``arrays`` +
-``inprocess`` (the bottom layer: launch and time in this process), ``shipping`` (a kernel by
-module or by the source of its def, for another process), ``job`` (the kernel job: a cuTile or
+``inprocess`` (the bottom layer: launch and time in this process; a kernel travels to another
+process through ``tile_lab.kernel_source``), ``job`` (the kernel job: a cuTile or
 C++ launch, shippable, measured around its samples), ``launcher`` (``launch``), ``benchmark``
 (``bench``), ``isolate`` (worker process, on top of ``job``).
 """

@@ -37,7 +37,7 @@ from ..array_like import as_launch_args
 from ..errors import CheckMismatch, TileLabError
 from . import metrics
 from .arrays import host_copy, same_bytes
-from .inprocess import Amounts, Sampled, as_stream, build_measurement, check_grid, time_work
+from .inprocess import Amounts, as_stream, build_measurement, check_grid, time_work
 from .job import KernelJob, TileKernel, Writes, measure_job
 from .measurement import Measurement
 from .options import BenchOptions, TimingOptions
@@ -279,17 +279,3 @@ def bench_function(fn: Callable[[], Any], *, bytes: int | None = None,
     t = timing_of(timing, mode, samples)
     return bench_work(TimedWork(label, fn), bytes=bytes, flops=flops, timing=t, label=label,
                       params=params, stream=stream)
-
-
-def _measurement(kernel: str, mode: str, grid: tuple[int, ...], times: Sequence[float],
-                 per_sample: int, args: Sequence[Any], *, bytes: int | None, flops: int | None,
-                 trace: Any, label: str | None, params: dict[str, Any] | None, fresh: bool,
-                 notes: list[str], peaks: Any, provenance: Any,
-                 flops_source: str | None = None) -> Measurement:
-    # the pre-TimingOptions signature, for tests that build measurements from fixed samples
-    return build_measurement(
-        kernel, TimingOptions(mode=mode), grid,
-        Sampled(tuple(times), per_sample, fresh, tuple(notes), None), args,
-        amounts=Amounts(bytes, flops, flops_source),
-        options=BenchOptions(label=label, params=params, trace=trace), peaks=peaks,
-        provenance=provenance)

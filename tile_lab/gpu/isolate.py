@@ -2,7 +2,7 @@
 caller's CUDA context (or the Jupyter kernel) down with it.
 
 The kernel travels as a shipped :class:`~tile_lab.gpu.job.KernelJob` (by module, or as the
-source of its ``def`` for kernels defined in notebook cells: :mod:`tile_lab.gpu.shipping`),
+source of its ``def`` for kernels defined in notebook cells: :mod:`tile_lab.kernel_source`),
 rebuilt in the worker with the original hints. Arguments travel as NumPy host copies and come
 back the same way into the caller's arrays.
 

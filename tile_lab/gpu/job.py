@@ -9,7 +9,7 @@ and, when known, which arguments it writes. Every consumer takes one:
 * the isolation worker, the Nsight Compute child (``tile_lab.profile``), the compile workers
   (``precompile``) and the Ray actors get :meth:`KernelJob.shipped` / :meth:`JobKernel.recipe`:
   a picklable :class:`KernelRecipe` (a cuTile kernel by module or by the source of its ``def``,
-  :mod:`tile_lab.gpu.shipping`; a C++ kernel by its compiled Inspection) plus host copies of
+  :mod:`tile_lab.kernel_source`; a C++ kernel by its compiled Inspection) plus host copies of
   the arguments, rebuilt there with :meth:`ShippedJob.rebuild`.
 
 The steps around the timed samples are here once, for both kinds of kernel: launch once from
@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..kernel_source import KernelSpec, kernel_spec
 from . import metrics
 from .arrays import copy_back, copy_into, device_args, device_copy, host_copy, same_bytes
 from .inprocess import (
@@ -39,7 +40,6 @@ from .inprocess import (
 )
 from .measurement import Measurement
 from .sampling import TimedWork
-from .shipping import KernelSpec, kernel_spec
 
 __all__ = ["DeviceJob", "JobKernel", "KernelJob", "KernelRecipe", "ShippedJob", "TileKernel",
            "TileRecipe", "Writes", "measure_job"]
@@ -118,7 +118,7 @@ class TileKernel:
 
 @dataclass(frozen=True)
 class TileRecipe:
-    """A cuTile kernel's :class:`~tile_lab.gpu.shipping.KernelSpec` and launch hints."""
+    """A cuTile kernel's :class:`~tile_lab.kernel_source.KernelSpec` and launch hints."""
 
     spec: KernelSpec
     hints: tuple[tuple[str, Any], ...] = ()

@@ -13,6 +13,7 @@ import html
 import math
 
 from ..checker import CheckMap, CheckResult, TileVerdict
+from ..display import register_view, renders
 from .picture import Picture, make_picture
 from .svg import INK, Group, Rect, Scene, Style, Text, text_width
 
@@ -132,6 +133,7 @@ def check_svg(result: CheckResult) -> str:
     return "" if why is None else f"<pre>diagram unavailable: {html.escape(why)}</pre>"
 
 
+@renders(CheckResult)
 def check_result_html(result: CheckResult) -> str:
     """The verdict (green when it passed, vermillion when not) above the tile map."""
     color = OK if result.ok else WRONG
@@ -139,3 +141,6 @@ def check_result_html(result: CheckResult) -> str:
     pic = f"<div>{svg}</div>" if svg else ""
     return (f"<div class='tl-check'><pre style='color:{color};white-space:pre-wrap'>"
             f"{html.escape(result.verdict())}</pre>{pic}</div>")
+
+
+register_view("check_svg", check_svg)

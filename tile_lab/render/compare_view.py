@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 
 from ..cpp.compare import KINDS, Comparison, OpLine
+from ..display import renders
 
 __all__ = ["comparison_html"]
 
@@ -41,6 +42,7 @@ def _cells(op: OpLine | None, side: str) -> str:
             f"<td class='ir {side}' title='{title}'>{html.escape(op.text)}</td>")
 
 
+@renders(Comparison)
 def comparison_html(cmp: Comparison) -> str:
     """The comparison as an HTML table: Python's op, the verdict mark, C++'s op, per row."""
     rows = "".join(

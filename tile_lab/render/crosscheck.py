@@ -15,7 +15,8 @@ import html
 import math
 from typing import Any
 
-from ..parity.result import CrossCheck, OutputComparison, TileComparison
+from ..crosschecking.result import CrossCheck, OutputComparison, TileComparison
+from ..display import renders
 from .svg import Group, Rect, Scene, Style, Text, text_width, to_svg
 
 __all__ = ["COLORS", "crosscheck_html", "heatmap_scene", "tile_rects"]
@@ -166,6 +167,7 @@ _CSS = (".tile-lab-diagram .tl-xc:hover>rect{stroke:currentColor!important;"
         "stroke-width:2px!important}")
 
 
+@renders(CrossCheck)
 def crosscheck_html(cc: CrossCheck) -> str:
     """The summary in words, one line per reason, and a heatmap per output."""
     esc = html.escape

@@ -1,6 +1,6 @@
 """Tile-space diagrams: which block touches which elements of each array, from which line.
 
-``diagram(trace, ...)`` draws an emulator :class:`~tile_lab.access_trace.Trace`; ``partition(shape,
+``diagram(trace, ...)`` draws an emulator :class:`~tile_lab.tracing.trace.Trace`; ``partition(shape,
 tile)`` draws a bare tile partition for teaching (the CUDA guide's Figure 19 is
 ``partition((10, 16), (2, 4), highlight=(1, 2))``).
 
@@ -9,7 +9,7 @@ Two steps, kept apart so tests can check numbers instead of SVG text:
 1. *geometry* (``Diagram.geometry``, types in ``render/diagram_geometry.py``): plain frozen
    dataclasses — tile grids, footprints (in-bounds boxes, padded / discarded lanes), coverage
    heatmaps, tile visit orders — computed here from the trace indexed once
-   (``tile_lab/trace_index.py``).
+   (``tile_lab/tracing/index.py``).
 2. *drawing* (``render/diagram_layout.py``): the geometry is laid out as a scene of
    primitives (``render/svg.py``) and written as deterministic SVG, or painted by
    matplotlib for ``to_png``.
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..access_trace import ArrayInfo, Block, MemoryAccess, Trace
 from ..errors import ArgumentTypeError, DiagramError
-from ..tile_geometry import tuple_text as _tup
-from ..trace_index import IndexedTrace
+from ..tracing.index import IndexedTrace
+from ..tracing.tile_geometry import tuple_text as _tup
+from ..tracing.trace import ArrayInfo, Block, MemoryAccess, Trace
 from .diagram_geometry import (
     CELL_CAP,
     MAX_SLICES,
@@ -71,7 +71,7 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
 
     ``arg``/``line``/``iteration`` filter what is drawn; ``zoom=(r0, r1, c0, c1)`` (or
     ``(c0, c1)`` for 1-D, six numbers for 3-D) limits the drawn region of every array.
-    ``tma=tile_lab.tma.tma_report(inspection)`` (an inspection of the same kernel
+    ``tma=tile_lab.analysis.tma.tma_report(inspection)`` (an inspection of the same kernel
     source) marks each legend line "TMA" or "no TMA" with the reason.
     """
     if not isinstance(trace, (Trace, IndexedTrace)):

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..access_trace import Block
-from ..tile_geometry import tuple_text as _tup
-from ..trace_index import IndexedTrace, group_visits
+from ..tracing.index import IndexedTrace, group_visits
+from ..tracing.tile_geometry import tuple_text as _tup
+from ..tracing.trace import Block
 from .diagram_geometry import (
     Box,
     Geometry,

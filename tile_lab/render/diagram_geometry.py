@@ -1,6 +1,6 @@
 """The geometry of a tile-space diagram: plain frozen dataclasses (footprints, panels, the
 legend) and the drawn :class:`Diagram`. Tile grids, boxes, coverage heatmaps and tile visit
-orders are the trace index's (``tile_lab/tile_geometry.py``), re-exported here.
+orders are the trace index's (``tile_lab/tracing/tile_geometry.py``), re-exported here.
 
 ``render/diagram.py`` computes them from a trace; ``render/diagram_layout.py`` draws them.
 """
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FilePath
 
-from ..access_trace import Block
-from ..tile_geometry import CELL_CAP, Box, Heatmap, TileGrid, TileVisit
+from ..tracing.tile_geometry import CELL_CAP, Box, Heatmap, TileGrid, TileVisit
+from ..tracing.trace import Block
 from .svg import Scene, paint_png
 
 __all__ = ["CELL_CAP", "MAX_SLICES", "VIEWS", "Box", "Diagram", "Footprint", "Geometry",

@@ -3,7 +3,7 @@ scene of primitives (``render/svg.py``), written as deterministic SVG.
 
 The second half of ``render/diagram.py``'s two steps (that module computes the geometry
 from a trace and calls :func:`draw`). Nothing here reads the trace except through the
-:class:`~tile_lab.trace_index.IndexedTrace` it is handed (source lines, source text, visit
+:class:`~tile_lab.tracing.index.IndexedTrace` it is handed (source lines, source text, visit
 groupings, and a cache of drawn items that no selection changes).
 """
 
@@ -14,8 +14,8 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..tile_geometry import tuple_text as _tup
-from ..trace_index import IndexedTrace
+from ..tracing.index import IndexedTrace
+from ..tracing.tile_geometry import tuple_text as _tup
 from . import palette
 from .diagram_cells import (
     BAD_MULTI,

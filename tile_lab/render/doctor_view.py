@@ -6,10 +6,12 @@ from __future__ import annotations
 import html
 
 from .._doctor import DoctorReport
+from ..display import renders
 
 __all__ = ["doctor_report_html"]
 
 
+@renders(DoctorReport)
 def doctor_report_html(report: DoctorReport) -> str:
     """The report as an HTML fragment (``DoctorReport._repr_html_``)."""
     e = html.escape

@@ -23,10 +23,10 @@ Registered through the ``pygments.lexers`` entry point, so
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
-from pygments.lexer import RegexLexer, bygroups, default, include, inherit, this, using
+from pygments.lexer import Lexer, RegexLexer, bygroups, default, include, inherit, this, using
 from pygments.lexers import PtxLexer as PygmentsPtxLexer
 from pygments.token import (
     Comment,
@@ -261,3 +261,22 @@ class PtxLexer(PygmentsPtxLexer):
             inherit,
         ],
     }
+
+
+def token_lines(text: str, lexer: Lexer, classify: Callable[[_TokenType], str]
+                ) -> list[list[tuple[str, str]]]:
+    """Lex ``text`` once (the whole text, so multi-line lexer state is right) and return, per
+    text line, its ``(token class, text)`` pieces left to right (``""``: no colour). The inspect
+    view's HTML (``html.highlight_lines``) and the MIME payload's token runs
+    (``mime.token_runs``) are both drawn from this."""
+    lines: list[list[tuple[str, str]]] = [[]]
+    for ttype, value in lexer.get_tokens(text):
+        cls = classify(ttype)
+        for i, piece in enumerate(value.split("\n")):
+            if i:
+                lines.append([])
+            if piece:
+                lines[-1].append((cls, piece))
+    n = len(text.splitlines())
+    # Pygments ends the stream with a newline; keep exactly one entry per text line.
+    return (lines + [[] for _ in range(n)])[:n]

@@ -32,6 +32,7 @@ from typing import Any
 from pygments.lexer import Lexer
 from pygments.token import _TokenType
 
+from .lexers import token_lines
 from .palette import PALETTE_LIGHT, palette_css
 
 __all__ = ["MIME_VERSION", "SCHEMA_PATH", "TOKEN_STAGES", "MimeLimits", "cut_to_limits",
@@ -162,22 +163,16 @@ def token_runs(text: str, lexer: Lexer,
 
     Lengths count code points (Python ``len``; the extension counts with ``Array.from``).
     Adjacent runs of one class are merged; ``""`` is text without a colour."""
-    lines: list[list[list[Any]]] = [[]]
-    for ttype, value in lexer.get_tokens(text):
-        cls = classify(ttype)
-        for i, piece in enumerate(value.split("\n")):
-            if i:
-                lines.append([])
-            if not piece:
-                continue
-            runs = lines[-1]
+    out: list[list[list[Any]]] = []
+    for pieces in token_lines(text, lexer, classify):
+        runs: list[list[Any]] = []
+        for cls, piece in pieces:
             if runs and runs[-1][0] == cls:
                 runs[-1][1] += len(piece)
             else:
                 runs.append([cls, len(piece)])
-    n = len(text.splitlines())
-    # Pygments ends the stream with a newline; keep exactly one entry per text line.
-    return (lines + [[] for _ in range(n)])[:n]
+        out.append(runs)
+    return out
 
 
 def extension_css() -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts import Inspection, StageText
+from ..display import register_view, renders
 from ..profiling.data import STALL_REASONS, LineProfile, Profile
 from ..stage_rows import SassRow
 from .html import inspection_html, view_class
@@ -87,6 +88,7 @@ def profile_view_html(insp: Inspection, prof: Profile, *, top: int = 8) -> str:
     return "\n".join(parts)
 
 
+@renders(Profile)
 def profile_summary_html(prof: Profile, *, top: int = 8) -> str:
     """A profile without its kernel's panes: summary and hottest lines (``Profile``'s own
     rich display)."""
@@ -453,3 +455,7 @@ def _config_text(config: Mapping[str, Any]) -> str:
 
 def _e(text: str) -> str:
     return html.escape(str(text), quote=True)
+
+
+register_view("profile", ProfileView)
+register_view("profile_comparison", ProfileComparison)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import html
 
-from ..access_trace import format_block
+from ..display import renders
 from ..sanitizer_report import SanitizerReport
+from ..tracing.trace import format_block
 
 __all__ = ["sanitizer_report_html"]
 
 
+@renders(SanitizerReport)
 def sanitizer_report_html(report: SanitizerReport) -> str:
     """The report as an HTML fragment (``SanitizerReport._repr_html_``)."""
     esc = html.escape

@@ -16,7 +16,6 @@ import functools
 import hashlib
 import html
 import pathlib
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 INK = "currentColor"  # theme-following colour for text and lines
@@ -333,14 +332,3 @@ def _with_alpha(color: str, alpha: float) -> tuple[float, float, float, float]:
 def text_width(text: str, size: float) -> float:
     """Approximate rendered width of monospace text (for layout)."""
     return 0.62 * size * len(text)
-
-
-def flatten(items: Sequence[Item]) -> list[Rect | Path | Text]:
-    """Every primitive of ``items`` with groups expanded (for tests and counting)."""
-    out: list[Rect | Path | Text] = []
-    for it in items:
-        if isinstance(it, Group):
-            out.extend(flatten(it.items))
-        else:
-            out.append(it)
-    return out

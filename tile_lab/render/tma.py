@@ -1,8 +1,8 @@
-"""TMA badges in the inspect view: the verdicts of :func:`tile_lab.tma.tma_report` drawn on
+"""TMA badges in the inspect view: the verdicts of :func:`tile_lab.analysis.tma.tma_report` drawn on
 the source lines, the TMA opcodes boxed in the SASS pane and a summary under the header.
 
 The analysis (which loads and stores became TMA bulk tensor copies, and why the others did
-not) lives in ``tile_lab.tma``; its names are re-exported here for existing callers.
+not) lives in ``tile_lab.analysis.tma``; its names are re-exported here for existing callers.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+from ..analysis.tma import PLAIN_OPCODES, TMA_OPCODES, TmaLine, TmaReport, tma_report
 from ..artifacts import Inspection
-from ..tma import PLAIN_OPCODES, TMA_OPCODES, TmaLine, TmaReport, tma_report
 
 __all__ = ["PLAIN_OPCODES", "TMA_OPCODES", "TmaLine", "TmaReport", "tma_badge_html",
            "tma_badge_text", "tma_field", "tma_op_html", "tma_report", "tma_summary_html"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ..display import renders
 from ..triton.pair import PortComparison, PortSide
 from ..triton.resources import MIX_CLASSES
 from .crosscheck import crosscheck_html
@@ -92,6 +93,7 @@ def port_comparison_html(cmp: PortComparison) -> str:
     return "".join(parts)
 
 
+@renders(PortComparison)
 def port_comparison_mimebundle(cmp: PortComparison) -> dict[str, Any]:
     """``text/html`` and the comparison's JSON (``application/json``) for a front end."""
     return {"text/html": port_comparison_html(cmp), "application/json": cmp.to_json()}

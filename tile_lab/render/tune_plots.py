@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ..display import renders
 from ..stage_rows import without_ssa_names
+from ..tuning.result import TuningResult
 
 _METRICS = {
     "time": ("time (µs)", lambda s: s.time_s * 1e6, lambda s: s.ci95_s * 1e6),
@@ -231,7 +233,8 @@ def _mode(rows: Sequence[Any]) -> str:
     return "/".join(sorted(str(m) for m in modes))
 
 
-def result_table_html(result: Any, top_k: int = 20) -> str:
+@renders(TuningResult)
+def result_table_html(result: TuningResult, top_k: int = 20) -> str:
     """The result as an HTML table: ranked successes, then failures with their errors."""
     e = html.escape
     head = (f"<div class='tl-tune'><b>{e(result.kernel_name)}</b>: {len(result.successes)} "

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..access_trace import Trace
 from ..errors import DiagramError
+from ..tracing.trace import Trace
 from . import palette
 from .diagram import Box, _int_tuple
 from .picture import Picture, key_class, make_picture

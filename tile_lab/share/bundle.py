@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..access_trace import Trace
 from ..artifacts import Inspection
 from ..errors import TileLabError
 from ..gpu.measurement import Measurement
@@ -25,6 +24,7 @@ from ..render.export import measurements_html, note_html, page_html, provenance_
 from ..render.picture import Picture
 from ..render.profile_view import ProfileView, profile_summary_html, profile_view_html
 from ..sanitizer import SanitizerReport
+from ..tracing.trace import Trace
 
 __all__ = ["ACCEPTED", "export", "sections"]
 

@@ -4,7 +4,7 @@ and launch on another machine — the bug report a cuTile maintainer can run.
 What the folder holds (``README.md`` in it says the same to its reader):
 
 - ``kernel.py``: the kernel's source, with the names it reads written out before it
-  (``share/kernel_source.py``);
+  (``tile_lab/kernel_source.py``);
 - ``args.npz``: its array arguments (read with ``allow_pickle=False``), or, past
   ``max_inline_bytes``, a seed and shape per array in ``repro.json`` (random values);
 - ``kernel.tileirbc``: the Tile IR bytecode cuTile's front end made (absent when the front end
@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 
 from .. import _cutile_compat as compat
-from .._inspect import parse_hints, resolve_arch
+from .._inspect import prepare
 from ..array_like import array_info, to_host
 from ..compile import tileiras_args
 from ..errors import SignatureError, TileLabError, ToolchainError
-from ..signature import DTYPE_CODES, build_signature, parse_spec
+from ..kernel_source import kernel_module
+from ..signature import DTYPE_CODES, parse_spec
 from ..toolchain import STRIPPED_ENV, find_tool, run_tool, tool_version
-from .kernel_source import kernel_module
 
 __all__ = ["FORMAT", "Reproducer", "reproducer", "spec_args"]
 
@@ -90,16 +90,10 @@ def reproducer(kernel: Any, grid: Sequence[int] | None, args: Sequence[Any] | st
     tileiras with the recorded command line); a failure is recorded, not raised. Arrays on
     the GPU are copied to the host. The folder's ``run.py`` reproduces the compile on any
     machine and the launch on the emulator (``--emulate``) or a GPU (``--gpu``)."""
-    compat.require_supported_cutile()
-    if not compat.is_kernel(kernel):
-        raise SignatureError(f"tile_lab.reproducer expects a @ct.kernel function as `kernel`, "
-                             f"got {type(kernel).__name__}")
-    target = resolve_arch(arch)
-    hint_values = parse_hints(hints)
     if isinstance(args, str):
         args = spec_args(args)
-    built = build_signature(kernel, list(args))
-    options = compat.compiler_options(kernel, hint_values)
+    prep = prepare(kernel, list(args), arch, hints, "tile_lab.reproducer")
+    target, hint_values, options, built = prep.arch, prep.hints, prep.options, prep.signature
     out = _fresh_folder(Path(path))
     func = compat.python_function(kernel)
     origin = f"{os.path.basename(func.__code__.co_filename)}"

@@ -7,7 +7,6 @@ feature that needed it.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
 from ..errors import ToolchainError
@@ -25,16 +24,25 @@ class TritonMissing(ToolchainError):
     """Triton (or torch, which its interpreter runs on) is not installed."""
 
 
-def _import(name: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(name)
+def _triton() -> ModuleType | None:
+    try:  # a plain import (not by string) so the layer test sees it
+        import triton
     except ImportError:
         return None
+    return triton
+
+
+def _torch() -> ModuleType | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
 
 
 def require_triton(what: str) -> ModuleType:
     """The ``triton`` module, or TritonMissing naming ``what`` needed it."""
-    mod = _import("triton")
+    mod = _triton()
     if mod is None:
         raise TritonMissing(f"{what} needs Triton, which is not installed (import triton "
                             f"failed)", hint=INSTALL_HINT)
@@ -43,7 +51,7 @@ def require_triton(what: str) -> ModuleType:
 
 def require_torch(what: str) -> ModuleType:
     """``torch`` (Triton's interpreter runs kernels on torch CPU tensors)."""
-    mod = _import("torch")
+    mod = _torch()
     if mod is None:
         raise TritonMissing(f"{what} needs torch (Triton's interpreter runs kernels on torch "
                             f"CPU tensors), which is not installed", hint=INSTALL_HINT)
@@ -52,6 +60,6 @@ def require_torch(what: str) -> ModuleType:
 
 def triton_status() -> tuple[str | None, str | None]:
     """(Triton's version, torch's version); None where not installed."""
-    tr, to = _import("triton"), _import("torch")
+    tr, to = _triton(), _torch()
     return (getattr(tr, "__version__", "?") if tr else None,
             getattr(to, "__version__", "?") if to else None)

@@ -16,8 +16,8 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..errors import CompileError, SignatureError, SourceLocation
-from ..magic_cells import Cell, eval_grid, eval_option, item_location, line_of
-from ..magic_options import choose, split_show
+from ..magic.cells import Cell, eval_grid, eval_option, item_location, line_of
+from ..magic.options import choose
 from .kernel import is_triton_kernel
 
 __all__ = ["TRITON_REFUSED", "run_triton_cell"]
@@ -82,8 +82,8 @@ def run_triton_cell(magics: Any, opts: Any, body: Cell) -> None:
     for option, why in TRITON_REFUSED:
         if getattr(opts, option, None) not in (None, False):
             raise UsageError(f"%%tile --lang triton: {why}")
-    show, want_partition = split_show(opts.show)
-    if want_partition:
+    show = opts.panes  # check_options parsed --show against the Triton panes
+    if opts.partition:
         raise UsageError("%%tile --lang triton: the partition diagram needs the cuTile "
                          "emulator's trace")
     require_triton("%%tile --lang triton")

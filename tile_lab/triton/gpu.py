@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..parity import Budget
+from ..crosschecking import Budget
 from ._require import require_torch, require_triton
 from .kernel import jit_function
 from .pair import PortComparison, compare_triton, cutile_kernel_of

@@ -11,7 +11,6 @@ on the CPU, and compile again.
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -59,13 +58,13 @@ def interpreting(kernel: Any) -> Iterator[Any]:
     # Triton imports Gluon lazily on a first launch, and Gluon checks at import that
     # tl.standard's helpers are JITFunctions: import it before they are swapped below
     with contextlib.suppress(ImportError):
-        importlib.import_module("triton.experimental.gluon.nvidia.hopper")
+        from triton.experimental.gluon.nvidia import hopper  # noqa: F401
     objs = list({id(o): o for o in _patched_objects(kernel)}.values())
     saved = [dict(vars(o)) for o in objs]
     fn_globals = kernel.fn.__globals__
     global_keys = set(fn_globals)
     replaced: dict[str, Any] = {}
-    interp_mod = importlib.import_module("triton.runtime.interpreter")
+    import triton.runtime.interpreter as interp_mod
     patch_tensor = interp_mod._patch_lang_tensor
     try:
         replaced = _interpret_jit_helpers(objs, fn_globals, kernel, InterpretedFunction)

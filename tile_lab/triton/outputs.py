@@ -3,10 +3,10 @@
 The Triton kernel runs in Triton's interpreter, the cuTile kernel in tile_lab's emulator (on
 a GPU: both for real, see :mod:`tile_lab.triton.gpu`), each on its own copy of the inputs. The
 cuTile run's access trace says which tiles each output is made of; every differing element
-gets the crosscheck's class (:mod:`tile_lab.parity.compare`): ``undetermined`` (lanes the
+gets the crosscheck's class (:mod:`tile_lab.crosschecking.compare`): ``undetermined`` (lanes the
 emulator marks undetermined, or a race), ``design`` (within the error the two kernels' ops
 allow: approximate math, summation order, FMA contraction, on either side), or ``mismatch``
-(the port computes something else). The result is a :class:`~tile_lab.parity.CrossCheck`
+(the port computes something else). The result is a :class:`~tile_lab.crosschecking.CrossCheck`
 whose "device" is the Triton side, so it reads and renders as a crosscheck does.
 """
 
@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from ..array_like import is_array_like
+from ..crosschecking import Budget, CrossCheck, DesignSite, design_sites
+from ..crosschecking.compare import compare_outputs, hazards_of
+from ..crosschecking.sites import APPROX_OPS, ORDER_OPS
 from ..errors import SignatureError
-from ..parity import Budget, CrossCheck, DesignSite, design_sites
-from ..parity.compare import compare_outputs, hazards_of
-from ..parity.sites import APPROX_OPS, ORDER_OPS
 
 __all__ = ["array_positions", "check_pair_arrays", "compare_runs", "triton_sites"]
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..artifacts import Inspection
+from ..crosschecking import Budget, CrossCheck
 from ..errors import ArgumentTypeError
-from ..parity import Budget, CrossCheck
 from ._require import require_triton
 from .build import compile_triton, triton_arch
 from .kernel import jit_function, param_names

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from ..gpu.job import TileKernel, TileRecipe
-from ..gpu.shipping import KernelNotShippable
+from ..kernel_source import KernelNotShippable
 from .space import Config
 from .store import config_key
 

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 import ipywidgets as widgets
 
-from ..access_trace import Trace, load_trace
+from ..analysis.tma import TmaReport
 from ..errors import TileLabError
 from ..render.diagram import Diagram, diagram
 from ..render.diagram_layout import ellipsize
 from ..render.widget_html import error_html, static_browser_html
-from ..tma import TmaReport
-from ..trace_index import IndexedTrace
+from ..tracing.index import IndexedTrace
+from ..tracing.trace import Trace, load_trace
 
 __all__ = ["DiagramBrowser", "browse"]
 

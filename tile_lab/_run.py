@@ -1,0 +1,167 @@
+"""Carry out a :class:`~tile_lab.request.Request`: the one core under the front ends.
+
+The ``%%tile`` magic parses a cell line into requests and calls :func:`run`; what a request
+makes (an Inspection, a sanitizer report, a diagram, a crosscheck, a profile view) is handed
+to ``show`` in the order it is made. Each mode calls the API through the module that owns it
+(imported when the mode is used: a cell that only inspects never imports the GPU code).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ._inspect import inspect, parse_hints, resolve_arch
+from .errors import CompileError, SignatureError
+from .request import MODES, Request
+
+__all__ = ["explore", "run", "switch_emulation", "write_reproducer"]
+
+Show = Callable[[Any], None]
+
+
+def run(req: Request, show: Show, *, max_steps: int = 0,
+        launch_fallback: str | None = "emulate") -> None:
+    """Inspect ``req.kernel`` (a request without a mode), or run it in ``req.mode`` (and trace
+    it for the partition diagram). ``max_steps``: the emulator's line budget per block (0:
+    none); ``launch_fallback``: "emulate" runs ``launch`` on the emulator without a GPU."""
+    if req.inspects:
+        show(inspect(req.kernel, req.spec, arch=req.arch, hints=req.hints, show=req.panes))
+        return
+    wanted = {req.mode, "trace"} if req.partition else {req.mode}
+    budget: Any = contextlib.nullcontext()
+    if max_steps:
+        from .emulator import limits
+
+        budget = limits(max_steps=max_steps)
+    with budget:
+        for mode in MODES:
+            if mode in wanted:
+                _MODES[mode](req, show, launch_fallback)
+
+
+def write_reproducer(req: Request, path: str) -> Any:
+    """``tile_lab.reproducer`` of ``req``'s kernel, for its args (else its sig) and grid."""
+    from .share import reproducer
+
+    spec = req.args if req.args is not None else req.sig
+    return reproducer(req.kernel, req.grid, spec, path, arch=req.arch, hints=req.hints)
+
+
+def explore(kernel: Any, items: tuple[Any, ...], grid_fn: Callable[[Any], tuple[int, ...]],
+            args_fn: Callable[[Any], tuple[Any, ...]]) -> Any:
+    """``tile_lab.explore``'s sliders over ``items`` (which must be one tile_lab.Space), after
+    one call of ``grid_fn`` and ``args_fn`` on the first config (so their mistakes fail here,
+    not in a slider callback)."""
+    from .tuning import Space
+    from .widgets.explore import explore as sliders
+
+    space = items[0] if len(items) == 1 else None
+    if not isinstance(space, Space):
+        got = type(space).__name__ if len(items) == 1 else f"{len(items)} values"
+        raise SignatureError(f"--explore needs one tile_lab.Space, got {got}",
+                             hint="e.g. space = tile_lab.Space(TILE=[256, 512, 1024])")
+    configs = space.configs(None)
+    if configs:
+        grid_fn(configs[0])
+        args_fn(configs[0])
+    return sliders(kernel, space, grid_fn, args_fn)
+
+
+def arch_problem(arch: str) -> str | None:
+    """What is wrong with ``arch`` as a default target (``%config TileMagics.arch``), in
+    words; None when it is empty (the local GPU's) or an architecture tileiras knows."""
+    if not arch.strip():
+        return None
+    try:
+        resolve_arch(arch)
+    except CompileError as exc:
+        return f"{exc.message}; {exc.hint}"
+    return None
+
+
+def switch_emulation(mode: str) -> str:
+    """Send every later ``ct.launch`` to the CPU emulator (``mode`` "on"; "sanitize": and
+    sanitize each launch) or back to the GPU ("off"); "" changes nothing. Returns where
+    launches go now, in words."""
+    from .emulator import program
+
+    if mode:
+        while program.is_enabled():  # one switch at a time: 'sanitize' replaces 'on'
+            program.disable()
+        if mode in ("on", "sanitize"):
+            program.enable(sanitize=mode == "sanitize")
+    if program.is_enabled():
+        sanitizing = program.mode() == "sanitize"
+        return ("ct.launch runs on the CPU emulator"
+                f"{' (sanitizing every launch)' if sanitizing else ''}")
+    from .gpu.device import gpu_available
+
+    return ("ct.launch runs on the GPU" if gpu_available() else
+            "ct.launch goes to the GPU, and this machine has none: launches will fail "
+            "(%tile_emulate on runs them on the CPU emulator)")
+
+
+def _sanitize(req: Request, show: Show, fallback: str | None) -> None:
+    from . import sanitizer
+
+    show(sanitizer.sanitize(req.kernel, req.grid, req.args))
+
+
+def _trace(req: Request, show: Show, fallback: str | None) -> None:
+    from . import emulator
+    from .render import diagram as diagrams
+
+    show(diagrams.diagram(emulator.trace(req.kernel, req.grid, req.args)))
+
+
+def _emulate(req: Request, show: Show, fallback: str | None) -> None:
+    from . import emulator
+
+    emulator.emulate(req.kernel, req.grid, req.args)
+    blocks = math.prod(req.grid or ())
+    # as launch's fallback says where it ran, so does emulate
+    print(f"ran on the tile_lab CPU emulator: grid {req.grid}, "
+          f"{blocks:,} block{'s' if blocks != 1 else ''}")
+
+
+def _launch(req: Request, show: Show, fallback: str | None) -> None:
+    from . import gpu
+
+    gpu.launch(req.kernel, req.grid, req.args, hints=_hints(req),
+               fallback="emulate" if fallback == "emulate" else None)
+
+
+def _crosscheck(req: Request, show: Show, fallback: str | None) -> None:
+    from IPython.display import display
+
+    from . import crosschecking
+
+    # displayed, not handed to show: --export has never written a crosscheck's verdict
+    display(crosschecking.crosscheck(req.kernel, req.grid, req.args,
+                                     gpu=crosschecking.CupyGpu(hints=_hints(req))))
+
+
+def _profile(req: Request, show: Show, fallback: str | None) -> None:
+    from . import profiling
+
+    prof = profiling.profile(req.kernel, req.grid, req.args, hints=_hints(req))
+    show(prof.view(inspect(req.kernel, req.args, arch=prof.arch, hints=req.hints,
+                           show=("source", "tileir", "sass"))))
+
+
+def _hints(req: Request) -> dict[str, Any] | None:
+    return parse_hints(req.hints) if req.hints else None
+
+
+# mode -> its handler (the order of output is MODES')
+_MODES: dict[str, Callable[[Request, Show, str | None], None]] = {
+    "sanitize": _sanitize,
+    "trace": _trace,
+    "emulate": _emulate,
+    "launch": _launch,
+    "crosscheck": _crosscheck,
+    "profile": _profile,
+}
