@@ -88,8 +88,8 @@ def test_labels_name_the_cell_the_notebook_shows(kernel):
     defined, error, _ = run(kernel, PLAIN_KERNEL)
     assert error is None
     count, error, _ = run(kernel, "x = 1\ntile_lab.emulate(k_plain, (4,), (a, 256))\n")
-    # cuTile's own front end (run before emulating) rejects the reshape
-    assert error["ename"] == "CompileError"
+    # cuTile's own front end (run before emulating) rejects the reshape, with cuTile's class
+    assert error["ename"] == "TypeCheckingError"
     text = shown(error)
     assert f"at Cell In[{defined}], line 4" in text and count == defined + 1
     assert "t.reshape((3,))" in text

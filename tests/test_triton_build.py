@@ -118,3 +118,35 @@ def test_missing_triton_says_what_is_missing(monkeypatch):
     assert "compiling a Triton kernel needs Triton, which is not installed" in \
         info.value.message
     assert 'pip install "tile_lab[triton]"' in info.value.hint
+
+
+SAME_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def twice(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+
+
+def test_the_same_kernel_in_another_checkout_maps_to_its_own_file(tmp_path):
+    # Triton's disk cache is keyed by the source text: a copy at another path must not get
+    # IR locations naming the first copy's file (then no line of its own would map)
+    import importlib.util
+
+    from tile_lab.triton import compile_triton
+
+    builds = []
+    for where in ("first", "second"):
+        path = tmp_path / where / "ported.py"
+        path.parent.mkdir()
+        path.write_text(SAME_KERNEL)
+        spec = importlib.util.spec_from_file_location(f"ported_{where}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        builds.append(compile_triton(module.twice, "*fp32, *fp32, i32, 128").inspection)
+    for build in builds:  # lines 7-9: the def, offs, the load/store
+        assert {8, 9} <= {x for x in build.stages["ttir"].line_map if x is not None} <= {7, 8, 9}

@@ -11,8 +11,10 @@ JupyterLab extension and ``tile_lab.export`` show it as they show a cuTile kerne
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +120,20 @@ def compile_triton(kernel: Any, args: Any, *, arch: Any = None, num_warps: int =
     return _CACHE[key]
 
 
+@contextlib.contextmanager
+def _fresh_compile(triton: Any) -> Iterator[None]:
+    """Compile, never read Triton's on-disk cache: its key is the source text, not the file, so
+    a kernel first compiled from another checkout (the same code at another path) comes back
+    with that path in every IR location, and no line of it would map to this kernel's file."""
+    knobs = getattr(getattr(triton, "knobs", None), "compilation", None)
+    if knobs is None or not hasattr(knobs, "scope"):
+        yield
+        return
+    with knobs.scope():
+        knobs.always_compile = True
+        yield
+
+
 def _build(triton: Any, kernel: Any, sig: TritonSignature, arch: str, cap: int,
            num_warps: int, num_stages: int) -> TritonBuild:
     from triton.backends.compiler import GPUTarget
@@ -129,8 +145,9 @@ def _build(triton: Any, kernel: Any, sig: TritonSignature, arch: str, cap: int,
     src = ASTSource(fn=kernel, signature=dict(sig.types), constexprs=dict(sig.constexprs),
                     attrs={(i,): [["tt.divisibility", 16]] for i in sig.divisible})
     try:
-        compiled = triton.compile(src, target=GPUTarget("cuda", cap, 32),
-                                  options={"num_warps": num_warps, "num_stages": num_stages})
+        with _fresh_compile(triton):
+            compiled = triton.compile(src, target=GPUTarget("cuda", cap, 32),
+                                      options={"num_warps": num_warps, "num_stages": num_stages})
     except Exception as err:  # Triton raises CompilationError, RuntimeError (passes, ptxas)
         raise _compile_error(kernel, err) from None
     filename, source, first, _ = _source(kernel)
