@@ -5,14 +5,20 @@ Two phases, each in a process of its own with an empty cuTile cubin cache:
 * ``local``: ``tile_lab.tune`` as usual (compiles in a local process pool, measures here);
 * ``ray``: ``tile_lab.tune(..., options=TuneOptions(cluster=ClusterOptions(...)))`` on a local
   Ray instance: compiles in Ray tasks (cubins shipped back into the tuning process's cache) and
-  measures in one actor per GPU, each building the kernel and its arrays on its own GPU.
+  measures in one actor per GPU, each building the kernel and its arrays on its own GPU;
+* ``ray1``: the same on Ray with one measuring actor (``ClusterOptions(gpus=1)``), so the wall
+  time of one GPU and of every GPU compare under the same scheduler.
 
 Both rank in the burst regime; every config's output is checked against cuBLAS before its
 time counts. Prints a table (wall time, best config, TFLOPS, which node compiled and which GPU
 measured each config) and writes JSON to --out. With one GPU the top-k cross-check (which
 needs two GPUs to mean anything) does not run: the table says so.
 
-    python bench/tune_gemm_cluster.py [--size 8192] [--out DIR] [--phases local,ray]
+    python bench/tune_gemm_cluster.py [--size 8192] [--out DIR] [--phases local,ray1,ray]
+
+The last lines say whether every phase chose the same winner (configs within the timing noise
+of each other can swap places between GPUs: the cross-check's re-timing on one GPU is printed
+beside it).
 """
 
 from __future__ import annotations
@@ -85,11 +91,12 @@ def phase(name: str, size: int, small: bool = False, timeout_s: float = 600.0) -
 
     problem = GemmProblem(size)
     cluster = None
-    if name == "ray":
+    if name in ("ray", "ray1"):
         from tile_lab.tuning.cluster import ClusterOptions
 
         path = os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")])
-        cluster = ClusterOptions(measure_timeout_s=timeout_s, init_kwargs={
+        cluster = ClusterOptions(gpus=1 if name == "ray1" else None,
+                                 measure_timeout_s=timeout_s, init_kwargs={
             "log_to_driver": True, "runtime_env": {"env_vars": {"PYTHONPATH": path}}})
     options = TuneOptions(progress=False, flops=matmul_flops(size, size, size),
                           race=RaceOptions(samples=5), cluster=cluster,
@@ -114,7 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=8192)
     parser.add_argument("--out", default=None)
-    parser.add_argument("--phases", default="local,ray")
+    parser.add_argument("--phases", default="local,ray1,ray")
     parser.add_argument("--small", action="store_true", help="2 configs instead of 16")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds before a config's measurement counts as hung (ray)")
@@ -150,6 +157,13 @@ def main() -> None:
                   f"cross-check: {place.get('cross_check') or 'not run (one GPU)'}")
         for f in r["failures"]:
             print(f"       failed: {f}")
+    winners = {r["phase"]: json.dumps(r["best"], sort_keys=True) for r in rows}
+    if len(winners) > 1:
+        same = len(set(winners.values())) == 1
+        print(f"\nsame winner in every phase: {'yes' if same else 'no'}")
+        if not same:
+            for phase_name, best in winners.items():
+                print(f"  {phase_name}: {best}")
 
 
 if __name__ == "__main__":
