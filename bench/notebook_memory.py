@@ -13,9 +13,11 @@ run it); a cell appended to it reads, from inside the kernel:
 
 Each kernel starts with an empty cache of cuTile's verdicts (``TILE_LAB_FRONTEND_CACHE`` set
 to a fresh folder), as a first visit to Binder does: with the cache warm, cuTile's compiler
-is skipped and the kernel stays far smaller. ``--binder`` also hides torch from the kernel
-(``sys.modules['torch'] = None``): Binder's environment (``binder/``) has no torch, and
-cuTile's compiler imports it, when installed, to recognise torch dtypes.
+is skipped and the kernel stays far smaller. ``--no-torch`` hides torch from the kernel
+(``sys.modules['torch'] = None``), as in an environment with tile_lab alone: cuTile's
+compiler imports torch, when installed, to recognise torch dtypes (about 480 MB). Binder's
+environment (``binder/postBuild``) installs CPU torch and Triton for notebook 19, so the
+default measures what Binder runs.
 
 Linux only (``/proc``). The notebooks run on the CPU (the emulator) where there is no GPU.
 """
@@ -47,14 +49,14 @@ print('TILE_LAB_MEMORY', _json.dumps({
 """
 
 
-NO_TORCH = "import sys as _sys\n_sys.modules['torch'] = None  # as on Binder: no torch\n"
+NO_TORCH = "import sys as _sys\n_sys.modules['torch'] = None  # as if torch were not installed\n"
 
 
-def measure(path: Path, *, binder: bool = False, timeout: int = 900) -> dict:
+def measure(path: Path, *, no_torch: bool = False, timeout: int = 900) -> dict:
     """Run ``path`` in a fresh kernel; its peak memory and how long it ran."""
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(PROBE))
-    if binder:
+    if no_torch:
         nb.cells.insert(0, nbformat.v4.new_code_cell(NO_TORCH))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tile_lab_frontend_") as cache:
@@ -87,14 +89,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="notebook number prefixes (default: all)")
     ap.add_argument("--json", help="also write the rows to this file")
-    ap.add_argument("--binder", action="store_true", help="hide torch, as on Binder")
+    ap.add_argument("--no-torch", action="store_true",
+                    help="hide torch from the kernel, as where only tile_lab is installed")
     ns = ap.parse_args()
     paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if ns.names:
         paths = [p for p in paths if any(p.name.startswith(n) for n in ns.names)]
     rows = []
     for p in paths:
-        row = measure(p, binder=ns.binder)
+        row = measure(p, no_torch=ns.no_torch)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     print(table(rows))
