@@ -51,6 +51,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
+from attention_kernels import NEW_KNOB_DEFAULTS  # noqa: E402
 from sweep_common import (  # noqa: E402
     KeepOpen,
     SweepMeasurer,
@@ -70,7 +71,10 @@ from sweep_common import (  # noqa: E402
 TOKENS, HIDDEN = 16384, 2048
 SCREEN = os.path.join(HERE, "results", "attention_grid_spill_screen.json")
 SEQS = (16384, 2048, 8192, 4096)
-CONSTANTS = ("BM", "BN", "LAT_K", "LAT_V", "TMA", "PIPE", "EVEN")
+CONSTANTS = ("BM", "BN", "LAT_K", "LAT_V", "TMA", "PIPE", "EVEN", "FOLD", "SPLIT", "RESCALE")
+# knobs that change which registers a config needs; the latency hints, TMA and bounds checks
+# do not name a screened config apart (see ``spill_count``)
+SHAPE = ("BM", "BN", "PIPE", "FOLD", "SPLIT", "RESCALE")
 HINTS = ("num_worker_warps", "occupancy", "num_ctas")
 # (BM, BN, worker warps) without spills in notebook 15's sm_90 screen, fastest first there
 # (notebooks/data/attention.json: D=128 64x128/4 warps 241 us, 128x256/8 246, 128x128/8 248;
@@ -130,48 +134,88 @@ def stage1(row: AttnRow, spills: dict[str, int] | None = None) -> list[dict[str,
         for occ in (2, 1):
             for pipe in (0, 1):
                 c = dict(BM=bm, BN=bn, LAT_K=2, LAT_V=4, TMA=1, PIPE=pipe,
-                         EVEN=even(row, bm, bn), num_worker_warps=warps, occupancy=occ,
-                         num_ctas=1)
-                if not (spills or {}).get(screen_key(row, c)):
+                         EVEN=even(row, bm, bn), FOLD=0, SPLIT=0, RESCALE=0,
+                         num_worker_warps=warps, occupancy=occ, num_ctas=1)
+                if not spill_count(spills, row, c):
                     out.append(c)
     return out
 
 
 def screen_key(row: AttnRow, c: dict[str, int]) -> str:
+    """The screen's name of a config; the issue-34 knobs appear only when on, so the keys of the
+    configs screened before them still name the same kernel."""
     return f"D={row.d} causal={int(row.causal)} " + ",".join(
-        f"{k}={c[k]}" for k in (*CONSTANTS, *HINTS))
+        f"{k}={c[k]}" for k in (*CONSTANTS, *HINTS)
+        if k not in NEW_KNOB_DEFAULTS or c.get(k, 0) != NEW_KNOB_DEFAULTS[k])
+
+
+def shape_key(row: AttnRow, c: dict[str, int]) -> str:
+    return f"shape D={row.d} causal={int(row.causal)} " + ",".join(
+        f"{k}={c.get(k, 0)}" for k in (*SHAPE, *HINTS))
 
 
 def load_screen(path: str = SCREEN) -> dict[str, int]:
+    """Screen key -> LDL/STL count, plus, per register shape (``shape_key``), the most any
+    screened config of that shape spilled."""
     if not os.path.exists(path):
         return {}
     with open(path, encoding="utf-8") as fh:
-        return {r["key"]: r["spills"] for r in json.load(fh)["configs"]
-                if isinstance(r["spills"], int)}
+        out: dict[str, int] = {}
+        for r in json.load(fh)["configs"]:
+            if isinstance(r["spills"], int):
+                out[r["key"]] = r["spills"]
+                d, causal = (int(w.split("=")[1]) for w in r["key"].split()[:2])
+                sk = shape_key(AttnRow("fp16", 2048, d, bool(causal)), r["config"])
+                out[sk] = max(out.get(sk, 0), r["spills"])
+        return out
 
 
-def screen(path: str = SCREEN) -> None:
-    """Compile every stage-1 config of every (head size, mask) for sm_90 on this CPU and count
-    LDL/STL in its SASS (no GPU); the grid leaves spilling ones out."""
+def spill_count(spills: dict[str, int] | None, row: AttnRow, c: dict[str, int]) -> int:
+    """LDL/STL of ``c`` in the screen: its own entry, else the worst screened config of its
+    register shape (a later stage's config differs from a screened one in latency hints or
+    bounds checks only), else 0 (not screened)."""
+    spills = spills or {}
+    own = spills.get(screen_key(row, c))
+    return own if own is not None else spills.get(shape_key(row, c), 0)
+
+
+def screen_jobs(heads: tuple[int, ...] = (128, 64)) -> list[tuple[AttnRow, dict[str, int]]]:
+    """What ``--screen`` compiles: every stage-1 config and its new-knob variants (stage 4's
+    candidates when it is stage 1's best), per head size and mask."""
+    jobs = []
+    for d in heads:
+        for causal in (False, True):
+            row = AttnRow("fp16", 2048, d, causal)
+            for c in stage1(row):
+                jobs += [(row, v) for v in [c, *new_knob_variants(row, c)]]
+    return jobs
+
+
+def screen(path: str = SCREEN, heads: tuple[int, ...] = (128, 64)) -> None:
+    """Compile every config of ``screen_jobs`` for sm_90 on this CPU and count LDL/STL in its
+    SASS (no GPU); the grid leaves spilling ones out. Configs already in ``path`` are kept, not
+    compiled again."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
-    from attention_kernels import flash_attention_knobs
+    from attention_kernels import flash_attention_knobs, knob_args
 
     import tile_lab
     from tile_lab.toolchain import tool_version
 
-    jobs = [(row, c) for d in (128, 64) for causal in (False, True)
-            for row in [AttnRow("fp16", 2048, d, causal)] for c in stage1(row)]
+    done: dict[str, dict[str, Any]] = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            done = {r["key"]: r for r in json.load(fh)["configs"]}
+    jobs = [(row, c) for row, c in screen_jobs(heads) if screen_key(row, c) not in done]
 
     def one(job: tuple[AttnRow, dict[str, int]]) -> dict[str, Any]:
         row, c = job
         q = np.zeros((1, row.seq, row.d), np.float16)
-        args = (q, q, q, q, 0.1, c["BM"], c["BN"], row.d, int(row.causal), c["LAT_K"],
-                c["LAT_V"], c["TMA"], c["PIPE"], c["EVEN"])
         try:
-            insp = tile_lab.inspect(flash_attention_knobs, args, arch="sm_90",
-                                    hints={h: c[h] for h in HINTS})
+            insp = tile_lab.inspect(flash_attention_knobs,
+                                    knob_args(q, q, q, q, 0.1, row.d, row.causal, c),
+                                    arch="sm_90", hints={h: c[h] for h in HINTS})
             n: int | str = sum(insp.spill_instructions().values())
         except Exception as e:
             n = f"{type(e).__name__}: {str(e)[:200]}"
@@ -179,15 +223,19 @@ def screen(path: str = SCREEN) -> None:
 
     with ThreadPoolExecutor(max(1, os.cpu_count() or 2)) as pool:
         results = list(pool.map(one, jobs))
+    for r in results:
+        done[r["key"]] = r
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(dict(arch="sm_90", kernel="attention_kernels.flash_attention_knobs",
                        dtype="float16 (bf16 compiles to the same register use)",
-                       tileiras=tool_version("tileiras"), configs=results), fh, indent=1,
+                       tileiras=tool_version("tileiras"),
+                       configs=sorted(done.values(), key=lambda r: r["key"])), fh, indent=1,
                   sort_keys=True)
         fh.write("\n")
     bad = [r for r in results if r["spills"] != 0]
-    print(f"screened {len(results)} configs: {len(bad)} spill or fail; wrote {path}")
+    print(f"screened {len(results)} new configs ({len(done)} in all): {len(bad)} spill or "
+          f"fail; wrote {path}")
     for r in bad:
         print(f"  {r['key']}: {r['spills']}")
 
@@ -223,6 +271,43 @@ def combined(best: dict[str, int], ranked: list[tuple[float, dict[str, int]]]
     return None if any(pick == c for _, c in ranked) else pick
 
 
+# Stage 4 (issue 34): the knobs added for head size 128, each alone and all together, on stage
+# 1-3's fastest config and on the fastest of another tile shape in stage 1: the softmax scale
+# folded into Q, the causal loop split at the diagonal (masked tiles apart; with PIPE=0), the
+# accumulator rescaled only when a row max grows by more than 2^8 (FA4's threshold).
+NEW_KNOBS = (("FOLD", 1), ("RESCALE", 8), ("SPLIT", 1))
+
+
+def new_knob_variants(row: AttnRow, base: dict[str, int]) -> list[dict[str, int]]:
+    """``base`` with each new knob on alone, then all of them on (SPLIT only where it applies:
+    a causal row with PIPE=0)."""
+    on = [(k, v) for k, v in NEW_KNOBS
+          if k != "SPLIT" or (row.causal and not base["PIPE"])]
+    out = [dict(base, **{k: v}) for k, v in on]
+    out.append(dict(base, **dict(on)))
+    return [c for i, c in enumerate(out) if c != base and c not in out[:i]]
+
+
+def stage4(row: AttnRow, ranked: list[tuple[float, dict[str, int]]],
+           first: list[tuple[float, dict[str, int]]],
+           spills: dict[str, int] | None = None) -> list[dict[str, int]]:
+    """The bases (the fastest config so far; the fastest stage-1 config of another
+    BM×BN×warps), each measured again beside its new-knob variants; variants that spill in
+    the screen left out."""
+    def tile(c: dict[str, int]) -> tuple[int, int, int]:
+        return c["BM"], c["BN"], c["num_worker_warps"]
+
+    best = min(ranked + first, key=lambda tc: tc[0])[1]
+    other = [c for _, c in sorted(first, key=lambda tc: tc[0]) if tile(c) != tile(best)]
+    out: list[dict[str, int]] = []
+    for base in [best, *other[:1]]:
+        base = dict(NEW_KNOB_DEFAULTS, **base)
+        for c in [base, *new_knob_variants(row, base)]:
+            if c not in out and not spill_count(spills, row, c):
+                out.append(c)
+    return out
+
+
 def space_of(configs: list[dict[str, int]]) -> Any:
     """A tile_lab.Space holding exactly ``configs`` (the rest of the cross product rejected)."""
     import tile_lab
@@ -240,7 +325,8 @@ def describe(tuning: dict[str, Any]) -> str:
     c = tuning["config"]
     return (f"{c['BM']}×{c['BN']}, {c['num_worker_warps']} warps, occ {c['occupancy']}, "
             f"{c['num_ctas']}-CTA, LAT {c['LAT_K']}/{c['LAT_V']}, TMA {c['TMA']}, "
-            f"PIPE {c['PIPE']}, EVEN {c['EVEN']}")
+            f"PIPE {c['PIPE']}, EVEN {c['EVEN']}"
+            + "".join(f", {k} {c[k]}" for k in NEW_KNOB_DEFAULTS if c.get(k, 0)))
 
 
 def staged_tuning(row: AttnRow, run_stage: Callable[[list[dict[str, int]]], Any],
@@ -272,9 +358,18 @@ def staged_tuning(row: AttnRow, run_stage: Callable[[list[dict[str, int]]], Any]
     both = combined(best, ranked) if any(c == best for _, c in ranked) else None
     if both is not None:
         ranked += record("combined", run_stage([both]))
+    try:  # a stage that cannot run is recorded; the row goes on with what was measured
+        ranked += record("new knobs", run_stage(stage4(row, ranked, first, spills)))
+    except Exception as e:
+        log.append(dict(stage="new knobs", failed="stage", error=f"{type(e).__name__}: "
+                                                               f"{str(e)[:300]}"))
     checks = []
     for time_s, c in sorted(first + ranked, key=lambda tc: tc[0]):
-        err = error(c)
+        try:
+            err = error(c)
+        except Exception as e:  # a config that fails its check launch is passed over
+            checks.append(dict(config=c, error=f"{type(e).__name__}: {str(e)[:200]}"))
+            continue
         checks.append(dict(config=c, max_abs_err=err))
         if err < 2e-2:
             return dict(config=c, median_us=time_s * 1e6, experiments=log, checks=checks)
@@ -382,11 +477,12 @@ class AttentionBackend:
 
     @staticmethod
     def _args(t: dict[str, Any], row: AttnRow, c: Any) -> tuple[Any, ...]:
+        from attention_kernels import knob_args
+
         from tile_lab.examples.attention import LOG2_E
 
-        return (t["q3"], t["k3"], t["v3"], t["out"], LOG2_E / math.sqrt(row.d), c["BM"],
-                c["BN"], row.d, int(row.causal), c["LAT_K"], c["LAT_V"], c["TMA"], c["PIPE"],
-                c["EVEN"])
+        return knob_args(t["q3"], t["k3"], t["v3"], t["out"], LOG2_E / math.sqrt(row.d), row.d,
+                         row.causal, dict(c if isinstance(c, dict) else c.as_dict()))
 
     @staticmethod
     def _grid(row: AttnRow, c: Any) -> tuple[int, int]:
@@ -470,6 +566,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_sweep_arguments(p, budget_s=330.0, max_configs=10, name="attention_grid.json")
     p.add_argument("--screen", action="store_true", help="spill screen on the CPU")
+    p.add_argument("--screen-heads", default="128,64",
+                   help="with --screen: the head sizes to screen (comma-separated)")
     p.add_argument("--experiments", action="store_true",
                    help="with --markdown: also the table of the tuning experiments")
     return p.parse_args(argv)
@@ -485,7 +583,7 @@ def main(argv: list[str] | None = None) -> None:
             print("\n" + experiments_table(payload))
         return
     if ns.screen:
-        screen()
+        screen(heads=tuple(int(h) for h in ns.screen_heads.split(",")))
         return
     rows = select(ROWS, ns.rows)
     opts = options_of(ns)

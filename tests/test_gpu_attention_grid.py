@@ -17,7 +17,7 @@ BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, BENCH)
 
 import gpu_attention_grid as ag  # noqa: E402
-from attention_kernels import flash_attention_knobs  # noqa: E402
+from attention_kernels import flash_attention_knobs, knob_args  # noqa: E402
 
 import tile_lab  # noqa: E402
 from tile_lab.examples.attention import LOG2_E, attention_reference, grid  # noqa: E402
@@ -123,13 +123,99 @@ def test_staged_tuning_runs_three_stages_and_skips_a_winner_that_gets_attention_
 
     out = ag.staged_tuning(row, run_stage, error, max_configs=10)
     assert stages[0] == first and stages[1][0] == best and len(stages[1]) == 1 + 9
-    assert stages[2] == [dict(best, TMA=0, LAT_V=8, num_ctas=2)]  # combined
-    # the two fastest (with the cluster) got attention wrong; the next one won
-    assert [ch["max_abs_err"] for ch in out["checks"]] == [0.5, 0.5, 1e-3]
+    both = dict(best, TMA=0, LAT_V=8, num_ctas=2)
+    assert stages[2] == [both]  # combined
+    # stage 4: the fastest so far and stage 1's fastest other tile, each with FOLD, RESCALE
+    # and both (a dense row: no SPLIT)
+    assert len(stages[3]) == 2 * 4 and stages[3][0] == both
+    assert stages[3][1:4] == [dict(both, FOLD=1), dict(both, RESCALE=8),
+                              dict(both, FOLD=1, RESCALE=8)]
+    assert (stages[3][4]["BM"], stages[3][4]["BN"]) != (best["BM"], best["BN"])
+    # the six fastest (with the cluster) got attention wrong; the next one won
+    assert [ch["max_abs_err"] for ch in out["checks"]] == [0.5] * 6 + [1e-3]
     assert out["config"] == dict(best, TMA=0)
     assert out["median_us"] == pytest.approx(0.85e6)
-    assert {e["stage"] for e in out["experiments"]} == {"tiles", "one knob", "combined"}
+    assert {e["stage"] for e in out["experiments"]} == {"tiles", "one knob", "combined",
+                                                        "new knobs"}
     json.dumps(out)  # the experiment log goes into the JSON as it is
+
+
+def test_stage_four_can_win_and_a_stage_or_check_that_fails_is_recorded():
+    row = ag.AttnRow("bf16", 16384, 128, True)
+    first = ag.stage1(row)
+
+    def speed(c):  # stage 1's first config fastest; SPLIT and FOLD help; RESCALE breaks
+        return (1.0 if c == dict(first[0], **{k: c[k] for k in ("SPLIT", "FOLD", "RESCALE")})
+                else 2.0) - 0.02 * c["SPLIT"] - 0.01 * c["FOLD"]
+
+    def error(c):
+        if c["RESCALE"]:
+            raise RuntimeError("illegal address")  # its check launch fails: passed over
+        return 1e-3
+
+    def run_stage(cfgs):
+        return _Result([_S(_Cfg(c), _M(speed(c))) for c in cfgs], [])
+
+    out = ag.staged_tuning(row, run_stage, error, max_configs=10)
+    # all three on was fastest (0.97) but its check launch failed; SPLIT alone won
+    assert out["checks"][0]["config"] == dict(first[0], SPLIT=1, FOLD=1, RESCALE=8)
+    assert "illegal address" in out["checks"][0]["error"]
+    assert out["config"] == dict(first[0], SPLIT=1)
+    assert out["median_us"] == pytest.approx(0.98e6)
+    assert any(e["stage"] == "new knobs" for e in out["experiments"])
+
+    def broken_fourth(cfgs):
+        if any(c["FOLD"] for c in cfgs):
+            raise RuntimeError("no compiler")
+        return run_stage(cfgs)
+
+    out = ag.staged_tuning(row, broken_fourth, lambda c: 1e-3, max_configs=10)
+    assert out["config"] == first[0]
+    assert out["experiments"][-1] == dict(stage="new knobs", failed="stage",
+                                          error="RuntimeError: no compiler")
+
+
+def test_new_knob_variants_split_only_causal_loops_without_pipe():
+    dense, causal = ag.AttnRow("fp16", 2048, 128, False), ag.AttnRow("fp16", 2048, 128, True)
+    base = ag.stage1(causal)[0]
+    assert base["PIPE"] == 0 and base["FOLD"] == base["SPLIT"] == base["RESCALE"] == 0
+    assert ag.new_knob_variants(causal, base) == [
+        dict(base, FOLD=1), dict(base, RESCALE=8), dict(base, SPLIT=1),
+        dict(base, FOLD=1, RESCALE=8, SPLIT=1)]
+    assert all(v["SPLIT"] == 0 for v in ag.new_knob_variants(dense, base))
+    assert all(v["SPLIT"] == 0 for v in ag.new_knob_variants(causal, dict(base, PIPE=1)))
+
+
+def test_stage_four_leaves_out_variants_whose_register_shape_spilled():
+    row = ag.AttnRow("fp16", 4096, 128, True)
+    first = [(1.0 + i, c) for i, c in enumerate(ag.stage1(row))]
+    best = dict(first[0][1], LAT_V=8)  # a stage-2 winner: not itself in the screen
+    # the screen saw RESCALE=8 spill at the stage-1 latencies: the same shape at LAT_V 8 goes
+    spills = {ag.screen_key(row, dict(first[0][1], RESCALE=8)): 40}
+    spills = {**spills, ag.shape_key(row, dict(first[0][1], RESCALE=8)): 40}
+    cfgs = ag.stage4(row, [(0.5, best)], first, spills)
+    assert cfgs[0] == best and dict(best, FOLD=1) in cfgs
+    assert dict(best, RESCALE=8) not in cfgs and dict(best, FOLD=1, SPLIT=1) not in cfgs
+    assert dict(best, SPLIT=1) in cfgs
+
+
+def test_screen_keys_of_todays_configs_are_unchanged_and_shape_keys_are_read_back(tmp_path):
+    row = ag.AttnRow("fp16", 2048, 128, False)
+    c = ag.stage1(row)[0]
+    assert ag.screen_key(row, c) == (
+        "D=128 causal=0 BM=64,BN=128,LAT_K=2,LAT_V=4,TMA=1,PIPE=0,EVEN=1,"
+        "num_worker_warps=4,occupancy=2,num_ctas=1")
+    assert ag.screen_key(row, dict(c, RESCALE=8)).endswith(",EVEN=1,RESCALE=8,"
+                                                           "num_worker_warps=4,occupancy=2,"
+                                                           "num_ctas=1")
+    path = tmp_path / "screen.json"
+    path.write_text(json.dumps({"configs": [
+        dict(key=ag.screen_key(row, dict(c, FOLD=1)), config=dict(c, FOLD=1), spills=12),
+        dict(key=ag.screen_key(row, c), config=c, spills=0)]}))
+    spills = ag.load_screen(str(path))
+    assert ag.spill_count(spills, row, dict(c, FOLD=1, LAT_V=8, EVEN=0)) == 12
+    assert ag.spill_count(spills, row, dict(c, LAT_V=8)) == 0
+    assert ag.spill_count(spills, ag.AttnRow("fp16", 2048, 128, True), dict(c, FOLD=1)) == 0
 
 
 @pytest.mark.parametrize("seq, causal, knobs", [
@@ -144,8 +230,8 @@ def test_every_knob_combination_computes_attention(seq, causal, knobs):
     q, k, v = (rng.standard_normal((2, seq, d)).astype(np.float16) for _ in range(3))
     out = np.full_like(q, np.nan)
     tile_lab.emulate(flash_attention_knobs, grid(q.shape, bm),
-                     (q, k, v, out, LOG2_E / math.sqrt(d), bm, bn, d, causal, knobs["LAT_K"],
-                      knobs["LAT_V"], knobs["TMA"], knobs["PIPE"], knobs["EVEN"]))
+                     knob_args(q, k, v, out, LOG2_E / math.sqrt(d), d, bool(causal),
+                               dict(knobs, BM=bm, BN=bn)))
     want = attention_reference(q, k, v, causal=bool(causal))
     np.testing.assert_allclose(out.astype(np.float64), want, atol=3e-3)
 
