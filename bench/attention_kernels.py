@@ -18,11 +18,31 @@ What FlashAttention-3 does on Hopper and what of it cuTile 1.7 lets a kernel say
 * bounds checks the shapes make unneeded: ``EVEN=1`` (the sequence length a multiple of BM and
   BN) loads with ``check_bounds=False`` and tells the compiler the key count divides by BN
   (``ct.assume_divisible_by``).
+
+Already in the kernel whatever the knobs: exp2 in base 2, causal block skipping (the key loop
+stops at the diagonal tile; only tiles from ``first_masked`` on are masked), P cast to the input
+dtype for the second ``mma`` with an fp32 accumulator, the 1/l normalisation once at the end.
+Not expressible: keeping the Q tile in registers (where an ``mma`` operand lives is tileiras's
+choice). Added for head size 128 (issue 34), each 0 = the kernel as before:
+
+* ``FOLD=1``: ``log2(e)/sqrt(d)`` multiplied into Q once (rounded to Q's dtype) instead of
+  into every score tile;
+* ``SPLIT=1`` (causal, ``PIPE=0``; elsewhere the same kernel as 0): the key loop in two, the
+  tiles left of the diagonal without a mask and the diagonal ones with it, instead of one loop
+  testing ``j >= first_masked`` every tile; the same bits as ``SPLIT=0``;
+* ``RESCALE=T > 0``: FlashAttention-4's lazy rescale at tile granularity: the running max
+  (and so ``acc`` and ``l``) is updated only when some row's max grows by more than ``T``
+  (base 2), a tile-wide branch; otherwise P is taken against the stale max (≤ 2^T, which
+  fp16/bf16 P holds), which changes rounding, not the result.
+
+Ragged sequence lengths: not supported (V's padded rows are undetermined and reach the output
+through P·V even where P is 0); every grid row divides by its tiles.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import cuda.tile as ct
 
@@ -160,8 +180,8 @@ KNOBS = ("LAT_K", "LAT_V", "TMA", "PIPE", "EVEN", "FOLD", "SPLIT", "RESCALE")
 NEW_KNOB_DEFAULTS = {"FOLD": 0, "SPLIT": 0, "RESCALE": 0}
 
 
-def knob_args(q, k, v, out, qk_scale_log2: float, d: int, causal: bool,
-              config: dict) -> tuple:
+def knob_args(q: Any, k: Any, v: Any, out: Any, qk_scale_log2: float, d: int, causal: bool,
+              config: dict[str, int]) -> tuple[Any, ...]:
     """``flash_attention_knobs``'s arguments for arrays ``[batch*heads, seq, d]`` and a config
     (BM, BN and the knobs; FOLD, SPLIT, RESCALE may be left out: 0)."""
     c = dict(NEW_KNOB_DEFAULTS, **config)

@@ -19,7 +19,13 @@ Tuning, once per (head_dim, causal, seq ≤ 4096 or longer) on that class's firs
    2-CTA cluster (``num_ctas``), TMA off, bounds checks back on, LAT_V, LAT_K (0 = the
    compiler's) — at most ``--max-configs``;
 3. **combined**: every knob at the value that beat stage 1's best in its own experiment, when
-   that is a config not measured yet.
+   that is a config not measured yet;
+4. **new knobs** (issue 34, for head size 128): the fastest config so far and stage 1's
+   fastest of another tile shape, each measured again beside its variants with ``FOLD=1``
+   (scale folded into Q), ``RESCALE=8`` (FA4's lazy rescale), ``SPLIT=1`` (causal, PIPE 0:
+   the key loop split at the diagonal) and all of them at once; variants whose register shape
+   spilled in the screen left out. A stage that cannot run, or a config whose check launch
+   fails, is recorded in the log and passed over.
 
 Every tuning measurement is kept in the JSON (the experiment log: each knob kept or dropped,
 with its time). The winner is checked against SDPA's output (max |difference| < 2e-2), then
@@ -29,7 +35,8 @@ comparison) in the burst and sustained regimes, rounds held to ``--clock-bound``
 
     python bench/gpu_attention_grid.py [--rows SPEC] [--budget-s 330] [--reruns 2]
                                        [--max-configs 10] [--out DIR] [--name FILE.json]
-    python bench/gpu_attention_grid.py --screen     # spill screen of stage 1 on the CPU
+    python bench/gpu_attention_grid.py --screen [--screen-heads 128]
+                        # spill screen of stage 1 and its new-knob variants on the CPU
     python bench/gpu_attention_grid.py --list | --markdown A.json [B.json ...] [--experiments]
                                                                     # no GPU
 
