@@ -19,7 +19,13 @@ Tuning, once per (head_dim, causal, seq ≤ 4096 or longer) on that class's firs
    2-CTA cluster (``num_ctas``), TMA off, bounds checks back on, LAT_V, LAT_K (0 = the
    compiler's) — at most ``--max-configs``;
 3. **combined**: every knob at the value that beat stage 1's best in its own experiment, when
-   that is a config not measured yet.
+   that is a config not measured yet;
+4. **new knobs** (issue 34, for head size 128): the fastest config so far and stage 1's
+   fastest of another tile shape, each measured again beside its variants with ``FOLD=1``
+   (scale folded into Q), ``RESCALE=8`` (FA4's lazy rescale), ``SPLIT=1`` (causal, PIPE 0:
+   the key loop split at the diagonal) and all of them at once; variants whose register shape
+   spilled in the screen left out. A stage that cannot run, or a config whose check launch
+   fails, is recorded in the log and passed over.
 
 Every tuning measurement is kept in the JSON (the experiment log: each knob kept or dropped,
 with its time). The winner is checked against SDPA's output (max |difference| < 2e-2), then
@@ -29,7 +35,8 @@ comparison) in the burst and sustained regimes, rounds held to ``--clock-bound``
 
     python bench/gpu_attention_grid.py [--rows SPEC] [--budget-s 330] [--reruns 2]
                                        [--max-configs 10] [--out DIR] [--name FILE.json]
-    python bench/gpu_attention_grid.py --screen     # spill screen of stage 1 on the CPU
+    python bench/gpu_attention_grid.py --screen [--screen-heads 128]
+                        # spill screen of stage 1 and its new-knob variants on the CPU
     python bench/gpu_attention_grid.py --list | --markdown A.json [B.json ...] [--experiments]
                                                                     # no GPU
 
@@ -39,18 +46,28 @@ Writes DIR/FILE.json (default notebooks/data/attention_grid.json) after every ro
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
+from attention_kernels import NEW_KNOB_DEFAULTS  # noqa: E402
+from attention_space import (  # noqa: E402  (re-exported: the tests read them from here)
+    CONSTANTS,
+    HINTS,
+    ROWS,
+    AttnRow,
+    load_screen,
+    new_knob_variants,
+    screen,
+    spill_count,
+    stage1,
+)
 from sweep_common import (  # noqa: E402
     KeepOpen,
     SweepMeasurer,
@@ -66,131 +83,6 @@ from sweep_common import (  # noqa: E402
     summary_counts,
     text_table,
 )
-
-TOKENS, HIDDEN = 16384, 2048
-SCREEN = os.path.join(HERE, "results", "attention_grid_spill_screen.json")
-SEQS = (16384, 2048, 8192, 4096)
-CONSTANTS = ("BM", "BN", "LAT_K", "LAT_V", "TMA", "PIPE", "EVEN")
-HINTS = ("num_worker_warps", "occupancy", "num_ctas")
-# (BM, BN, worker warps) without spills in notebook 15's sm_90 screen, fastest first there
-# (notebooks/data/attention.json: D=128 64x128/4 warps 241 us, 128x256/8 246, 128x128/8 248;
-# D=64 128x64/8 579 us, 64x128/4 582, 128x128/8 621)
-TILES = {128: ((64, 128, 4), (128, 128, 8), (128, 64, 8)),
-         64: ((128, 64, 8), (64, 128, 4), (128, 128, 8))}
-
-
-@dataclass(frozen=True)
-class AttnRow:
-    dtype: str
-    seq: int
-    d: int
-    causal: bool
-
-    @property
-    def batch(self) -> int:
-        return max(1, TOKENS // self.seq)
-
-    @property
-    def heads(self) -> int:
-        return HIDDEN // self.d
-
-    @property
-    def name(self) -> str:
-        return (f"{self.dtype} {self.batch}x{self.heads}x{self.seq}x{self.d}"
-                + (" causal" if self.causal else ""))
-
-    @property
-    def tuning_class(self) -> str:
-        return f"D={self.d} causal={int(self.causal)} {'short' if self.seq <= 4096 else 'long'}"
-
-    @property
-    def flops(self) -> int:
-        return 4 * self.batch * self.heads * self.seq * self.seq * self.d // (
-            2 if self.causal else 1)
-
-    def as_json(self) -> dict[str, Any]:
-        return dict(dtype=self.dtype, batch=self.batch, heads=self.heads, seq=self.seq,
-                    d=self.d, causal=self.causal)
-
-
-ROWS = tuple(AttnRow(dt, s, d, c) for s in SEQS for d in (128, 64) for c in (False, True)
-             for dt in ("fp16", "bf16"))
-
-
-def even(row: AttnRow, bm: int, bn: int) -> int:
-    """1 when no tile crosses the end of the sequence (bounds checks can go)."""
-    return int(row.seq % bm == 0 and row.seq % bn == 0)
-
-
-def stage1(row: AttnRow, spills: dict[str, int] | None = None) -> list[dict[str, int]]:
-    """Tiles × occupancy × PIPE, the other knobs at notebook 15's values; configs whose sm_90
-    SASS spills in the CPU screen (``spills``: screen key -> LDL/STL count) left out."""
-    out = []
-    for bm, bn, warps in TILES[row.d]:
-        for occ in (2, 1):
-            for pipe in (0, 1):
-                c = dict(BM=bm, BN=bn, LAT_K=2, LAT_V=4, TMA=1, PIPE=pipe,
-                         EVEN=even(row, bm, bn), num_worker_warps=warps, occupancy=occ,
-                         num_ctas=1)
-                if not (spills or {}).get(screen_key(row, c)):
-                    out.append(c)
-    return out
-
-
-def screen_key(row: AttnRow, c: dict[str, int]) -> str:
-    return f"D={row.d} causal={int(row.causal)} " + ",".join(
-        f"{k}={c[k]}" for k in (*CONSTANTS, *HINTS))
-
-
-def load_screen(path: str = SCREEN) -> dict[str, int]:
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as fh:
-        return {r["key"]: r["spills"] for r in json.load(fh)["configs"]
-                if isinstance(r["spills"], int)}
-
-
-def screen(path: str = SCREEN) -> None:
-    """Compile every stage-1 config of every (head size, mask) for sm_90 on this CPU and count
-    LDL/STL in its SASS (no GPU); the grid leaves spilling ones out."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    import numpy as np
-    from attention_kernels import flash_attention_knobs
-
-    import tile_lab
-    from tile_lab.toolchain import tool_version
-
-    jobs = [(row, c) for d in (128, 64) for causal in (False, True)
-            for row in [AttnRow("fp16", 2048, d, causal)] for c in stage1(row)]
-
-    def one(job: tuple[AttnRow, dict[str, int]]) -> dict[str, Any]:
-        row, c = job
-        q = np.zeros((1, row.seq, row.d), np.float16)
-        args = (q, q, q, q, 0.1, c["BM"], c["BN"], row.d, int(row.causal), c["LAT_K"],
-                c["LAT_V"], c["TMA"], c["PIPE"], c["EVEN"])
-        try:
-            insp = tile_lab.inspect(flash_attention_knobs, args, arch="sm_90",
-                                    hints={h: c[h] for h in HINTS})
-            n: int | str = sum(insp.spill_instructions().values())
-        except Exception as e:
-            n = f"{type(e).__name__}: {str(e)[:200]}"
-        return dict(key=screen_key(row, c), config=c, spills=n)
-
-    with ThreadPoolExecutor(max(1, os.cpu_count() or 2)) as pool:
-        results = list(pool.map(one, jobs))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(dict(arch="sm_90", kernel="attention_kernels.flash_attention_knobs",
-                       dtype="float16 (bf16 compiles to the same register use)",
-                       tileiras=tool_version("tileiras"), configs=results), fh, indent=1,
-                  sort_keys=True)
-        fh.write("\n")
-    bad = [r for r in results if r["spills"] != 0]
-    print(f"screened {len(results)} configs: {len(bad)} spill or fail; wrote {path}")
-    for r in bad:
-        print(f"  {r['key']}: {r['spills']}")
-
 
 # Stage 2's one-knob experiments, in the order they are tried (the cheap yes/no ones first):
 # a 2-CTA cluster, plain loads instead of TMA, bounds checks back on, then the latency hints
@@ -223,6 +115,26 @@ def combined(best: dict[str, int], ranked: list[tuple[float, dict[str, int]]]
     return None if any(pick == c for _, c in ranked) else pick
 
 
+def stage4(row: AttnRow, ranked: list[tuple[float, dict[str, int]]],
+           first: list[tuple[float, dict[str, int]]],
+           spills: dict[str, int] | None = None) -> list[dict[str, int]]:
+    """The bases (the fastest config so far; the fastest stage-1 config of another
+    BM×BN×warps), each measured again beside its new-knob variants; variants that spill in
+    the screen left out."""
+    def tile(c: dict[str, int]) -> tuple[int, int, int]:
+        return c["BM"], c["BN"], c["num_worker_warps"]
+
+    best = min(ranked + first, key=lambda tc: tc[0])[1]
+    other = [c for _, c in sorted(first, key=lambda tc: tc[0]) if tile(c) != tile(best)]
+    out: list[dict[str, int]] = []
+    for base in [best, *other[:1]]:
+        base = dict(NEW_KNOB_DEFAULTS, **base)
+        for c in [base, *new_knob_variants(row, base)]:
+            if c not in out and not spill_count(spills, row, c):
+                out.append(c)
+    return out
+
+
 def space_of(configs: list[dict[str, int]]) -> Any:
     """A tile_lab.Space holding exactly ``configs`` (the rest of the cross product rejected)."""
     import tile_lab
@@ -240,7 +152,8 @@ def describe(tuning: dict[str, Any]) -> str:
     c = tuning["config"]
     return (f"{c['BM']}×{c['BN']}, {c['num_worker_warps']} warps, occ {c['occupancy']}, "
             f"{c['num_ctas']}-CTA, LAT {c['LAT_K']}/{c['LAT_V']}, TMA {c['TMA']}, "
-            f"PIPE {c['PIPE']}, EVEN {c['EVEN']}")
+            f"PIPE {c['PIPE']}, EVEN {c['EVEN']}"
+            + "".join(f", {k} {c[k]}" for k in NEW_KNOB_DEFAULTS if c.get(k, 0)))
 
 
 def staged_tuning(row: AttnRow, run_stage: Callable[[list[dict[str, int]]], Any],
@@ -272,9 +185,18 @@ def staged_tuning(row: AttnRow, run_stage: Callable[[list[dict[str, int]]], Any]
     both = combined(best, ranked) if any(c == best for _, c in ranked) else None
     if both is not None:
         ranked += record("combined", run_stage([both]))
+    try:  # a stage that cannot run is recorded; the row goes on with what was measured
+        ranked += record("new knobs", run_stage(stage4(row, ranked, first, spills)))
+    except Exception as e:
+        log.append(dict(stage="new knobs", failed="stage", error=f"{type(e).__name__}: "
+                                                               f"{str(e)[:300]}"))
     checks = []
     for time_s, c in sorted(first + ranked, key=lambda tc: tc[0]):
-        err = error(c)
+        try:
+            err = error(c)
+        except Exception as e:  # a config that fails its check launch is passed over
+            checks.append(dict(config=c, error=f"{type(e).__name__}: {str(e)[:200]}"))
+            continue
         checks.append(dict(config=c, max_abs_err=err))
         if err < 2e-2:
             return dict(config=c, median_us=time_s * 1e6, experiments=log, checks=checks)
@@ -382,11 +304,12 @@ class AttentionBackend:
 
     @staticmethod
     def _args(t: dict[str, Any], row: AttnRow, c: Any) -> tuple[Any, ...]:
+        from attention_kernels import knob_args
+
         from tile_lab.examples.attention import LOG2_E
 
-        return (t["q3"], t["k3"], t["v3"], t["out"], LOG2_E / math.sqrt(row.d), c["BM"],
-                c["BN"], row.d, int(row.causal), c["LAT_K"], c["LAT_V"], c["TMA"], c["PIPE"],
-                c["EVEN"])
+        return knob_args(t["q3"], t["k3"], t["v3"], t["out"], LOG2_E / math.sqrt(row.d), row.d,
+                         row.causal, dict(c if isinstance(c, dict) else c.as_dict()))
 
     @staticmethod
     def _grid(row: AttnRow, c: Any) -> tuple[int, int]:
@@ -470,6 +393,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_sweep_arguments(p, budget_s=330.0, max_configs=10, name="attention_grid.json")
     p.add_argument("--screen", action="store_true", help="spill screen on the CPU")
+    p.add_argument("--screen-heads", default="128,64",
+                   help="with --screen: the head sizes to screen (comma-separated)")
     p.add_argument("--experiments", action="store_true",
                    help="with --markdown: also the table of the tuning experiments")
     return p.parse_args(argv)
@@ -485,7 +410,7 @@ def main(argv: list[str] | None = None) -> None:
             print("\n" + experiments_table(payload))
         return
     if ns.screen:
-        screen()
+        screen(heads=tuple(int(h) for h in ns.screen_heads.split(",")))
         return
     rows = select(ROWS, ns.rows)
     opts = options_of(ns)
