@@ -760,3 +760,31 @@ def test_a_no_tma_reason_is_shown_whole_wrapped_and_ticks_are_legible():
     sizes = {float(t.get("font-size")) for t in root.iter("{http://www.w3.org/2000/svg}text")
              if re.fullmatch(r"i?\d+", t.text or "")}
     assert sizes and min(sizes) >= 9
+
+
+def test_a_no_tma_stride_reason_says_the_traced_arrays_row_stride():
+    # notebook 11: the verdict came from compiling K = 1020 (a source comment said "stride
+    # 2040 B") while the traced A is f16[256, 252]; the legend now says the traced stride
+    from pathlib import Path
+
+    from kernels_inspect import gemm
+
+    from tile_lab.artifacts import Inspection
+    from tile_lab.render.tma import tma_report
+
+    fixture = Path(__file__).parent / "fixtures" / "tma_gemm_k1004_sm_90.json"
+    report = tma_report(Inspection.from_json(fixture.read_text()))
+    a, b = np.ones((64, 100), np.float16), np.ones((100, 64), np.float16)
+    tr = tile_lab.trace(gemm, (1, 1, 1), (a, b, np.zeros((64, 64), np.float32), 64, 64, 32))
+    d = diagram(tr, tma=report)
+    [entry] = [e for e in d.geometry.legend if e.tma is False]
+    names = {x.arg for x in tr.accesses if x.line == entry.line}
+    assert len(names) == 1
+    [name] = names
+    assert entry.tma_note.endswith(
+        f"; traced {name}: float16[64, 100], row stride 200 B if C-ordered")
+    shown = " ".join(t.text or "" for t in ET.fromstring(d.svg).iter(
+        "{http://www.w3.org/2000/svg}text"))  # the legend wraps the reason onto lines
+    assert "row stride 200 B if C-ordered" in " ".join(shown.split())
+    kept = [e for e in d.geometry.legend if e.tma]  # a TMA line's note is the opcodes only
+    assert kept and all("traced" not in e.tma_note for e in kept)

@@ -62,7 +62,7 @@ def test_every_tile_lab_view_of_a_notebook(tmp_path):
     unclassed = re.sub(r"tl-v-[0-9a-f]{12}", "tl-v-*", page)
     assert re.sub(r"tl-v-[0-9a-f]{12}", "tl-v-*", inspection_html(shown)) in unclassed
     assert "cell 2 (In[4]): vector_add, profiled on NVIDIA H100 80GB HBM3" in page
-    assert "1 other outputs" in page and "__pwned" not in page
+    assert "1 other output (the notebook&#x27;s own HTML" in page and "__pwned" not in page
 
 
 def test_hostile_payload_text_stays_text(tmp_path):
@@ -123,32 +123,89 @@ def test_truncated_oversized_and_not_a_notebook(tmp_path):
 
 def test_a_notebook_without_views_is_refused_saying_why(tmp_path):
     # an unexecuted notebook exited 0 and wrote a page with no views
-    from tile_lab.render.diagram import partition
-
     blank = _notebook(tmp_path / "blank.ipynb", [
         {"cell_type": "code", "execution_count": None, "metadata": {}, "source": "x = 1",
          "outputs": []}])
     with pytest.raises(FileFormatError, match="has no tile_lab views to export: none of its "
                                               "cells has an output: it was saved without "
-                                              "running"):
+                                              "running") as e:
         export_notebook(blank)
-    picture = partition((64, 64), (16, 16))
-    pictures = _notebook(tmp_path / "pics.ipynb", [
-        _cell({"image/svg+xml": picture._repr_svg_(), "text/html": picture._repr_html_()})])
-    with pytest.raises(FileFormatError, match=r"its 1 outputs hold no tile_lab inspect or "
-                                              r"profile view \(1 of them a tile_lab picture"):
-        export_notebook(pictures)
+    assert "run the notebook in Jupyter (Run All), save it, then export" in e.value.render()
+    printed = _notebook(tmp_path / "printed.ipynb", [
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": "print(1)",
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}]},
+        _cell({"text/html": "<b>mine</b>"}, count=2)])
+    with pytest.raises(FileFormatError, match=r"its outputs \(2: 1 printed text, 1 other\) "
+                                              r"hold no tile_lab view"):
+        export_notebook(printed)
     assert not list(tmp_path.glob("*.html"))
-    mixed = _notebook(tmp_path / "mixed.ipynb", [
-        _cell(_vadd()._repr_mimebundle_()),
-        _cell({"image/svg+xml": picture._repr_svg_(), "text/html": picture._repr_html_()})])
-    assert export_notebook(mixed).summary().endswith(
-        "1 tile_lab view; 1 other outputs left out (not tile_lab data, 1 of them a tile_lab "
-        "picture: tile_lab.export(...) in the running notebook exports them)")
     done = subprocess.run([sys.executable, "-m", "tile_lab", "export", str(blank)],
                           capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)},
                           timeout=300)
     assert done.returncode == 1 and "saved without running" in done.stderr
+    assert "Run All" in done.stderr and not list(tmp_path.glob("*.html"))
+
+
+def _displayed(*objects: object) -> list[dict]:
+    """Cells holding what Jupyter saves for ``objects`` (IPython's own display formatter)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    fmt = DisplayFormatter()
+    return [_cell(fmt.format(o)[0], count=n) for n, o in enumerate(objects, 1)]
+
+
+def test_views_saved_as_markup_are_exported(tmp_path):
+    # a notebook's diagrams, checker and sanitizer reports were "other outputs left out"
+    from test_render_check_view import _map, _result
+    from test_render_safe_markup import _report
+
+    from tile_lab.render.diagram import partition
+
+    picture = partition((64, 64), (16, 16))
+    failed = _result(tile_map=_map())
+    forged = {"text/html": '<div class="tl-check"><script>window.__pwned=1</script>'
+                           '<b onclick="window.__pwned=2">forged</b></div>'}
+    nb = _notebook(tmp_path / "m.ipynb", [*_displayed(picture, failed, _report()),
+                                          _cell(forged, count=4),
+                                          _cell({"text/html": "<b>mine</b>"}, count=5)])
+    result = export_notebook(nb)
+    assert (result.views, result.skipped_outputs) == (4, 1)
+    assert result.summary().endswith("4 tile_lab views; 1 other output left out (not "
+                                     "tile_lab views)")
+    page = result.path.read_text()
+    assert "cell 1 (In[1]): diagram: " in page and picture.svg in page
+    assert "cell 2 (In[2]): check: ✗ k:" in page and failed.diagram_svg in page
+    assert "cell 3 (In[3]): sanitizer report: sanitizer: k grid=(2,): 8 memory ops" in page
+    assert "4 elements written by 2 blocks" in page
+    assert "cell 4 (In[4]): check" in page and "<b>forged</b>" in page
+    assert "__pwned" not in page and "<b>mine</b>" not in page
+
+
+@pytest.mark.slow
+def test_executed_notebook_01_exports_its_diagram_and_checks(tmp_path, monkeypatch):
+    # issue 32: notebook 01, run, exported 1 view and left its diagram and checks out
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("TILE_LAB_EMULATE", "1")  # the same on a GPU machine
+    nb = nbformat.read(ROOT / "notebooks" / "01_first_tile_kernel.ipynb", as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    saved = tmp_path / "01.ipynb"
+    nbformat.write(nb, saved)
+    result = export_notebook(saved)
+    assert (result.views, result.skipped_outputs) == (4, 0), result.summary()
+    page = result.path.read_text()
+    heads = re.findall(r"<h2>(.*?)</h2>", page)
+    assert [re.sub(r" \(In\[\d+\]\)", "", h).split(":")[:2] for h in heads] == [
+        ["cell 4", " vector_add (sm_90)"], ["cell 12", " diagram"], ["cell 15", " check"],
+        ["cell 17", " check"]]
+    assert "vector_add · grid (16,) · block (3,)" in heads[1]
+    assert "✓ axpb: y matches the reference" in heads[2]
+    assert "✗ axpb: 64 of 1024 elements of y are wrong" in heads[3]
+    assert page.count('class="tile-lab-diagram"') == 2  # block 3's picture, the check's map
+    assert "64 elements were never written by any block" in page
 
 
 def test_the_command_line(tmp_path):

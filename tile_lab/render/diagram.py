@@ -92,7 +92,7 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
     geometry = _VIEW_GEOMETRY[view](ask, view)
     if tma is not None and geometry.legend:
         geometry = dataclasses.replace(
-            geometry, legend=tuple(_with_tma(e, tma) for e in geometry.legend))
+            geometry, legend=tuple(_with_tma(e, tma, t) for e in geometry.legend))
     return _draw(geometry, index)
 
 
@@ -249,11 +249,32 @@ def _held_before_loop(index: IndexedTrace, blk: Block | None, iteration: int | N
     return {id(a) for a in held}
 
 
-def _with_tma(entry: LegendEntry, tma: TmaReport | None) -> LegendEntry:
+def _with_tma(entry: LegendEntry, tma: TmaReport | None, trace: Trace) -> LegendEntry:
     verdict = next((t for t in tma.lines if t.line == entry.line), None) if tma else None
     if verdict is None:
         return entry
-    return dataclasses.replace(entry, tma=verdict.tma, tma_note=verdict.reason)
+    note = verdict.reason
+    if not verdict.tma and "stride" in note:
+        # the verdict may come from compiling another signature than the one traced (a
+        # source comment may quote either): say what the traced array's stride is
+        note += "".join(f"; traced {fact}" for fact in _row_strides(trace, entry.line))
+    return dataclasses.replace(entry, tma=verdict.tma, tma_note=note)
+
+
+def _row_strides(trace: Trace, line: int) -> list[str]:
+    """``A: float16[256, 252], row stride 504 B`` for each array of ``line`` with more than
+    one axis (a C-order array's row: the trace records shapes, not strides)."""
+    names = sorted({a.arg for a in trace.accesses if a.line == line})
+    out = []
+    for info in (a for a in trace.arrays if a.name in names and len(a.shape) > 1):
+        try:
+            size = np.dtype(info.dtype).itemsize
+        except TypeError:  # a dtype NumPy does not name (without ml_dtypes loaded)
+            continue
+        row = int(np.prod(info.shape[1:])) * size
+        out.append(f"{info.name}: {info.dtype}[{', '.join(map(str, info.shape))}], "
+                   f"row stride {row} B if C-ordered")
+    return out
 
 
 def partition(shape: Sequence[int], tile: Sequence[int],

@@ -1,17 +1,22 @@
 """``tile-lab export notebook.ipynb``: every tile_lab view a notebook holds, in one HTML file.
 
-Only tile_lab's own JSON payloads are read (``application/vnd.tile-lab.v1+json``, the inspect
-view, and ``application/vnd.tile-lab.profile.v1+json``, a profile on it), each validated
-against the schema the JupyterLab extension validates against, then drawn by the same
-renderers as ``tile_lab.export``: a notebook's data is only ever text in the page. Its other
-outputs (HTML, SVG, images: markup a hostile notebook could fill with anything) are counted
-and left out; the page says how many.
+tile_lab's JSON payloads (``application/vnd.tile-lab.v1+json``, the inspect view, and
+``application/vnd.tile-lab.profile.v1+json``, a profile on it) are validated against the
+schema the JupyterLab extension validates against, then drawn by the same renderers as
+``tile_lab.export``: their data is only ever text in the page. The views a notebook saves
+only as markup (diagrams, checker, sanitizer and cross-check reports, charts, the doctor...:
+``render.safe_markup.TILE_LAB_VIEWS``) are recognised by their outermost class and copied
+through ``render.safe_markup.clean_markup``, an allow-list of static HTML and SVG (no script,
+no event handler, no link, nothing fetched, CSS scoped to tile_lab's classes), each in a box
+that clips it. Other outputs (a notebook's own HTML, images) are counted and left out; the
+page says how many.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,7 @@ from ..render.export import note_html, overlay_html, page_html
 from ..render.html import inspection_html
 from ..render.mime import mime_schema
 from ..render.profile_view import PROFILE_MIME_TYPE, PROFILE_SCHEMA_FILE
+from ..render.safe_markup import markup_section, markup_title, tile_lab_view
 
 __all__ = ["MAX_NOTEBOOK_BYTES", "NotebookExport", "export_notebook"]
 
@@ -31,23 +37,16 @@ MAX_NOTEBOOK_BYTES = 256 << 20
 @dataclass(frozen=True)
 class NotebookExport:
     """What ``export_notebook`` wrote: the page, how many views, and how many outputs it
-    left out (not tile_lab JSON)."""
+    left out (not tile_lab's)."""
 
     path: Path
     views: int
     skipped_outputs: int
-    pictures: int = 0  # of the skipped outputs, tile_lab diagrams and pictures (SVG)
 
     def summary(self) -> str:
-        pics = (f", {_pictures(self.pictures)}: tile_lab.export(...) in the running notebook "
-                "exports them" if self.pictures else "")
         return (f"wrote {self.path}: {self.views} tile_lab view{'s' * (self.views != 1)}"
-                + (f"; {self.skipped_outputs} other outputs left out (not tile_lab data"
-                   f"{pics})" if self.skipped_outputs else ""))
-
-
-def _pictures(n: int) -> str:
-    return "1 of them a tile_lab picture" if n == 1 else f"{n} of them tile_lab pictures"
+                + (f"; {self.skipped_outputs} other output{'s' * (self.skipped_outputs != 1)}"
+                   " left out (not tile_lab views)" if self.skipped_outputs else ""))
 
 
 def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None = None, *,
@@ -76,13 +75,12 @@ def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None =
         raise FileFormatError(f"{name!r} is not a version-4 Jupyter notebook (no 'cells' "
                               "list, or 'nbformat' is not 4)")
     sections: list[tuple[str, str]] = []
-    skipped = pictures = ran = 0
+    skipped = printed = 0
     for number, cell in enumerate(cells, 1):
-        outputs = _outputs(name, number, cell)
-        ran += bool(outputs)
-        for output in outputs:
+        for output in _outputs(name, number, cell):
             data = output.get("data")
             if not isinstance(data, dict):
+                printed += output.get("output_type") == "stream"
                 skipped += output.get("output_type") != "stream"
                 continue
             where = _cell_label(number, cell)
@@ -97,24 +95,24 @@ def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None =
                                                       _inspection_validator()))
                 sections.append((f"{where}: {insp.kernel_name} ({insp.arch})",
                                  inspection_html(insp)))
+            elif (view := _markup_view(data)) is not None:
+                kind, markup = view
+                sections.append((f"{where}: {kind}{_detail(markup, data)}",
+                                 markup_section(markup)))
             else:
                 skipped += 1
-                pictures += _tile_lab_picture(data)
     if not sections:  # a page with no views helps nobody: say why, write nothing
-        why = ("none of its cells has an output: it was saved without running (run it in "
-               "Jupyter, save it, then export)" if not ran else
-               f"its {skipped} outputs hold no tile_lab inspect or profile view"
-               + (f" ({_pictures(pictures)}, drawn as SVG: export those with "
-                  "tile_lab.export(...) in the running notebook)" if pictures else ""))
+        why = ("none of its cells has an output: it was saved without running" if not
+               skipped + printed else
+               f"its outputs ({skipped + printed}: {printed} printed text, {skipped} other) "
+               "hold no tile_lab view")
         raise FileFormatError(f"{name!r} has no tile_lab views to export: {why}",
-                              hint="nothing was written")
+                              hint="nothing was written; run the notebook in Jupyter (Run "
+                                   "All), save it, then export")
     if skipped:
-        which = (f", {_pictures(pictures)} (SVG in the notebook: tile_lab.export(...) in "
-                 "the running notebook exports them)" if pictures else "")
         sections.append(("left out", note_html(
-            f"{skipped} other outputs (HTML, SVG, images, text){which} are left out: a "
-            "notebook's markup is never copied into this page. Diagrams and measurements "
-            "export with tile_lab.export(...) from the notebook.")))
+            f"{skipped} other output{'s' * (skipped != 1)} (the notebook's own HTML, "
+            "images) left out: only tile_lab's views are copied into this page.")))
     target = Path(out) if out is not None else src.with_suffix(".html")
     from .._version import __version__
 
@@ -122,15 +120,33 @@ def export_notebook(notebook: str | os.PathLike, out: str | os.PathLike | None =
                                 meta=f"exported by tile_lab {__version__} from {src.name}"),
                       encoding="utf-8")
     views = len([s for s in sections if s[0] != "left out"])
-    return NotebookExport(target, views, skipped, pictures)
+    return NotebookExport(target, views, skipped)
 
 
-def _tile_lab_picture(data: dict[str, Any]) -> bool:
-    """Whether an output looks like a tile_lab picture (counted for the notice only: its
-    markup is never read into the page)."""
-    text = data.get("text/html") or data.get("image/svg+xml") or ""
-    text = "".join(text) if isinstance(text, list) else str(text)
-    return 'class="tile-lab-diagram"' in text
+def _text(value: Any) -> str:
+    return "".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _markup_view(data: dict[str, Any]) -> tuple[str, str] | None:
+    """(what the view is called, its markup) for a tile_lab view saved as HTML or SVG."""
+    for mime in ("text/html", "image/svg+xml"):
+        markup = _text(data.get(mime, ""))
+        kind = tile_lab_view(markup)
+        if kind is not None:
+            return kind, markup
+    return None
+
+
+def _detail(markup: str, data: dict[str, Any]) -> str:
+    """The view's own one-line title: the first line of its text; where that is a
+    ``Name(...)`` repr (IPython's text/plain), a picture's aria-label or the view's first
+    line of text."""
+    line = _text(data.get("text/plain", "")).strip().split("\n")[0]
+    if re.match(r"^\w+\(", line):
+        line = markup_title(markup)
+    if not line:
+        return ""
+    return ": " + (line if len(line) <= 120 else line[:119] + "…")
 
 
 def inspection_from_payload(d: dict[str, Any]) -> Inspection:
