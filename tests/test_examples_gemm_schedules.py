@@ -52,7 +52,7 @@ def test_splitk_workspace_matches_numpy_twice(shape, dtype, split):
     for launch in range(2):
         c[:] = np.nan
         tile_lab.emulate(gemm_splitk_ws, splitk_grid(m, n, tm, tn, split, slots=5),
-                         (a, b, c, w, arrived, tm, tn, tk, 2, split, 1))
+                         (a, b, c, w, arrived, tm, tn, tk, 2, 1))
         _check(c, ref, DTYPES[dtype])
         assert not arrived.any(), f"launch {launch}: counters left {arrived}"
 
@@ -94,5 +94,5 @@ def test_a_dirty_counter_shows_in_the_output():
     c = np.zeros((m, n), np.float16)
     w = np.zeros((2, m, n), np.float32)
     arrived = np.array([1, 0], np.int32)
-    tile_lab.emulate(gemm_splitk_ws, (1,), (a, b, c, w, arrived, 64, 32, 32, 2, 2, 1))
+    tile_lab.emulate(gemm_splitk_ws, (1,), (a, b, c, w, arrived, 64, 32, 32, 2, 1))
     assert not np.allclose(c[:, :32].astype(np.float32), ref[:, :32], atol=0.5)

@@ -36,7 +36,7 @@ def load_ab(A, B, bm, bn, k, TM, TN, TK, LAT, TMA):
     return a, b
 
 
-def k_range(A, B, bm, bn, first, last, TM, TN, TK, LAT, TMA):
+def _k_range(A, B, bm, bn, first, last, TM, TN, TK, LAT, TMA):
     # The fp32 sum over K steps first..last-1 of one output tile (zero when the range is empty).
     acc = ct.full((TM, TN), 0, dtype=ct.float32)
     for k in range(first, last):
@@ -60,11 +60,11 @@ def partial(W, slot, TM, TN):
 
 @ct.kernel
 def gemm_splitk_ws(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int],
-                   TK: ct.Constant[int], LAT: ct.Constant[int], SPLIT: ct.Constant[int],
-                   TMA: ct.Constant[int]):
-    # Work unit u: slice u % SPLIT of output tile u // SPLIT; tiles walk M fastest, so the
-    # tiles that share a panel of B run together. W: float32 (SPLIT, M, N); ARRIVED: int32,
-    # one per output tile, zero between launches.
+                   TK: ct.Constant[int], LAT: ct.Constant[int], TMA: ct.Constant[int]):
+    # The workspace's planes are the slices: W is float32 (SPLIT, M, N). Work unit u: slice
+    # u % SPLIT of output tile u // SPLIT; tiles walk M fastest, so the tiles that share a
+    # panel of B run together. ARRIVED: int32, one per output tile, zero between launches.
+    SPLIT = W.shape[0]
     num_m = ct.cdiv(A.shape[0], TM)
     num_n = ct.cdiv(B.shape[1], TN)
     k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
@@ -74,7 +74,7 @@ def gemm_splitk_ws(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[in
         s = unit % SPLIT
         bm, bn = tile % num_m, tile // num_m
         first = ct.minimum(s * per_slice, k_tiles)
-        acc = k_range(A, B, bm, bn, first, ct.minimum(first + per_slice, k_tiles),
+        acc = _k_range(A, B, bm, bn, first, ct.minimum(first + per_slice, k_tiles),
                       TM, TN, TK, LAT, TMA)
         if SPLIT == 1:
             store_c(C, bm, bn, acc, TMA)
@@ -119,7 +119,7 @@ def gemm_streamk(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int]
     for tile in range(start // k_tiles, ct.cdiv(end, k_tiles)):
         bm, bn = tile % num_m, tile // num_m
         base = tile * k_tiles
-        acc = k_range(A, B, bm, bn, ct.maximum(start, base) - base,
+        acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
                       ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, TMA)
         lo = first_block(base, blocks, total)
         hi = first_block(base + k_tiles - 1, blocks, total)
