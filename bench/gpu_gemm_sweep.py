@@ -48,6 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
+import gemm_schedule_rows as gsr  # noqa: E402
 from sweep_common import (  # noqa: E402
     KeepOpen,
     SweepMeasurer,
@@ -70,6 +71,7 @@ SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 4096), (8192, 8
           (8191, 8191, 1000))
 SCREEN = os.path.join(HERE, "results", "gemm_sweep_spill_screen.json")
 KNOBS = ("TM", "TN", "TK", "GROUP", "LAT", "SPLIT", "num_ctas", "num_worker_warps", "occupancy")
+SPACE_KNOBS = (*KNOBS, "schedule", "TMA")  # schedule: which kernel (gemm_schedule_rows)
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ ROWS = tuple(GemmRow(dt, *s) for s in SHAPES for dt in ("fp16", "bf16"))
 def cfg(tm: int, tn: int, *, tk: int = 64, group: int = 8, lat: int = 4, split: int = 1,
         ctas: int = 1, warps: int = 4, occ: int = 1) -> dict[str, int]:
     return dict(TM=tm, TN=tn, TK=tk, GROUP=group, LAT=lat, SPLIT=split, num_ctas=ctas,
-                num_worker_warps=warps, occupancy=occ)
+                num_worker_warps=warps, occupancy=occ, schedule="splitk", TMA=1)
 
 
 # Large outputs: the H100 winner at 8192³ (256×256 over a 2-CTA cluster, 8 worker warps, latency
@@ -133,7 +135,15 @@ def grid_for(m: int, n: int, c: dict[str, int], sms: int = H100_SMS) -> tuple[in
 
 
 def key(c: dict[str, Any]) -> str:
-    return ",".join(f"{k}={c[k]}" for k in KNOBS)
+    # gemm_splitk's configs keep the keys they had before there were schedules
+    extra = ("" if c.get("schedule", "splitk") == "splitk" and c.get("TMA", 1) == 1
+             else f",schedule={c['schedule']},TMA={c['TMA']}")
+    return ",".join(f"{k}={c[k]}" for k in KNOBS) + extra
+
+
+def screen_key(row: GemmRow, c: dict[str, Any]) -> str:
+    """The spill screen's key: a row with unaligned B/C rows compiles to other code."""
+    return key(c) + ("" if gsr.aligned(row.n, row.k) else "|unaligned")
 
 
 def candidates(row: GemmRow, *, sms: int = H100_SMS, max_configs: int = 8,
@@ -162,12 +172,18 @@ def candidates(row: GemmRow, *, sms: int = H100_SMS, max_configs: int = 8,
     fits = [c for c in pool if c["TM"] <= max(64, 2 ** math.ceil(math.log2(m)))]
     if m <= 256 and fits:  # a skinny product streams B: try a deeper prefetch second
         pool.insert(pool.index(fits[0]) + 1, dict(fits[0], LAT=8))
+    # schedules other than the 2-D tile grid first where the grid fails (issue 34): skinny M
+    # (too few tiles, too few bytes of B in flight), rows that are not 16-byte aligned (no TMA)
+    if not gsr.aligned(n, k):
+        pool = gsr.unaligned_configs() + pool
+    elif m <= 256:
+        pool = gsr.skinny_configs(m) + pool
     for c in pool:
         if c["TM"] > max(64, 2 ** math.ceil(math.log2(m))) or c["TN"] > max(64, n):
             dropped.append(dict(config=c, reason=f"tile {c['TM']}x{c['TN']} larger than the "
                                                  f"{m}x{n} output"))
             continue
-        spilled = (spills or {}).get(key(c))
+        spilled = (spills or {}).get(screen_key(row, c))
         if spilled:
             dropped.append(dict(config=c, reason=f"{spilled} LDL/STL in its sm_90 SASS"))
             continue
@@ -189,14 +205,18 @@ def space_for(configs: list[dict[str, int]]) -> Any:
         return key(c.as_dict()) in allowed or "not in this shape's pruned list"
 
     return tile_lab.Space(constraints=[pruned_for_this_shape],
-                          **{k: sorted({c[k] for c in configs}) for k in KNOBS})
+                          **{k: sorted({c[k] for c in configs}) for k in SPACE_KNOBS})
 
 
 def describe(tuning: dict[str, Any]) -> str:
     c = tuning["config"]
     text = (f"{c['TM']}×{c['TN']}×{c['TK']}, {c['num_ctas']}-CTA, {c['num_worker_warps']} "
             f"warps, LAT {c['LAT']}, occ {c['occupancy']}, GROUP {c['GROUP']}")
-    return text + (f", split-K {c['SPLIT']}" if c["SPLIT"] > 1 else "")
+    text += f", split-K {c['SPLIT']}" if c["SPLIT"] > 1 else ""
+    schedule = c.get("schedule", "splitk")
+    if schedule != "splitk" or c.get("TMA", 1) != 1:
+        text = f"{schedule} ({gsr.WHY[schedule]}), {text}" + (", no TMA" if not c["TMA"] else "")
+    return text
 
 
 def load_screen(path: str = SCREEN) -> dict[str, int]:
@@ -207,46 +227,69 @@ def load_screen(path: str = SCREEN) -> dict[str, int]:
     return {r["key"]: r["spills"] for r in doc["configs"] if isinstance(r["spills"], int)}
 
 
-def screen(path: str = SCREEN) -> None:
-    """Compile every candidate config of every row for sm_90 on this CPU and count LDL/STL in
-    its SASS (no GPU): the sweep leaves spilling configs out."""
+def screen(path: str = SCREEN, rows: list[GemmRow] | None = None) -> None:
+    """Compile every candidate config of ``rows`` (all by default) for sm_90 on this CPU and
+    count LDL/STL in its SASS (no GPU): the sweep leaves spilling configs out. A row whose B
+    and C rows are not 16-byte aligned is compiled on arrays that are not either (511 columns),
+    as the sweep launches it. Configs already in ``path`` are kept, not compiled again."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
-    from gemm_kernels import gemm_splitk
 
     import tile_lab
     from tile_lab.toolchain import tool_version
 
-    every: dict[str, dict[str, int]] = {}
-    for row in ROWS:
+    old = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            old = [r for r in json.load(fh)["configs"] if isinstance(r["spills"], int)]
+    known = {r["key"] for r in old}
+    every: dict[str, tuple[bool, dict[str, Any]]] = {}
+    for row in rows or ROWS:
         for c in candidates(row, max_configs=64)[0]:
-            every.setdefault(key(c), c)
+            if screen_key(row, c) not in known:
+                every.setdefault(screen_key(row, c), (gsr.aligned(row.n, row.k), c))
+    kernels = gsr.schedules()
 
-    def one(c: dict[str, int]) -> dict[str, Any]:
-        a = np.zeros((512, 512), np.float16)
-        w = np.zeros((512, 512), np.float32)
+    def one(item: tuple[str, tuple[bool, dict[str, Any]]]) -> dict[str, Any]:
+        skey, (is_aligned, c) = item
+        n = 512 if is_aligned else 511  # 511 halfs: rows that are not 16-byte aligned
+        t = dict(a=np.zeros((512, 512), np.float16), b=np.zeros((512, n), np.float16),
+                 c=np.zeros((512, n), np.float16), w=np.zeros((512, n), np.float32))
         hints = {h: c[h] for h in ("num_ctas", "num_worker_warps", "occupancy")}
-        args = (a, a, a, w, np.zeros(64, np.int32),
-                *(c[k] for k in ("TM", "TN", "TK", "GROUP", "LAT", "SPLIT")))
         try:
-            insp = tile_lab.inspect(gemm_splitk, args, arch="sm_90", hints=hints)
-            return dict(key=key(c), config=c, spills=sum(insp.spill_instructions().values()))
+            args = NumpyOperands(t, 512, n, 512, H100_SMS).args(c)
+            insp = tile_lab.inspect(kernels.for_config(c), args, arch="sm_90", hints=hints)
+            return dict(key=skey, config=c, spills=sum(insp.spill_instructions().values()))
         except Exception as e:
-            return dict(key=key(c), config=c, spills=f"{type(e).__name__}: {str(e)[:200]}")
+            return dict(key=skey, config=c, spills=f"{type(e).__name__}: {str(e)[:200]}")
 
     with ThreadPoolExecutor(max(1, (os.cpu_count() or 2))) as pool:
-        results = list(pool.map(one, every.values()))
-    doc = dict(arch="sm_90", kernel="gemm_kernels.gemm_splitk", dtype="float16 (bf16 compiles "
-               "to the same register use)", tileiras=tool_version("tileiras"), configs=results)
+        results = list(pool.map(one, every.items()))
+    doc = dict(arch="sm_90", kernel="gemm_schedule_rows.schedules()", dtype="float16 (bf16 "
+               "compiles to the same register use)", tileiras=tool_version("tileiras"),
+               configs=old + results)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1, sort_keys=True)
         fh.write("\n")
     bad = [r for r in results if r["spills"] != 0]
-    print(f"screened {len(results)} configs: {len(bad)} spill or fail; wrote {path}")
+    print(f"screened {len(results)} new configs ({len(old)} known): {len(bad)} spill or fail; "
+          f"wrote {path}")
     for r in bad:
         print(f"  {r['key']}: {r['spills']}")
+
+
+class NumpyOperands(gsr.Operands):
+    """The screen's operands: NumPy arrays shaped (and strided) as the sweep's tensors."""
+
+    def _buf(self, name: Any, shape: tuple[int, ...], dtype: Any, zero: bool = True) -> Any:
+        import numpy as np
+
+        if name not in self.extra:
+            self.extra[name] = np.zeros(shape, {"int32": np.int32, "float32": np.float32}.get(
+                str(dtype).replace("torch.", ""), dtype))
+        return self.extra[name]
 
 
 class GemmBackend:
@@ -275,23 +318,23 @@ class GemmBackend:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        from gemm_kernels import gemm_splitk
-
         from tile_lab.gpu.device import local_arch
         from tile_lab.tuning.parallel_compile import Precompiler
 
         workers = max(1, (os.cpu_count() or 2) - 1)
         self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
         arch = local_arch()
+        kernels = gsr.schedules()
         for row in rows:
             configs, _ = candidates(row, sms=self.sms, max_configs=options.max_configs,
                                     spills=self.spills)
             space = space_for(configs)
-            t = self._arrays(row, configs, empty=True)  # shapes and dtypes are what count
+            ops = self._operands(row, configs, empty=True)  # shapes, strides, dtypes count
             self.ahead[row.name] = Precompiler(
-                gemm_splitk, space.configs(arch), lambda c, t=t: self._args(t, c),
-                space.classify(gemm_splitk), arch, workers, executor=KeepOpen(self.pool))
-            t.clear()
+                kernels, space.configs(arch), lambda c, ops=ops: ops.args(c),
+                kernels.knob_kinds(space), arch, workers, executor=KeepOpen(self.pool))
+            ops.t.clear()
+            ops.extra.clear()
 
     def amount(self, row: GemmRow) -> dict[str, int]:
         return {"ours_flops": row.flops}
@@ -300,12 +343,10 @@ class GemmBackend:
                 empty: bool = False) -> dict[str, Any]:
         torch = self.torch
         dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[row.dtype]
-        split = any(c["SPLIT"] > 1 for c in configs)
-        n_tiles = max(tiles(row.m, row.n, c) for c in configs)
+        split = any(c["SPLIT"] > 1 and c["schedule"] == "splitk" for c in configs)
         t = dict(c=torch.empty((row.m, row.n), device="cuda", dtype=dtype),
                  w=torch.zeros((row.m, row.n) if split else (1, 1), device="cuda",
-                               dtype=torch.float32),
-                 arrived=torch.zeros(n_tiles, device="cuda", dtype=torch.int32))
+                               dtype=torch.float32))
         if empty:
             return dict(t, a=torch.empty((row.m, row.k), device="cuda", dtype=dtype),
                         b=torch.empty((row.k, row.n), device="cuda", dtype=dtype))
@@ -314,65 +355,60 @@ class GemmBackend:
         b = torch.randn((row.k, row.n), device="cuda", dtype=dtype, generator=g)
         return dict(t, a=a, b=b, ref=torch.matmul(a, b).float())
 
-    @staticmethod
-    def _args(t: dict[str, Any], c: Any) -> tuple[Any, ...]:
-        return (t["a"], t["b"], t["c"], t["w"], t["arrived"],
-                *(c[k] for k in ("TM", "TN", "TK", "GROUP", "LAT", "SPLIT")))
+    def _operands(self, row: GemmRow, configs: list[dict[str, Any]], *,
+                  empty: bool = False) -> gsr.Operands:
+        return gsr.Operands(self._arrays(row, configs, empty=empty), row.m, row.n, row.k,
+                            self.sms)
 
-    def _zeroing(self, t: dict[str, Any]) -> Any:
-        """Zero the split-K workspace and counters before every tuning sample (on CuPy's
-        stream, outside the timed span): a config that breaks the arrival protocol must not
-        leave the next config a dirty state to be timed on."""
-        w, arrived = self.cupy.asarray(t["w"]), self.cupy.asarray(t["arrived"])
-
-        def zero() -> None:
-            w.fill(0)
-            arrived.fill(0)
-        return zero
+    def _work(self, ops: gsr.Operands, c: Any, kernels: Any) -> Any:
+        """The timed callable of config ``c``: its schedule's kernel with its hints, and the
+        copies a padded schedule needs (tile_lab.tune's measurer, the check, the comparison)."""
+        c = dict(c)
+        hints = {h: c[h] for h in ("num_ctas", "num_worker_warps", "occupancy")}
+        return ops.work(kernels.replace_hints(**hints).for_config(c), c,
+                        f"{c['schedule']} {key(c)}")
 
     def _error(self, t: dict[str, Any]) -> float:
         ref = t["ref"]
         return float((t["c"].float() - ref).norm() / ref.norm())
 
-    def _verified(self, row: GemmRow, t: dict[str, Any], c: dict[str, int]) -> float:
+    def _verified(self, ops: gsr.Operands, c: dict[str, Any]) -> float:
         """The larger relative error of two consecutive launches (output poisoned first)."""
-        from gemm_kernels import gemm_splitk
-
-        import tile_lab
-
-        hints = {h: c[h] for h in ("num_ctas", "num_worker_warps", "occupancy")}
-        t["w"].zero_()  # from a clean state, whatever the configs timed before left behind
-        t["arrived"].zero_()
+        t = ops.t
+        work = self._work(ops, c, gsr.schedules())
+        ops.zero()  # from a clean state, whatever the configs timed before left behind
+        self.cupy.cuda.Device().synchronize()
         worst = 0.0
         for _ in range(2):
             t["c"].fill_(float("nan"))
-            tile_lab.launch(gemm_splitk.replace_hints(**hints), grid_for(row.m, row.n, c,
-                                                                           self.sms),
-                            self._args(t, c))
             self.torch.cuda.synchronize()
+            work.run()
+            self.cupy.cuda.Device().synchronize()
             err = self._error(t)
             worst = err if err != err else max(worst, err)  # NaN stays NaN
         return worst
 
     def tune(self, row: GemmRow, options: SweepOptions) -> dict[str, Any]:
-        from gemm_kernels import gemm_splitk
-
         import tile_lab
         from tile_lab.gpu.options import TimingOptions
         from tile_lab.tuning import RaceOptions, TuneOptions
 
         configs, dropped = candidates(row, sms=self.sms, max_configs=options.max_configs,
                                       spills=self.spills)
-        t = self._arrays(row, configs)
+        ops = self._operands(row, configs)
+        t = ops.t
+        kernels = gsr.schedules()
         from tile_lab.gpu.device import local_arch
 
         opts = TuneOptions(progress=False, flops=row.flops, race=RaceOptions(samples=3),
                            timing=TimingOptions(samples=10, regime="burst"), arch=local_arch())
-        result = tile_lab.tune(gemm_splitk, space_for(configs),
-                               lambda c: grid_for(row.m, row.n, c.as_dict(), self.sms),
-                               lambda c: self._args(t, c), options=opts,
+        result = tile_lab.tune(kernels, space_for(configs),
+                               lambda c: gsr.grid(row.m, row.n, row.k, c, self.sms),
+                               ops.args, options=opts,
                                measure=SweepMeasurer(row.flops, self.ahead.get(row.name),
-                                                     prepare=self._zeroing(t)))
+                                                     prepare=ops.zero,
+                                                     work=lambda k, c, g, a: ops.work(
+                                                         k, c, key(c.as_dict()))))
         trials = [dict(config=s.config.as_dict(), median_us=s.measurement.median_s * 1e6,
                        samples=s.measurement.n) for s in result.successes]
         trials += [dict(config=f.config.as_dict(), failed=f.stage, error=f.error[:300])
@@ -380,44 +416,46 @@ class GemmBackend:
         winner, checks = None, []
         for s in sorted(result.successes, key=lambda s: s.measurement.median_s):
             c = s.config.as_dict()
-            err = self._verified(row, t, c)
+            err = self._verified(ops, c)
             checks.append(dict(config=c, rel_err=err))
             if err < 1e-2:
                 winner = dict(c, median_us=s.measurement.median_s * 1e6)
                 break
         t.clear()  # free the row's tensors before the next row allocates its own
+        ops.extra.clear()
         self.torch.cuda.empty_cache()
         if winner is None:
             raise RuntimeError(f"no config verified: {checks[:3]}; {result.summary()[:400]}")
-        config = {k: winner[k] for k in KNOBS}
+        config = {k: winner[k] for k in SPACE_KNOBS}
         print(f"{row.name}: tuned {len(configs)} configs in {result.wall_s:.1f} s; "
               f"{describe(dict(config=config))} at {winner['median_us']:.1f} us", flush=True)
-        return dict(config=config, kernel="gemm_kernels.gemm_splitk", wall_s=result.wall_s,
+        schedule = config["schedule"]
+        return dict(config=config, kernel=f"{schedule}: {gsr.WHY[schedule]}",
+                    why=_why(row, result), wall_s=result.wall_s,
                     timings=result.timings, trials=trials, checks=checks, dropped=dropped,
                     space=[key(c) for c in configs])
 
     def compare(self, row: GemmRow, tuned: dict[str, Any], options: SweepOptions) -> Any:
-        from gemm_kernels import gemm_splitk
-
-        from tile_lab.gpu import baselines, compare_timed, kernel_work
+        from tile_lab.gpu import baselines, compare_timed
 
         c = tuned["config"]
         # the workspace and counters shaped as in the tuning (the same compiled signature)
         configs, _ = candidates(row, sms=self.sms, max_configs=options.max_configs,
                                 spills=self.spills)
-        t = self._arrays(row, configs if c in configs else [c])
+        ops = self._operands(row, configs if c in configs else [c])
+        t = ops.t
         base = baselines.best_of(baselines.rank(self._baselines(t, row), self.timer,
                                                 rounds=3, samples=5))
-        hints = {h: c[h] for h in ("num_ctas", "num_worker_warps", "occupancy")}
-        ours = kernel_work(gemm_splitk, grid_for(row.m, row.n, c, self.sms), self._args(t, c),
-                           hints=hints, name=f"gemm_splitk {key(c)}")
+        ours = self._work(ops, c, gsr.schedules())
+        ops.zero()
         ours.run()
-        self.torch.cuda.synchronize()
+        self.cupy.cuda.Device().synchronize()
         err = self._error(t)
         if not err < 1e-2:
             raise AssertionError(f"{ours.name}: relative error {err:.3g} vs torch.matmul")
         cmp = compare_timed(ours, base, options.compare_options())
         t.clear()
+        ops.extra.clear()
         self.torch.cuda.empty_cache()
         return cmp
 
@@ -434,6 +472,30 @@ class GemmBackend:
                                     baseline=f"torch.matmul (cuBLAS), "
                                              f"{baselines.torch_version()}; CuPy has no "
                                              f"bfloat16")]
+
+
+def _why(row: GemmRow, result: Any) -> dict[str, Any]:
+    """Which schedule won and why: each schedule's fastest measured median (the padded ones
+    with their copies in the time), and for an unaligned row the best of (a) the kernels
+    without TMA against (b) the padded copies."""
+    best: dict[str, float] = {}
+    for s in result.successes:
+        c = s.config.as_dict()
+        us = s.measurement.median_s * 1e6
+        best[c["schedule"]] = min(best.get(c["schedule"], us), us)
+    if not best:
+        return dict(per_schedule_us={}, note="nothing measured")
+    ranked = sorted(best, key=best.get)
+    note = (f"{ranked[0]} ({gsr.WHY[ranked[0]]}) {best[ranked[0]]:.1f} us"
+            + "".join(f"; {r} {best[r]:.1f} us" for r in ranked[1:]))
+    if not gsr.aligned(row.n, row.k):
+        direct = [best[r] for r in best if not r.startswith("pad")]
+        pad = [best[r] for r in best if r.startswith("pad")]
+        if direct and pad:
+            won = "(b) padded copies" if min(pad) < min(direct) else "(a) no TMA"
+            note += (f"; unaligned rows: {won} won, {min(pad):.1f} us padded (copies timed) "
+                     f"vs {min(direct):.1f} us without TMA")
+    return dict(per_schedule_us=best, note=note)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -453,7 +515,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     rows = select(ROWS, ns.rows)
     if ns.screen:
-        screen()
+        screen(rows=rows)
         return
     opts = options_of(ns)
     if ns.list:
@@ -462,7 +524,7 @@ def main(argv: list[str] | None = None) -> None:
             configs, dropped = candidates(row, max_configs=opts.max_configs, spills=spills)
             print(f"{ROWS.index(row):2d} {row.name}: {len(configs)} configs")
             for c in configs:
-                print(f"     {key(c)}  grid {grid_for(row.m, row.n, c)}")
+                print(f"     {key(c)}  grid {gsr.grid(row.m, row.n, row.k, c, H100_SMS)}")
             for d in dropped:
                 print(f"     left out {key(d['config'])}: {d['reason']}")
         return

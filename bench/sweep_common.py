@@ -389,10 +389,13 @@ class SweepMeasurer:
     copies."""
 
     def __init__(self, flops: int, ahead: Any = None, pool: Any = None,
-                 prepare: Any = None) -> None:
+                 prepare: Any = None, work: Any = None) -> None:
         # prepare: run before every sample, outside the timed span and before the L2 flush,
-        # on CuPy's current stream (e.g. zero a workspace a broken config may have left dirty)
+        # on CuPy's current stream (e.g. zero a workspace a broken config may have left dirty);
+        # work: (kernel, config, grid, args) -> the timed callable, when a config's time must
+        # include more than its launch (e.g. copies into aligned buffers)
         self.flops, self.ahead, self.pool, self.prepare = flops, ahead, pool, prepare
+        self.work = work
 
     def precompile(self, kernel: Any, configs: Any, args_fn: Any, kinds: Any, arch: Any,
                    workers: Any) -> Any:
@@ -413,7 +416,8 @@ class SweepMeasurer:
 
         timing = TimingOptions(samples=request.samples, warmup=1, regime="burst",
                                stop_above_s=request.stop_above_s)
-        work = kernel_work(kernel, grid, args)
+        work = (kernel_work(kernel, grid, args) if self.work is None
+                else self.work(kernel, config, grid, args))
         if self.prepare is not None:
             from tile_lab.gpu import TimedWork
 

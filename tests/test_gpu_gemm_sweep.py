@@ -16,6 +16,7 @@ BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, BENCH)
 
 import gemm_kernels as gk  # noqa: E402
+import gemm_schedule_rows as gsr  # noqa: E402
 import gpu_gemm_sweep as sw  # noqa: E402
 
 import tile_lab  # noqa: E402
@@ -42,7 +43,9 @@ def test_large_squares_start_from_the_known_winner_and_stay_within_max_configs()
 
 def test_tall_skinny_gets_split_k_and_no_tile_taller_than_the_matrix():
     row = sw.GemmRow("bf16", 128, 8192, 8192)
-    configs, dropped = sw.candidates(row, max_configs=6)
+    configs, dropped = sw.candidates(row, max_configs=16)
+    # the skinny schedules (gemm_schedule_rows.skinny_configs) first, then the atomic split-K
+    configs = [c for c in configs if c["schedule"] == "splitk"]
     assert configs[0]["SPLIT"] > 1 and all(c["TM"] <= 128 for c in configs)
     # the first split fills the last wave best: 128x128 tiles on 2-CTA clusters, 64 tiles x 2
     # slices = 128 units over 66 slots (97%)
@@ -78,8 +81,9 @@ def test_the_space_holds_exactly_the_pruned_configs():
     kept, rejected = space.split("sm_90")
     assert sorted(sw.key(c.as_dict()) for c in kept) == sorted(sw.key(c) for c in configs)
     assert all(r.reason == "not in this shape's pruned list" for r in rejected)
-    assert space.classify(gk.gemm_splitk)["num_ctas"] == "hint"
-    assert space.classify(gk.gemm_splitk)["SPLIT"] == "constant"
+    kinds = gsr.schedules().knob_kinds(space)
+    assert kinds["num_ctas"] == "hint" and kinds["SPLIT"] == "constant"
+    assert kinds["schedule"] == "schedule"
 
 
 def test_describe_names_every_knob():
@@ -152,7 +156,10 @@ def test_tune_waits_for_the_compiles_started_with_the_sweep_and_keeps_the_pool(m
     from tile_lab.tuning.parallel_compile import Precompiler
 
     row = sw.GemmRow("fp16", 256, 256, 512)
-    configs, _ = sw.candidates(row, max_configs=2)
+    # the atomic split-K schedule's first two (the skinny schedules are tested elsewhere)
+    configs = [c for c in sw.candidates(row, max_configs=16)[0] if c["schedule"] == "splitk"]
+    configs = configs[:2]
+    kernels = gsr.schedules()
     a = np.zeros((256, 512), np.float16)
     b = np.zeros((512, 256), np.float16)
     c = np.zeros((256, 256), np.float16)
@@ -176,10 +183,10 @@ def test_tune_waits_for_the_compiles_started_with_the_sweep_and_keeps_the_pool(m
     space = sw.space_for(configs)
     pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
     try:
-        ahead = Precompiler(gk.gemm_splitk, space.configs("sm_90"), args,
-                            space.classify(gk.gemm_splitk), "sm_90", 2,
+        ahead = Precompiler(kernels, space.configs("sm_90"), args,
+                            kernels.knob_kinds(space), "sm_90", 2,
                             executor=sc.KeepOpen(pool))
-        result = tile_lab.tune(gk.gemm_splitk, space, lambda cfg: sw.grid_for(256, 256, cfg),
+        result = tile_lab.tune(kernels, space, lambda cfg: sw.grid_for(256, 256, cfg),
                                args, options=TuneOptions(progress=False, arch="sm_90"),
                                measure=sc.SweepMeasurer(row.flops, ahead=ahead))
         assert not result.failures, result.summary()
@@ -202,6 +209,8 @@ def test_split_k_kernel_on_the_gpu_matches_torch_on_consecutive_launches(dtype):
     backend = sw.GemmBackend()
     for row in (sw.GemmRow(dtype, 128, 2048, 4096), sw.GemmRow(dtype, 200, 1000, 3000)):
         configs = [sw.cfg(**t, split=s) for t in sw.SPLIT_TILES for s in (1, 2, 4)]
-        t = backend._arrays(row, configs)
+        # and the new schedules (stream-K, workspace split-K, padded copies) on the same rows
+        configs += gsr.skinny_configs(row.m)[:4] + gsr.unaligned_configs()[:4]
+        ops = backend._operands(row, configs)
         for c in configs:
-            assert backend._verified(row, t, c) < 1e-2, (row.name, c)
+            assert backend._verified(ops, c) < 1e-2, (row.name, c)

@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "compare_profiles": ".profiling",
     "profile_tuning": ".profiling",
     # tuning
+    "Schedules": ".tuning",
     "Space": ".tuning",
     "tune": ".tuning",
     "TuneOptions": ".tuning",

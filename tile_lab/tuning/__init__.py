@@ -10,6 +10,7 @@ from .measurer import (
 )
 from .options import RaceOptions, TuneError, TuneOptions
 from .result import Failure, Success, TuningResult
+from .schedules import Schedules
 from .space import Config, Space, SpaceError
 from .store import TuningStore
 from .strategies import (
@@ -23,7 +24,7 @@ from .strategies import (
 from .tuner import tune
 
 __all__ = ["BaseStrategy", "Config", "Failure", "FunctionMeasurer", "GpuMeasurer",
-           "MeasureRequest", "Measurer", "RaceOptions", "Space", "SpaceError", "Strategy",
-           "Success", "Trials", "TuneError", "TuneOptions", "TuningResult", "TuningStore",
-           "failure_stage", "measure_config", "register_strategy", "strategy_names", "tune",
-           "unregister_strategy"]
+           "MeasureRequest", "Measurer", "RaceOptions", "Schedules", "Space", "SpaceError",
+           "Strategy", "Success", "Trials", "TuneError", "TuneOptions", "TuningResult",
+           "TuningStore", "failure_stage", "measure_config", "register_strategy", "strategy_names",
+           "tune", "unregister_strategy"]

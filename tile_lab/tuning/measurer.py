@@ -72,9 +72,12 @@ def measure_config(measurer: Measurer, kernel: Any, cfg: Config, kinds: dict[str
                    request: MeasureRequest) -> Success | Failure:
     """Measure one config through ``measurer``: a Success, or a Failure naming its stage
     ("setup" when grid_fn/args_fn/hints fail for this config)."""
+    from .schedules import resolve
+
     hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
     try:
-        k = kernel.replace_hints(**hints) if hints else kernel
+        # a Schedules picks the config's kernel (tuning over schedules, not only tiles)
+        k = resolve(kernel.replace_hints(**hints) if hints else kernel, cfg)
         grid = tuple(int(g) for g in grid_fn(cfg))
         args = tuple(args_fn(cfg))
     except Exception as e:  # a bad grid_fn/args_fn for this config is this config's failure
@@ -163,7 +166,7 @@ class GpuMeasurer:
         self.timing = timing if timing is not None else TimingOptions()
         self.isolate, self.check = isolate, check
         self.flops, self.nbytes = flops, nbytes
-        self._writes: Any = None
+        self._writes: dict[Any, Any] = {}  # per schedule: each kernel writes its own arrays
         self._warm: Any = None
 
     def precompile(self, kernel: Any, configs: Sequence[Config],
@@ -188,13 +191,15 @@ class GpuMeasurer:
             self._warm = None
         f = self.flops(config) if callable(self.flops) else self.flops
         b = self.nbytes(config) if callable(self.nbytes) else self.nbytes
-        if self._writes is None and not self.isolate:
-            self._writes = detect_writes(kernel, grid, args)
+        schedule = config.get("schedule")
+        if schedule not in self._writes and not self.isolate:
+            self._writes[schedule] = detect_writes(kernel, grid, args)
         # FLOPs are not derived per config (that emulates blocks each time): pass flops= for
         # TFLOPS. One warm-up launch: the compile happened in a worker, and the timing protocol
         # discards its own first sample.
         timing = self.timing.but(samples=request.samples, warmup=1,
                                  stop_above_s=request.stop_above_s)
+        options = BenchOptions(isolate=self.isolate, derive_flops=False,
+                               writes=self._writes.get(schedule), params=config.as_dict())
         return bench(kernel, grid, args, flops=f, bytes=b, check=self.check, timing=timing,
-                     options=BenchOptions(isolate=self.isolate, derive_flops=False,
-                                          writes=self._writes, params=config.as_dict()))
+                     options=options)

@@ -68,8 +68,11 @@ class Precompiler:
                  signature_fn: Callable[[Any, tuple[Any, ...]], Any] | None = None) -> None:
         self.futures: dict[str, Future[tuple[str, str | None, float]]] = {}
         self._pool: CompileExecutor | None = None
+        pick = getattr(kernel, "for_config", None)  # a Schedules: each config's own kernel
+        recipes: dict[int, TileRecipe] = {}
         try:
-            recipe = compile_recipe(kernel)
+            for k in (getattr(kernel, "kernels", {}).values() if pick else (kernel,)):
+                recipes[id(k)] = compile_recipe(k)
         except KernelNotShippable:
             # Precompiling is an optimisation: each launch compiles its own config instead.
             if executor is not None:
@@ -91,7 +94,9 @@ class Precompiler:
         for cfg in configs:
             hints = {k: v for k, v in cfg.items if kinds.get(k) == "hint"}
             try:
-                k = kernel.replace_hints(**hints) if hints else kernel
+                base = pick(cfg) if pick else kernel
+                recipe = recipes[id(base)]
+                k = base.replace_hints(**hints) if hints else base
                 sig = portable_signature((signature_fn or launch_signature)(
                     k, tuple(args_fn(cfg))))
             except Exception:

@@ -1,0 +1,173 @@
+"""The GEMM sweep's schedules: which kernel a config launches, with which arguments, grid and
+timed work (``gpu_gemm_sweep.py`` tunes over them with ``tile_lab.Schedules``).
+
+* ``splitk``: ``gemm_kernels.gemm_splitk`` (persistent grouped GEMM; split-K through fp32
+  element-wise atomics) — every row's configs before issue 34;
+* ``splitk_ws`` / ``streamk``: ``tile_lab.examples.gemm_schedules`` — split-K through a per-slice
+  workspace, and stream-K; offered to skinny rows (M <= 256), where the 2-D tile grid leaves
+  SMs idle and too few bytes of B in flight, and (with TMA = 0) to unaligned rows;
+* ``pad_b`` / ``pad_bc``: for a row whose B and C rows are not 16-byte aligned (N * 2 bytes not
+  a multiple of 16), ``gemm_splitk`` on aligned copies: B copied into a buffer whose rows are
+  padded to 16 bytes (and read through a view of its first N columns, which TMA can take), C
+  written directly without TMA (``pad_b``) or into a padded buffer copied back (``pad_bc``).
+  The copies are inside the timed callable, so the tuner weighs them against the no-TMA kernels.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+SCHEDULES = ("splitk", "splitk_ws", "streamk", "pad_b", "pad_bc")
+WHY = {"splitk": "persistent split-K (atomics)",
+       "splitk_ws": "split-K through a per-slice workspace",
+       "streamk": "stream-K",
+       "pad_b": "B copied to 16-byte rows (copy timed), C stored without TMA",
+       "pad_bc": "B and C through 16-byte-row copies (copies timed)"}
+
+
+def schedules() -> Any:
+    """The sweep's tunable: a ``tile_lab.Schedules`` over the kernels above."""
+    from gemm_kernels import gemm_splitk, gemm_splitk_ws, gemm_streamk
+
+    from tile_lab import Schedules
+
+    return Schedules(splitk=gemm_splitk, splitk_ws=gemm_splitk_ws, streamk=gemm_streamk,
+                     pad_b=gemm_splitk, pad_bc=gemm_splitk)
+
+
+def aligned(n: int, k: int, itemsize: int = 2) -> bool:
+    """Whether A (rows of K) and B and C (rows of N) have 16-byte rows: what TMA needs."""
+    return (n * itemsize) % 16 == 0 and (k * itemsize) % 16 == 0
+
+
+def padded(n: int, itemsize: int = 2) -> int:
+    """N rounded up so that a row is a multiple of 16 bytes."""
+    per = 16 // itemsize
+    return -(-n // per) * per
+
+
+def sched(tm: int, tn: int, schedule: str, *, tk: int = 64, lat: int = 6, split: int = 1,
+          tma: int = 1, ctas: int = 1, warps: int = 4, occ: int = 1,
+          group: int = 8) -> dict[str, Any]:
+    return dict(TM=tm, TN=tn, TK=tk, GROUP=group, LAT=lat, SPLIT=split, num_ctas=ctas,
+                num_worker_warps=warps, occupancy=occ, schedule=schedule, TMA=tma)
+
+
+def skinny_configs(m: int) -> list[dict[str, Any]]:
+    """M <= 256: TM covers the whole of M (B streamed once), narrow TN so there are many units,
+    deep latency hints and two CTAs per SM for bytes in flight."""
+    tm = max(64, 2 ** math.ceil(math.log2(m)))
+    w = 8 if tm > 128 else 4
+    return [sched(tm, 64, "streamk", tk=128, warps=w), sched(tm, 64, "streamk", lat=8, warps=w),
+            sched(tm, 64, "splitk_ws", tk=128, split=2, warps=w),
+            sched(tm, 64, "splitk_ws", split=4, lat=8, warps=w),
+            sched(tm, 64, "streamk", tk=128, occ=2, warps=w),
+            sched(tm, 64, "splitk_ws", split=2, occ=2, warps=w),
+            sched(tm, 128, "streamk", warps=8), sched(tm, 128, "splitk_ws", split=4, warps=8)]
+
+
+def unaligned_configs() -> list[dict[str, Any]]:
+    """B and C rows not 16-byte aligned: (a) kernels whose B loads / C stores do not use TMA,
+    (b) the large-square winners on padded copies."""
+    return [sched(256, 256, "pad_b", lat=4, ctas=2, warps=8),
+            sched(256, 256, "pad_bc", lat=4, ctas=2, warps=8),
+            sched(128, 256, "pad_b", lat=4, ctas=2, warps=8),
+            sched(128, 256, "pad_bc", lat=4, ctas=2, warps=8),
+            sched(128, 128, "streamk", tma=0, lat=4, warps=8),
+            sched(128, 64, "streamk", tma=0, lat=4),
+            sched(128, 128, "splitk", lat=4, ctas=2, warps=8),  # TMA left to the compiler
+            sched(128, 128, "pad_b", lat=4)]
+
+
+def slots(c: dict[str, Any], sms: int) -> int:
+    return max(1, sms * c["occupancy"] // c["num_ctas"])
+
+
+def grid(m: int, n: int, k: int, c: dict[str, Any], sms: int) -> tuple[int]:
+    from tile_lab.examples.gemm_schedules import splitk_grid, streamk_grid
+
+    if c["schedule"] == "streamk":
+        return streamk_grid(m, n, k, c["TM"], c["TN"], c["TK"], slots(c, sms))
+    return splitk_grid(m, n, c["TM"], c["TN"], c["SPLIT"], slots(c, sms))
+
+
+class Operands:
+    """A row's device arrays and the per-schedule extras (workspaces, padded copies), made on
+    first use: ``args(c)``, ``work(c)`` (the timed callable, copies included) and ``zero()``."""
+
+    def __init__(self, t: dict[str, Any], m: int, n: int, k: int, sms: int) -> None:
+        self.t, self.m, self.n, self.k, self.sms = t, m, n, k, sms
+        self.extra: dict[Any, Any] = {}
+
+    def _buf(self, name: Any, shape: tuple[int, ...], dtype: Any, zero: bool = True) -> Any:
+        torch = __import__("torch")
+        if name not in self.extra:
+            make = torch.zeros if zero else torch.empty
+            self.extra[name] = make(shape, device=self.t["a"].device, dtype=dtype)
+        return self.extra[name]
+
+    def padded_b(self) -> Any:
+        b = self.t["b"]
+        return self._buf("bp", (self.k, padded(self.n)), b.dtype, zero=False)
+
+    def padded_c(self) -> Any:
+        c = self.t["c"]
+        return self._buf("cp", (self.m, padded(self.n)), c.dtype, zero=False)
+
+    def args(self, c: Any) -> tuple[Any, ...]:
+        import torch
+
+        t, s = self.t, c["schedule"]
+        tiles = (c["TM"], c["TN"], c["TK"])
+        arrived = self._buf(("arrived", c["TM"], c["TN"]),
+                            (math.ceil(self.m / c["TM"]) * math.ceil(self.n / c["TN"]),),
+                            torch.int32)
+        if s == "splitk_ws":
+            w = self._buf(("ws", c["SPLIT"]), (c["SPLIT"], self.m, self.n), torch.float32)
+            return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["TMA"])
+        if s == "streamk":
+            g = grid(self.m, self.n, self.k, c, self.sms)[0]
+            w = self._buf(("sk", g, c["TM"], c["TN"]), (2 * g, c["TM"], c["TN"]),
+                          torch.float32)
+            return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["TMA"])
+        b = self.padded_b()[:, :self.n] if s in ("pad_b", "pad_bc") else t["b"]
+        out = self.padded_c()[:, :self.n] if s == "pad_bc" else t["c"]
+        return (t["a"], b, out, t["w"], arrived, *tiles, c["GROUP"], c["LAT"], c["SPLIT"])
+
+    def work(self, kernel: Any, c: Any, name: str) -> Any:
+        """The timed callable: the launch, with the copies its schedule needs around it (on
+        CuPy's current stream, the launch's stream; bf16 copied as int16 bits, CuPy has no
+        bfloat16)."""
+        import cupy
+        import torch
+
+        from tile_lab.gpu import TimedWork, kernel_work
+
+        launch = kernel_work(kernel, grid(self.m, self.n, self.k, c, self.sms), self.args(c),
+                             name=name)
+        s = c["schedule"]
+        if s not in ("pad_b", "pad_bc"):
+            return launch
+
+        def bits(x: Any) -> Any:
+            return cupy.asarray(x.view(torch.int16))
+
+        b_src, b_dst = bits(self.t["b"]), bits(self.padded_b())[:, :self.n]
+        c_src, c_dst = bits(self.padded_c())[:, :self.n], bits(self.t["c"])
+
+        def run() -> None:
+            cupy.copyto(b_dst, b_src)
+            launch.run()
+            if s == "pad_bc":
+                cupy.copyto(c_dst, c_src)
+        return TimedWork(name, run)
+
+    def zero(self) -> None:
+        """Workspaces and counters back to zero (before a sample, outside the timed span)."""
+        import cupy
+
+        for key, buf in self.extra.items():
+            if isinstance(key, tuple):
+                cupy.asarray(buf).fill(0)
+        cupy.asarray(self.t["w"]).fill(0)

@@ -1,0 +1,148 @@
+"""GEMM schedules for the shapes where a 2-D grid of output tiles cannot fill the GPU.
+
+At M = 128, N = 8192 a 128x128 tile grid has 64 output tiles for 132 SMs: half the GPU idles,
+and each busy SM streams its slice of B (all that matters: A is 2 MB, B 128 MB) with only one
+tile's loads in flight. Both schedules here cut the K loop as well, so every SM streams B:
+
+* :func:`gemm_splitk_ws`: each output tile's K loop in SPLIT equal slices; a slice writes its
+  fp32 partial with a plain tile store into its own plane of a workspace ``W[SPLIT, M, N]``,
+  counts itself in ``ARRIVED[tile]``, and the slice that arrives last adds the other planes
+  with tile loads and writes C. No element-wise atomics, one atomic counter per tile, reset by
+  the last slice, so the next launch finds it clean (the workspace needs no zeroing: every
+  plane read was written in the same launch).
+* :func:`gemm_streamk`: persistent blocks each take an equal contiguous range of the flattened
+  (output tile, K step) iteration space, so the work divides evenly whatever the tile count; a
+  tile cut between blocks is fixed up the same way (each contributor stores its partial in
+  its own workspace slot, the last to arrive sums).
+
+``TMA`` = 0 asks for B's loads and C's stores without TMA (``allow_tma=False``): what a row
+stride that is not a multiple of 16 bytes needs anyway, made explicit so the compiler's other
+choices for such rows can be screened (``bench/gpu_gemm_sweep.py --screen``).
+"""
+
+import cuda.tile as ct
+
+ZERO = ct.PaddingMode.ZERO
+
+
+def load_ab(A, B, bm, bn, k, TM, TN, TK, LAT, TMA):
+    # One K step's A and B tiles (zero padding for ragged edges; B without TMA when TMA = 0).
+    a = ct.load(A, index=(bm, k), shape=(TM, TK), latency=LAT, padding_mode=ZERO)
+    if TMA > 0:
+        b = ct.load(B, index=(k, bn), shape=(TK, TN), latency=LAT, padding_mode=ZERO)
+    else:
+        b = ct.load(B, index=(k, bn), shape=(TK, TN), latency=LAT, padding_mode=ZERO,
+                    allow_tma=False)
+    return a, b
+
+
+def _k_range(A, B, bm, bn, first, last, TM, TN, TK, LAT, TMA):
+    # The fp32 sum over K steps first..last-1 of one output tile (zero when the range is empty).
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(first, last):
+        a, b = load_ab(A, B, bm, bn, k, TM, TN, TK, LAT, TMA)
+        acc = ct.mma(a, b, acc)
+    return acc
+
+
+def store_c(C, bm, bn, acc, TMA):
+    if TMA > 0:
+        ct.store(C, index=(bm, bn), tile=acc.astype(C.dtype))
+    else:
+        ct.store(C, index=(bm, bn), tile=acc.astype(C.dtype), allow_tma=False)
+
+
+def partial(W, slot, TM, TN):
+    # A workspace slot is read with plain loads: it was written by another block with plain
+    # stores before that block's release on the counter (no async-proxy TMA on either side).
+    return ct.load(W, index=(slot, 0, 0), shape=(1, TM, TN), allow_tma=False).reshape((TM, TN))
+
+
+@ct.kernel
+def gemm_splitk_ws(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int],
+                   TK: ct.Constant[int], LAT: ct.Constant[int], TMA: ct.Constant[int]):
+    # The workspace's planes are the slices: W is float32 (SPLIT, M, N). Work unit u: slice
+    # u % SPLIT of output tile u // SPLIT; tiles walk M fastest, so the tiles that share a
+    # panel of B run together. ARRIVED: int32, one per output tile, zero between launches.
+    SPLIT = W.shape[0]
+    num_m = ct.cdiv(A.shape[0], TM)
+    num_n = ct.cdiv(B.shape[1], TN)
+    k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
+    per_slice = ct.cdiv(k_tiles, SPLIT)
+    for unit in range(ct.bid(0), num_m * num_n * SPLIT, ct.num_blocks(0)):
+        tile = unit // SPLIT
+        s = unit % SPLIT
+        bm, bn = tile % num_m, tile // num_m
+        first = ct.minimum(s * per_slice, k_tiles)
+        acc = _k_range(A, B, bm, bn, first, ct.minimum(first + per_slice, k_tiles),
+                      TM, TN, TK, LAT, TMA)
+        if SPLIT == 1:
+            store_c(C, bm, bn, acc, TMA)
+        else:
+            ct.store(W, index=(s, bm, bn), tile=acc.reshape((1, TM, TN)), allow_tma=False)
+            # acq_rel (the default): this slice's plane is visible before its arrival counts,
+            # and the last slice sees every plane after reading the count
+            if ct.atomic_add(ARRIVED, tile, 1) == SPLIT - 1:
+                for j in range(SPLIT):
+                    if j != s:
+                        acc += ct.load(W, index=(j, bm, bn), shape=(1, TM, TN),
+                                       allow_tma=False).reshape((TM, TN))
+                store_c(C, bm, bn, acc, TMA)
+                ct.atomic_xchg(ARRIVED, tile, 0)
+
+
+def first_block(i, blocks, total):
+    # The block whose range [b*total//blocks, (b+1)*total//blocks) holds iteration i.
+    return ((i + 1) * blocks - 1) // total
+
+
+def slot_of(b, tile, blocks, total, k_tiles):
+    # Block b keeps a cut tile's partial in slot 2b when the tile is the first of its range,
+    # else in slot 2b+1 (only a range's first and last tiles can be cut).
+    return 2 * b + ct.where((b * total // blocks) // k_tiles == tile, 0, 1)
+
+
+@ct.kernel
+def gemm_streamk(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int],
+                 TK: ct.Constant[int], LAT: ct.Constant[int], TMA: ct.Constant[int]):
+    # Persistent blocks (grid <= tiles * k_tiles) over the flattened (tile, K step) space.
+    # W: float32 (2 * blocks, TM, TN); ARRIVED: int32, one per output tile, zero between
+    # launches.
+    num_m = ct.cdiv(A.shape[0], TM)
+    num_n = ct.cdiv(B.shape[1], TN)
+    k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
+    blocks = ct.num_blocks(0)
+    b = ct.bid(0)
+    total = num_m * num_n * k_tiles
+    start = b * total // blocks
+    end = (b + 1) * total // blocks
+    for tile in range(start // k_tiles, ct.cdiv(end, k_tiles)):
+        bm, bn = tile % num_m, tile // num_m
+        base = tile * k_tiles
+        acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
+                      ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, TMA)
+        lo = first_block(base, blocks, total)
+        hi = first_block(base + k_tiles - 1, blocks, total)
+        if lo == hi:  # the whole K loop was this block's
+            store_c(C, bm, bn, acc, TMA)
+        else:
+            ct.store(W, index=(slot_of(b, tile, blocks, total, k_tiles), 0, 0),
+                     tile=acc.reshape((1, TM, TN)), allow_tma=False)
+            if ct.atomic_add(ARRIVED, tile, 1) == hi - lo:
+                for other in range(lo, hi + 1):
+                    if other != b:
+                        acc += partial(W, slot_of(other, tile, blocks, total, k_tiles),
+                                       TM, TN)
+                store_c(C, bm, bn, acc, TMA)
+                ct.atomic_xchg(ARRIVED, tile, 0)
+
+
+def streamk_grid(m: int, n: int, k: int, tm: int, tn: int, tk: int, slots: int) -> tuple[int]:
+    """Stream-K's grid: one block per slot, never more blocks than (tile, K step) iterations."""
+    total = -(-m // tm) * -(-n // tn) * -(-k // tk)
+    return (max(1, min(slots, total)),)
+
+
+def splitk_grid(m: int, n: int, tm: int, tn: int, split: int, slots: int) -> tuple[int]:
+    """Split-K's persistent grid: one block per slot, never more blocks than work units."""
+    return (max(1, min(slots, -(-m // tm) * -(-n // tn) * split)),)
