@@ -59,7 +59,21 @@ def skinny_configs(m: int) -> list[dict[str, Any]]:
     deep latency hints and two CTAs per SM for bytes in flight."""
     tm = max(64, 2 ** math.ceil(math.log2(m)))
     w = 8 if tm > 128 else 4
-    return [sched(tm, 64, "streamk", tk=128, warps=w), sched(tm, 64, "streamk", lat=8, warps=w),
+    # the H200 run of 2026-11-28 (notebooks/data/gemm_sweep_skinny_h200.json.gz): TK 128 halved
+    # stream-K's time against TK 64 (109 vs 177 us), so the deeper K steps and the 2-CTA
+    # cluster (which splits the accumulator) come first
+    return [sched(tm, 64, "streamk", tk=256, lat=2, warps=8),
+            sched(tm, 64, "streamk", tk=256, lat=8, warps=8),
+            sched(tm, 128, "streamk", tk=256, lat=4, ctas=2, warps=8),
+            sched(tm, 64, "streamk", tk=256, lat=4, warps=w),
+            sched(tm, 64, "streamk", tk=256, lat=4, warps=8),
+            sched(tm, 64, "streamk", tk=128, lat=4, warps=w),
+            sched(tm, 64, "streamk", tk=128, warps=8),
+            sched(tm, 128, "streamk", tk=128, lat=4, ctas=2, warps=8),
+            sched(tm, 128, "streamk", tk=64, lat=6, ctas=2, warps=8),
+            sched(tm, 32, "streamk", tk=256, lat=4, warps=w),
+            sched(tm, 64, "splitk_ws", tk=256, split=2, lat=4, warps=w),
+            sched(tm, 64, "streamk", tk=128, warps=w), sched(tm, 64, "streamk", lat=8, warps=w),
             sched(tm, 64, "splitk_ws", tk=128, split=2, warps=w),
             sched(tm, 64, "splitk_ws", split=4, lat=8, warps=w),
             sched(tm, 64, "streamk", tk=128, occ=2, warps=w),

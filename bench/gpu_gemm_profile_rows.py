@@ -94,8 +94,19 @@ def profile_row(row: dict[str, Any]) -> dict[str, Any]:
     split = c["SPLIT"] > 1
     w = torch.zeros((r["m"], r["n"]) if split else (1, 1), device="cuda", dtype=torch.float32)
     arrived = torch.zeros(tiles(r["m"], r["n"], c), device="cuda", dtype=torch.int32)
-    args = (a, b, out, w, arrived, *(c[x] for x in ("TM", "TN", "TK", "GROUP", "LAT", "SPLIT")))
     hints = {h: c[h] for h in ("num_ctas", "num_worker_warps", "occupancy")}
+    if c.get("schedule", "splitk") != "splitk":  # a schedule of gemm_schedule_rows.py
+        import gemm_schedule_rows as gsr
+
+        from tile_lab.gpu.device import device_info
+
+        sms = device_info().sm_count
+        ops = gsr.Operands(dict(a=a, b=b, c=out, w=w), r["m"], r["n"], r["k"], sms)
+        kernel = gsr.schedules().for_config(c)
+        prof = tile_lab.profile(kernel, gsr.grid(r["m"], r["n"], r["k"], c, sms), ops.args(c),
+                                hints=hints)
+        return summarize(row, prof)
+    args = (a, b, out, w, arrived, *(c[x] for x in ("TM", "TN", "TK", "GROUP", "LAT", "SPLIT")))
     prof = tile_lab.profile(gemm_splitk, grid_for(r["m"], r["n"], c), args, hints=hints)
     return summarize(row, prof)
 
