@@ -12,6 +12,9 @@ import pytest
 
 pytestmark = pytest.mark.timeout(300)
 ROOT = Path(__file__).resolve().parents[1]
+# The pytest runs below test no notebook: nbval, which pytest would load into each of them,
+# imports jsonschema, whose IRI format check builds a grammar parser at import (3 s of CPU).
+NO_NBVAL = ("-p", "no:nbval")
 
 GPU_MINDED_TESTS = '''
 import cuda.tile as ct
@@ -57,7 +60,7 @@ def test_plugin_runs_a_cuda_suite_on_the_cpu(tmp_path):
     (tmp_path / "test_gpu_minded.py").write_text(textwrap.dedent(GPU_MINDED_TESTS))
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "tile_lab.testing", "-q", "-o", "addopts=",
-         "-p", "no:cacheprovider", "--tile-lab-device=cpu", str(tmp_path)],
+         "-p", "no:cacheprovider", *NO_NBVAL, "--tile-lab-device=cpu", str(tmp_path)],
         capture_output=True, text=True, timeout=280, cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "3 passed" in run.stdout
@@ -70,7 +73,7 @@ def test_without_the_plugin_the_same_file_fails(tmp_path):
     (tmp_path / "test_gpu_minded.py").write_text(textwrap.dedent(GPU_MINDED_TESTS))
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p", "no:cacheprovider",
-         str(tmp_path)], capture_output=True, text=True, timeout=280, cwd=tmp_path)
+         *NO_NBVAL, str(tmp_path)], capture_output=True, text=True, timeout=280, cwd=tmp_path)
     assert run.returncode != 0
 
 
@@ -141,7 +144,7 @@ def test_the_environment_variable_chooses_the_cpu_for_the_plugin(tmp_path):
     env = {**os.environ, "TILE_LAB_DEVICE": "cpu", "TILE_LAB_ARCH": "sm_100"}
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "tile_lab.testing", "-q", "-o", "addopts=",
-         "-p", "no:cacheprovider", "-W", "ignore", str(tmp_path)],
+         "-p", "no:cacheprovider", *NO_NBVAL, "-W", "ignore", str(tmp_path)],
         capture_output=True, text=True, timeout=280, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "5 passed" in run.stdout

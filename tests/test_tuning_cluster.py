@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ from tile_lab import _cutile_compat as compat  # noqa: E402
 from tile_lab.signature import signature_from_args  # noqa: E402
 from tile_lab.tuning import Space, TuneOptions, tune  # noqa: E402
 from tile_lab.tuning.cluster import (  # noqa: E402
+    ClusterError,
     ClusterOptions,
     RayCompileExecutor,
     RayMeasurePool,
@@ -237,18 +237,23 @@ def test_tune_on_a_cluster_shares_the_configs_between_gpus_and_cross_checks_the_
 
 def _kill_first_compile_task(stop: threading.Event, killed: list[int]) -> None:
     """Kill (SIGKILL) the first Ray worker process seen running a compile task, as an
-    out-of-memory kill or a crashed node would."""
+    out-of-memory kill or a crashed node would. Only this process's descendants are looked
+    at (Ray's workers are the raylet's children): scanning all of /proc every few ms took a
+    core, and this process's GIL, from the tuning run it watches."""
+    import psutil  # a dependency of Ray's
+
+    me = psutil.Process()
     while not stop.is_set() and not killed:
-        for proc in Path("/proc").iterdir():
+        for proc in me.children(recursive=True):
             try:
-                cmdline = (proc / "cmdline").read_bytes()
-            except OSError:
+                cmdline = proc.cmdline()
+            except psutil.Error:
                 continue
-            if cmdline.startswith(b"ray::compile_in_private_cache"):
-                os.kill(int(proc.name), signal.SIGKILL)
-                killed.append(int(proc.name))
+            if " ".join(cmdline).startswith("ray::compile_in_private_cache"):
+                proc.kill()
+                killed.append(proc.pid)
                 return
-        time.sleep(0.02)
+        time.sleep(0.05)
 
 
 def test_killing_a_compile_worker_mid_run_retries_its_configs_and_keeps_the_store_intact(
@@ -284,11 +289,22 @@ def _hanging_measure_factory():
 
 
 def test_a_hanging_config_fails_with_where_it_hung_and_the_others_are_measured(cluster):
+    # The pool reads its timeouts from this test's clock, which passes the 5 s only once every
+    # other config is measured: a slow machine cannot make a quick config look hung.
     configs, _ = _space().split("sm_90")
+    now = [0.0]
     pool = RayMeasurePool(_hanging_measure_factory,
-                          replace(cluster, gpus=2, gpus_per_actor=0, measure_timeout_s=5))
+                          replace(cluster, gpus=2, gpus_per_actor=0, measure_timeout_s=5),
+                          clock=lambda: now[0])
     try:
-        measured = list(pool.map(configs))
+        futures = [pool.submit(c) for c in configs]
+        hangs = [(c["TILE"], c["LAT"]) == (128, 2) for c in configs]
+        for fut, hang in zip(futures, hangs):
+            if not hang:
+                fut.result(timeout=300)  # (the bounds here only guard the test itself)
+        assert hangs.count(True) == 1 and not futures[hangs.index(True)].done()
+        now[0] = 5.5
+        measured = [fut.result(timeout=300) for fut in futures]
     finally:
         pool.close()
     hung = [m for m in measured if m.error is not None]
@@ -304,12 +320,17 @@ def _sleep_for(seconds: float) -> float:
 
 
 def test_a_compile_job_past_its_timeout_is_cancelled_and_fails_saying_so(cluster):
-    # (20 s: a job's time counts from its submission, a Ray worker's start included)
-    executor = RayCompileExecutor(replace(cluster, compile_timeout_s=20))
+    # The executor reads its deadlines from this test's clock, which moves past the 20 s only
+    # once the quick job is done: how fast this machine starts Ray workers changes nothing
+    # (a job's time counts from its submission, a worker's start included).
+    now = [0.0]
+    executor = RayCompileExecutor(replace(cluster, compile_timeout_s=20), clock=lambda: now[0])
     stuck, quick = executor.submit(_sleep_for, 3600), executor.submit(_sleep_for, 0)
-    assert quick.result(timeout=120) == 0
-    with pytest.raises(Exception, match=r"no result after 20 s.*compile_timeout_s"):
-        stuck.result(timeout=120)  # (the bound here only guards the test itself)
+    assert quick.result(timeout=300) == 0  # (the bounds here only guard the test itself)
+    assert not stuck.done()
+    now[0] = 20.5
+    with pytest.raises(ClusterError, match=r"no result after 20 s.*compile_timeout_s"):
+        stuck.result(timeout=120)
     executor.shutdown()
 
 

@@ -33,6 +33,7 @@ from typing import Any
 from .ray_start import ClusterError, ray_module, start_ray
 from .space import Config
 
+Clock = Callable[[], float]  # time.monotonic, or a test's own clock
 __all__ = ["ClusterError", "ClusterOptions", "ClusterRun", "RayCompileExecutor",
            "RayMeasurePool", "connect", "cross_check", "ray_module"]
 
@@ -116,14 +117,14 @@ class RayCompileExecutor:
     already in this process's cuTile cache when the future completes. ``nodes`` counts the
     finished jobs per node (for progress and for the result's provenance). A job with no
     result after ``compile_timeout_s`` is cancelled and its Future fails (a watchdog thread),
-    so no caller waits for ever on a task Ray lost or could not place.
-    """
+    so no caller waits for ever on a task Ray lost or could not place. Deadlines are read from
+    ``clock`` (a test's own clock passes them when the test says, not a busy machine)."""
 
-    def __init__(self, options: ClusterOptions) -> None:
+    def __init__(self, options: ClusterOptions, clock: Clock = time.monotonic) -> None:
         self._ray = connect(options)
         self._task = self._ray.remote(num_cpus=1, max_retries=options.task_retries,
                                       retry_exceptions=False)(compile_in_private_cache)
-        self._limit = options.compile_workers
+        self._limit, self._clock = options.compile_workers, clock
         self._timeout_s = options.compile_timeout_s
         self._in_flight: dict[Any, tuple[Future[Any], float]] = {}  # ref -> (future, deadline)
         self._lock = threading.Lock()
@@ -142,7 +143,7 @@ class RayCompileExecutor:
         out: Future[Any] = Future()
         out.set_running_or_notify_cancel()
         with self._lock:
-            self._in_flight[ref] = (out, time.monotonic() + self._timeout_s)
+            self._in_flight[ref] = (out, self._clock() + self._timeout_s)
         ref.future().add_done_callback(lambda done: self._finish(ref, done, out))
         if self._watchdog is None:
             self._watchdog = threading.Thread(target=self._watch, name="tile_lab-compile-watch",
@@ -172,10 +173,9 @@ class RayCompileExecutor:
 
     def _watch(self) -> None:
         while not (self._closed and not self._pending()):
-            now = time.monotonic()
             with self._lock:
                 late = [(ref, out) for ref, (out, deadline) in self._in_flight.items()
-                        if deadline < now and not out.done()]
+                        if deadline < self._clock() and not out.done()]
             for ref, out in late:
                 with contextlib.suppress(Exception):  # finished meanwhile, or its node is gone
                     self._ray.cancel(ref, force=True)
@@ -263,11 +263,11 @@ class RayMeasurePool:
     Ray (``actor_restarts``) and the config it was measuring is tried once more: one that
     kills its process twice is that config's failure, and no other config is lost. A config
     with no result after ``measure_timeout_s`` (a hang) fails with the stack its process was
-    in, and that process is killed and restarted."""
+    in, and that process is killed and restarted. Both timeouts are read from ``clock``."""
 
-    def __init__(self, factory: MeasureFactory, options: ClusterOptions) -> None:
-        ray = connect(options)
-        count = options.gpus
+    def __init__(self, factory: MeasureFactory, options: ClusterOptions,
+                 clock: Clock = time.monotonic) -> None:
+        ray, self._clock, count = connect(options), clock, options.gpus
         if count is None:
             count = int(ray.cluster_resources().get("GPU", 0))
         if count < 1:
@@ -284,7 +284,7 @@ class RayMeasurePool:
         # an actor takes configs once it answers: its start-up (imports, arrays, warm-up) and
         # any restart never count against a config's measure_timeout_s, but against
         # start_timeout_s (an actor Ray cannot place or start must not be waited for ever)
-        now = time.monotonic()
+        now = self._clock()
         self._starting: dict[Any, tuple[int, float]] = {
             a.label.remote(): (i, now) for i, a in enumerate(self.actors)}
         self._lost: set[int] = set()  # actors that never (re)started: their configs fail
@@ -343,7 +343,7 @@ class RayMeasurePool:
                     self._waiting.remove(job)
                     free.discard(slot)
                     job.attempts += 1
-                    job.started = time.monotonic()
+                    job.started = self._clock()
                     ref = self.actors[slot].measure.remote(job.config, *job.extra)
                     self._running[ref] = (slot, job)
                 if not self._running and not self._starting:
@@ -362,7 +362,7 @@ class RayMeasurePool:
                     free.add(slot)
                 else:
                     self._restarting(slot)
-            now = time.monotonic()
+            now = self._clock()
             for ref, (slot, job) in list(self._running.items()):
                 if now - job.started > self._timeout_s:
                     self._running.pop(ref)
@@ -374,7 +374,7 @@ class RayMeasurePool:
                     self._lost.add(slot)
 
     def _restarting(self, slot: int) -> None:
-        self._starting[self.actors[slot].label.remote()] = (slot, time.monotonic())
+        self._starting[self.actors[slot].label.remote()] = (slot, self._clock())
 
     def _fail_unplaceable(self) -> None:
         """Fail the waiting jobs no actor can take: pinned to a lost actor, or any job once
