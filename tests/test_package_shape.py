@@ -225,7 +225,7 @@ MAX_LINES = 500
 # main's issue 35/32a work: tuning/cluster (the cluster bounds, 570), _cutile_compat (594) and
 # render/html (Triton's panes, 501).
 OVER_500 = {
-    "tile_lab/compile.py": 593, "tile_lab/emulator/ops_memory.py": 579,
+    "tile_lab/emulator/ops_memory.py": 579,
     "tile_lab/render/diagram_layout.py": 551, "tile_lab/sanitizer.py": 563,
     "tile_lab/tracing/trace.py": 568, "tile_lab/tuning/cluster.py": 570,
     "tile_lab/_cutile_compat.py": 594,
@@ -279,8 +279,8 @@ def test_mypy_is_clean_on_the_measuring_core():
 
 # What marks a regular expression as reading compiled-stage content (SASS or Tile IR), matched
 # against the expression's pattern text. Location syntax (``loc(...)``, ``//## File``) is not
-# on the list: compile.py reads it where it makes the line maps. Pygments lexer tables
-# (render/lexers.py) are not ``re`` calls: they colour text and extract nothing.
+# on the list: compile.py and disassembly.py read it where they make the line maps. Pygments
+# lexer tables (render/lexers.py) are not ``re`` calls: they colour text and extract nothing.
 STAGE_MARKERS = {
     "SASS address /*..*/": r"/\\\*",
     "SASS predicate @P": r"@[!?U\\]{0,6}P",
@@ -507,8 +507,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "tile_lab.cpp", "tile_lab.triton")),
     ("artifacts", ("tile_lab.artifacts", "tile_lab.stage_rows", "tile_lab.analysis",
                    "tile_lab.request", "tile_lab.kernel_source",
-                   "tile_lab.compile", "tile_lab._inspect", "tile_lab.signature",
-                   "tile_lab.signature_spec",
+                   "tile_lab.compile", "tile_lab.disassembly", "tile_lab._inspect",
+                   "tile_lab.signature", "tile_lab.signature_spec",
                    "tile_lab.toolchain", "tile_lab.compile_errors", "tile_lab.array_like",
                    "tile_lab._cutile_compat", "tile_lab._doctor", "tile_lab.errors",
                    "tile_lab.progress", "tile_lab.display", "tile_lab._env_mode",
