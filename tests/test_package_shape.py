@@ -228,7 +228,6 @@ OVER_500 = {
     "tile_lab/emulator/ops_memory.py": 579,
     "tile_lab/render/diagram_layout.py": 551, "tile_lab/sanitizer.py": 563,
     "tile_lab/tracing/trace.py": 568, "tile_lab/tuning/cluster.py": 570,
-    "tile_lab/_cutile_compat.py": 594,
 }
 
 
