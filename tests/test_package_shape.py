@@ -169,9 +169,9 @@ def test_the_gpu_package_keeps_its_bottom_layer():
 # docstring draws them: a module imports only from layers below its own.
 EMULATOR_LAYERS = [
     ("state", "dtypes", "registry", "rounding"),
-    ("tile",),
+    ("tile", "rmw"),
     ("operands",),
-    ("poison",),
+    ("poison", "recording"),
     ("ops_memory",),
     ("ops_gather",),
     ("ops_atomic", "ops_math", "ops_reduce", "ops_shape", "ops_misc"),
@@ -225,7 +225,7 @@ MAX_LINES = 500
 # main's issue 35/32a work: tuning/cluster (the cluster bounds, 570), _cutile_compat (594) and
 # render/html (Triton's panes, 501).
 OVER_500 = {
-    "tile_lab/emulator/ops_memory.py": 579, "tile_lab/tuning/cluster.py": 570,
+    "tile_lab/tuning/cluster.py": 570,
 }
 
 
