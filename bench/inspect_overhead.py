@@ -61,6 +61,7 @@ import cuda.tile as ct  # noqa: E402
 import tile_lab  # noqa: E402
 from tile_lab import _cutile_compat as compat  # noqa: E402
 from tile_lab import compile as pipeline  # noqa: E402
+from tile_lab import disassembly  # noqa: E402
 from tile_lab.signature import signature_from_spec  # noqa: E402
 
 
@@ -119,7 +120,7 @@ def stage_breakdown(kernel, spec: str, arch: str) -> dict[str, float]:
     pipeline.disassemble_tileir(front.bytecode)
     t["tileirdisasm"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    pipeline.sass_from_cubin(cubin, arch)
+    disassembly.sass_from_cubin(cubin, arch)
     t["nvdisasm"] = time.perf_counter() - t0
     return t
 

@@ -111,3 +111,13 @@ def _skip_gpu(items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(params=["numpy", pytest.param("gpu", marks=pytest.mark.gpu)])
+def check_case(request):
+    """The emulator's differential check of a ``test_emulator_harness.Case``, once per target:
+    against its NumPy reference on the CPU, and (marked gpu) the GPU's result against the
+    emulator's on the same inputs."""
+    from test_emulator_harness import check_gpu, check_numpy
+
+    return check_numpy if request.param == "numpy" else check_gpu

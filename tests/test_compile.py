@@ -11,21 +11,23 @@ import pytest
 from tile_lab import _cutile_compat as compat
 from tile_lab.artifacts import LazyStages
 from tile_lab.compile import (
-    _ptx_statement_lines,
     clear_caches,
     compile_kernel,
-    cubin_stage_names,
     cutile_stage,
+    disassemble_tileir,
+    parse_remarks,
+    run_tileiras,
+    tileir_stage,
+)
+from tile_lab.disassembly import (
+    _ptx_statement_lines,
+    cubin_stage_names,
     disassemble_cubin,
     disassemble_cubin_async,
-    disassemble_tileir,
     elf_section,
-    parse_remarks,
     ptx_from_cubin,
-    run_tileiras,
     sass_from_cubin,
     sass_stage,
-    tileir_stage,
 )
 from tile_lab.errors import CompileError, ToolchainError
 from tile_lab.signature import signature_from_spec

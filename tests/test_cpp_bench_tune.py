@@ -247,8 +247,8 @@ def test_bench_cpp_out_of_place_checks_and_copies_back(fake_gpu):
     fake_gpu["kernel"] = lambda d: np.add(d[0], d[1], out=d[2])
     a, b = np.arange(4096, dtype=np.float32), np.ones(4096, np.float32)
     c = np.zeros_like(a)
-    m = bench_cpp(_vector_add_inspection(), (4,), [a, b, c, a.size], samples=4,
-                  check=lambda a, b, c, n: np.add(a, b, out=c))
+    m = bench_cpp(_vector_add_inspection(), (4,), [a, b, c, a.size],
+                  timing=TimingOptions(samples=4), check=lambda a, b, c, n: np.add(a, b, out=c))
     assert np.array_equal(c, a + 1)  # the NumPy output got the device result back
     assert m.kernel == "vector_add" and m.label is None and m.grid == (4,)
     assert m.bytes == 3 * 4 * 4096 and m.bytes_source == "array sizes"
@@ -263,14 +263,15 @@ def test_bench_cpp_check_mismatch_raises(fake_gpu):
     a = np.arange(4096, dtype=np.float32)
     with pytest.raises(CheckMismatch, match="argument 2 differs"):
         bench_cpp(_vector_add_inspection(), (4,), [a, a.copy(), np.zeros_like(a), a.size],
-                  samples=2, check=lambda a, b, c, n: np.add(a, b, out=c))
+                  timing=TimingOptions(samples=2), check=lambda a, b, c, n: np.add(a, b, out=c))
 
 
 def test_bench_cpp_in_place_kernel_is_noted_and_left_with_one_result(fake_gpu):
     fake_gpu["kernel"] = lambda d: np.multiply(d[0], 2, out=d[0])
     x = np.ones(4096, np.float32)
     m = bench_cpp(_vector_add_inspection(), (4,), [x, x.copy(), x.copy(), x.size],
-                  samples=3, bytes=123, options=BenchOptions(label="twice"))
+                  timing=TimingOptions(samples=3), bytes=123,
+                  options=BenchOptions(label="twice"))
     assert any("in-place" in n for n in m.notes)
     assert np.array_equal(x, np.full(4096, 2, np.float32))  # one launch from the original
     assert m.label == "twice" and m.bytes == 123 and m.bytes_source == "user"
@@ -321,7 +322,7 @@ def test_gpu_bench_cpp_vector_add_checked_with_statistics():
     b = cp.random.rand(GPU_N, dtype=cp.float32)
     c = cp.zeros_like(a)
     m = bench_cpp(_cpp_inspection("vector_add.cu", arch), (GPU_N // 1024,), [a, b, c, GPU_N],
-                  check=lambda a, b, c, n: np.copyto(c, a + b), samples=10)
+                  check=lambda a, b, c, n: np.copyto(c, a + b), timing=TimingOptions(samples=10))
     assert m.kernel == "vector_add" and m.mode == "cold" and m.n == 10
     assert m.bytes == 3 * 4 * GPU_N and m.bytes_source == "array sizes"
     assert m.gbps and m.gbps > 0 and m.max_abs_err == 0
@@ -338,8 +339,8 @@ def test_gpu_bench_cpp_in_place_kernel_leaves_one_result_and_says_so():
     insp = _prebuilt(arch)[1] or inspect_cpp(_inplace_source(), "scale", arch=arch,
                                              defines=INPLACE_DEFINES)
     x = cp.ones(GPU_N, dtype=cp.float32)
-    m = bench_cpp(insp, (GPU_N // 1024,), [x, cp.empty_like(x), GPU_N], mode="warm",
-                  samples=5)
+    m = bench_cpp(insp, (GPU_N // 1024,), [x, cp.empty_like(x), GPU_N],
+                  timing=TimingOptions(mode="warm", samples=5))
     assert any("in-place" in note for note in m.notes)
     assert bool((x == 2).all())
 

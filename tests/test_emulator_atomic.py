@@ -5,7 +5,7 @@ from __future__ import annotations
 import cuda.tile as ct
 import numpy as np
 import pytest
-from test_emulator_harness import Case, check_gpu, check_numpy
+from test_emulator_harness import Case
 
 import tile_lab
 from tile_lab._cutile_compat import python_function
@@ -82,14 +82,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_atomics_match_numpy(case):
-    check_numpy(case)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_atomics_match_gpu(case):
-    check_gpu(case)
+def test_atomics_match(case, check_case):
+    check_case(case)
 
 
 def test_tickets_follow_block_order():

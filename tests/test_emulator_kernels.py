@@ -9,7 +9,7 @@ from __future__ import annotations
 import cuda.tile as ct
 import numpy as np
 import pytest
-from test_emulator_harness import Case, check_gpu, check_numpy
+from test_emulator_harness import Case
 
 import tile_lab
 from tile_lab.errors import EmulationError
@@ -226,14 +226,8 @@ KERNELS = [
 
 
 @pytest.mark.parametrize("case", KERNELS, ids=str)
-def test_kernel_matches_numpy(case):
-    check_numpy(case)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", KERNELS, ids=str)
-def test_kernel_matches_gpu(case):
-    check_gpu(case)
+def test_kernel_matches(case, check_case):
+    check_case(case)
 
 
 def test_a_lock_never_released_is_reported_not_hung():

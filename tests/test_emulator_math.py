@@ -6,7 +6,7 @@ import cuda.tile as ct
 import ml_dtypes
 import numpy as np
 import pytest
-from test_emulator_harness import Case, check_gpu, check_numpy
+from test_emulator_harness import Case, check_gpu
 
 import tile_lab
 from tile_lab.emulator import gate
@@ -188,14 +188,8 @@ BINARY = [
 
 
 @pytest.mark.parametrize("case", UNARY + BINARY, ids=str)
-def test_elementwise_matches_numpy(case):
-    check_numpy(case)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", UNARY + BINARY, ids=str)
-def test_elementwise_matches_gpu(case):
-    check_gpu(case)
+def test_elementwise_matches(case, check_case):
+    check_case(case)
 
 
 # ---- promotion ------------------------------------------------------------------------------
@@ -375,14 +369,8 @@ OTHER = [
 
 
 @pytest.mark.parametrize("case", OTHER, ids=str)
-def test_where_and_matmul_match_numpy(case):
-    check_numpy(case)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", OTHER, ids=str)
-def test_where_and_matmul_match_gpu(case):
-    check_gpu(case)
+def test_where_and_matmul_match(case, check_case):
+    check_case(case)
 
 
 def test_mma_rejects_unsupported_accumulator():

@@ -8,7 +8,7 @@ import cuda.tile as ct
 import ml_dtypes
 import numpy as np
 import pytest
-from test_emulator_harness import Case, check_gpu, check_numpy
+from test_emulator_harness import Case
 
 import tile_lab
 from tile_lab._cutile_compat import python_function
@@ -200,14 +200,8 @@ CASES += [_copy_case(dt) for dt in DTYPES]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_memory_ops_match_numpy(case):
-    check_numpy(case)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_memory_ops_match_gpu(case):
-    check_gpu(case)
+def test_memory_ops_match(case, check_case):
+    check_case(case)
 
 
 @ct.kernel

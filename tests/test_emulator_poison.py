@@ -292,7 +292,7 @@ def rows_norm(x, y, n: ct.Constant[int], tn: ct.Constant[int]):
 
 def test_diagram_marks_undetermined_padding_and_the_elements_it_reaches():
     import tile_lab
-    from tile_lab.render.diagram_layout import POISON
+    from tile_lab.render.diagram_legend import POISON
     x = np.ones((8, 12), np.float32)
     d = tile_lab.diagram(trace(rows_norm, (4,), (x, np.zeros_like(x), 12, 16)), block=1)
     [load] = d.geometry.panel("x").footprints

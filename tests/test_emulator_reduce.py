@@ -5,7 +5,7 @@ from __future__ import annotations
 import cuda.tile as ct
 import numpy as np
 import pytest
-from test_emulator_harness import Case, check_gpu, check_numpy
+from test_emulator_harness import Case
 
 RS, CS = 8, 16
 
@@ -128,14 +128,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_reductions_match_numpy(case):
-    check_numpy(case)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_reductions_match_gpu(case):
-    check_gpu(case)
+def test_reductions_match(case, check_case):
+    check_case(case)
 
 
 def test_sum_of_bool_counts_as_int32():

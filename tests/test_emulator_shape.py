@@ -7,7 +7,7 @@ import cuda.tile as ct
 import ml_dtypes
 import numpy as np
 import pytest
-from test_emulator_harness import Case, check_gpu, check_numpy
+from test_emulator_harness import Case
 
 import tile_lab
 from tile_lab.emulator import gate
@@ -105,14 +105,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_shape_ops_match_numpy(case):
-    check_numpy(case)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_shape_ops_match_gpu(case):
-    check_gpu(case)
+def test_shape_ops_match(case, check_case):
+    check_case(case)
 
 
 @ct.kernel

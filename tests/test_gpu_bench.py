@@ -44,7 +44,8 @@ def test_each_mode_gives_a_labelled_measurement_with_stats_and_rates(vectors, mo
     import cupy
 
     a, b, c = vectors
-    m = tile_lab.bench(vadd, (N // TILE,), (a, b, c, TILE), mode=mode, samples=12)
+    m = tile_lab.bench(vadd, (N // TILE,), (a, b, c, TILE),
+                       timing=TimingOptions(mode=mode, samples=12))
     assert m.mode == mode and m.n == 12 and f"[{mode}]" in m.summary()
     assert m.min_s <= m.median_s and m.min_s <= m.mean_s and m.ci95_s >= 0
     assert m.bytes == 3 * N * 4 and m.bytes_source == "array sizes"
@@ -69,7 +70,8 @@ def test_cold_mean_agrees_with_cutile_exhaustive_search_within_3_percent(vectors
     result = ct.tune.exhaustive_search([TILE], stream, lambda t: (N // t,), vadd,
                                        lambda t: (a, b, c, t), quiet=True)
     theirs = result.best.mean_us
-    ours = tile_lab.bench(vadd, (N // TILE,), (a, b, c, TILE), mode="cold", samples=100)
+    ours = tile_lab.bench(vadd, (N // TILE,), (a, b, c, TILE),
+                          timing=TimingOptions(mode="cold", samples=100))
     assert ours.mean_us == pytest.approx(theirs, rel=0.03), (ours.summary(), theirs)
 
 
@@ -78,7 +80,8 @@ def test_in_place_kernel_gets_fresh_outputs_and_ends_with_one_application():
     import cupy
 
     x = cupy.arange(1 << 20, dtype=cupy.float32)
-    m = tile_lab.bench(add_one, ((1 << 20) // TILE,), (x, TILE), mode="cold", samples=5)
+    m = tile_lab.bench(add_one, ((1 << 20) // TILE,), (x, TILE),
+                       timing=TimingOptions(mode="cold", samples=5))
     assert m.fresh_outputs
     cupy.testing.assert_array_equal(x, cupy.arange(1 << 20, dtype=cupy.float32) + 1)
 
@@ -105,7 +108,7 @@ def test_known_writes_skip_the_probes_and_keep_fresh_outputs():
     from tile_lab.gpu.benchmark import Writes
 
     x = cupy.arange(1 << 20, dtype=cupy.float32)
-    m = tile_lab.bench(add_one, ((1 << 20) // TILE,), (x, TILE), samples=5,
+    m = tile_lab.bench(add_one, ((1 << 20) // TILE,), (x, TILE), timing=TimingOptions(samples=5),
                        options=BenchOptions(writes=Writes((0,), True)))
     assert m.fresh_outputs and m.n == 5
     cupy.testing.assert_array_equal(x, cupy.arange(1 << 20, dtype=cupy.float32) + 1)
@@ -134,12 +137,14 @@ def test_check_records_errors_and_a_wrong_reference_raises():
     def reference(a, b, c, tile):
         c[:] = a + b
 
-    m = tile_lab.bench(vadd, (64,), (a, b, c, TILE), samples=3, check=reference)
+    m = tile_lab.bench(vadd, (64,), (a, b, c, TILE), timing=TimingOptions(samples=3),
+                       check=reference)
     assert m.max_abs_err == 0.0 and m.max_rel_err == 0.0
     np.testing.assert_array_equal(c, a + b)  # NumPy args get the result copied back
 
     with pytest.raises(CheckMismatch, match="differs from the reference"):
-        tile_lab.bench(vadd, (64,), (a, b, c, TILE), samples=3, check=lambda a, b, c, t: a - b)
+        tile_lab.bench(vadd, (64,), (a, b, c, TILE), timing=TimingOptions(samples=3),
+                       check=lambda a, b, c, t: a - b)
 
 
 @pytest.mark.gpu
@@ -148,7 +153,8 @@ def test_bench_on_torch_tensors_and_a_torch_stream():
     a = torch.randn(1 << 20, device="cuda")
     b = torch.randn(1 << 20, device="cuda")
     c = torch.empty_like(a)
-    m = tile_lab.bench(vadd, ((1 << 20) // TILE,), (a, b, c, TILE), samples=5, mode="graph",
+    m = tile_lab.bench(vadd, ((1 << 20) // TILE,), (a, b, c, TILE),
+                       timing=TimingOptions(samples=5, mode="graph"),
                        options=BenchOptions(stream=torch.cuda.current_stream()))
     assert m.n == 5 and m.bytes == 3 * 4 * (1 << 20)
     torch.cuda.synchronize()
@@ -159,14 +165,29 @@ def test_bench_on_torch_tensors_and_a_torch_stream():
 def test_isolated_bench_returns_a_measurement_from_the_worker(vectors):
     a, b, c = vectors
     m = tile_lab.bench(vadd, ((1 << 20) // TILE,), (a[:1 << 20], b[:1 << 20], c[:1 << 20], TILE),
-                       samples=5, options=BenchOptions(isolate=True, timeout=180))
+                       timing=TimingOptions(samples=5),
+                       options=BenchOptions(isolate=True, timeout=180))
     assert m.provenance is not None and m.provenance.isolated
     assert m.n == 5 and m.mean_s > 0
 
 
 def test_bad_mode_names_the_argument():
     with pytest.raises(TileLabError, match="mode='hot'"):
-        tile_lab.bench(vadd, (1,), (), mode="hot")
+        tile_lab.bench(vadd, (1,), (), timing=TimingOptions(mode="hot"))
+
+
+def test_timing_has_one_way_in():
+    """How samples are taken is said once, in TimingOptions: no mode=/samples= beside it."""
+    import inspect
+
+    from tile_lab.cpp import bench_cpp
+    from tile_lab.gpu import bench_function
+
+    for fn in (tile_lab.bench, bench_cpp, bench_function):
+        params = inspect.signature(fn).parameters
+        assert "timing" in params and not {"mode", "samples"} & set(params), fn.__name__
+    with pytest.raises(TypeError, match="mode"):
+        tile_lab.bench(vadd, (1,), (), mode="warm")
 
 
 # ---- which FLOPs a measurement reports (CPU: the choice is made before any launch) -------------
@@ -257,9 +278,9 @@ def test_corpus_gemm_without_flops_derives_the_analytic_flops():
     b = rng.standard_normal((k, n), dtype=cupy.float32).astype(cupy.float16)
     c = cupy.zeros((m, n), cupy.float32)
     grid = (m // tiles[0], n // tiles[1])
-    derived = tile_lab.bench(gemm, grid, (a, b, c, *tiles), mode="graph", samples=20)
-    analytic = tile_lab.bench(gemm, grid, (a, b, c, *tiles), mode="graph", samples=20,
-                              flops=2 * m * n * k)
+    graph = TimingOptions(mode="graph", samples=20)
+    derived = tile_lab.bench(gemm, grid, (a, b, c, *tiles), timing=graph)
+    analytic = tile_lab.bench(gemm, grid, (a, b, c, *tiles), timing=graph, flops=2 * m * n * k)
     assert derived.flops == 2 * m * n * k, derived.flops_source
     assert derived.flops_source == "mma shapes, 3 of 1024 blocks emulated, uniform"
     assert analytic.flops_source == "user"
@@ -277,7 +298,7 @@ def test_isolated_bench_carries_the_derived_flops_source():
     a = cupy.ones((256, 128), cupy.float16)
     b = cupy.ones((128, 256), cupy.float16)
     c = cupy.zeros((256, 256), cupy.float32)
-    m = tile_lab.bench(gemm, (4, 4), (a, b, c, 64, 64, 32), samples=3,
+    m = tile_lab.bench(gemm, (4, 4), (a, b, c, 64, 64, 32), timing=TimingOptions(samples=3),
                        options=BenchOptions(isolate=True, timeout=180))
     assert m.provenance.isolated and m.flops == 2 * 256 * 256 * 128
     assert m.flops_source.startswith("mma shapes") and m.tflops > 0
@@ -314,7 +335,7 @@ def test_same_bytes_on_device_arrays_spanning_several_host_chunks():
 @pytest.mark.gpu
 def test_every_sample_carries_the_gpu_state_it_ran_in(vectors):
     a, b, c = vectors
-    m = tile_lab.bench(vadd, (N // TILE,), (a, b, c, TILE), samples=6)
+    m = tile_lab.bench(vadd, (N // TILE,), (a, b, c, TILE), timing=TimingOptions(samples=6))
     assert m.regime == "burst" and m.throttle_policy == "wait"
     assert len(m.states) == m.n == 6
     assert all(s.sm_mhz and s.mem_mhz and s.power_w and s.temp_c for s in m.states)

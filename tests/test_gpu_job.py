@@ -386,7 +386,7 @@ def test_gpu_an_isolated_bench_of_a_cell_kernel_restores_samples_and_copies_back
 
     bump = _exec_cell(IN_PLACE_CELL, "<tile-cell-gpu-job>")["bump"]
     x = np.zeros(1 << 20, np.float32)
-    m = tile_lab.bench(bump, ((1 << 20) // 1024,), (x, 1024), samples=5,
+    m = tile_lab.bench(bump, ((1 << 20) // 1024,), (x, 1024), timing=TimingOptions(samples=5),
                        options=BenchOptions(isolate=True, timeout=180, hints={"occupancy": 2}),
                        check=lambda x, tile: x + 1)
     assert m.provenance.isolated and m.fresh_outputs and m.n == 5
@@ -421,7 +421,7 @@ def test_gpu_an_isolated_bench_cpp_runs_the_shipped_inspection_in_the_worker():
     n = 1 << 20
     a, b = cp.random.rand(n, dtype=cp.float32), cp.random.rand(n, dtype=cp.float32)
     c = cp.zeros_like(a)
-    m = bench_cpp(insp, (n // 1024,), [a, b, c, n], samples=5,
+    m = bench_cpp(insp, (n // 1024,), [a, b, c, n], timing=TimingOptions(samples=5),
                   check=lambda a, b, c, n: np.copyto(c, a + b),
                   options=BenchOptions(isolate=True, timeout=180))
     assert m.provenance.isolated and m.kernel == "vector_add" and "C++" in m.notes[0]

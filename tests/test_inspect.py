@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tile_lab
-from tile_lab import compile as pipeline
+from tile_lab import disassembly
 from tile_lab.artifacts import Inspection
 from tile_lab.errors import CompileError, SignatureError, ToolchainError
 
@@ -280,7 +280,7 @@ def test_static_shapes_and_int64_scalars_follow_the_annotations():
 # -- SASS/PTX are made in the background ---------------------------------------------------
 
 def test_inspect_returns_before_nvdisasm_finishes(monkeypatch):
-    real_nvdisasm = pipeline._nvdisasm
+    real_nvdisasm = disassembly._nvdisasm
     release = threading.Event()
     runs = []
 
@@ -290,7 +290,7 @@ def test_inspect_returns_before_nvdisasm_finishes(monkeypatch):
             raise AssertionError("nvdisasm was never released")
         return real_nvdisasm(cubin, arch)
 
-    monkeypatch.setattr(pipeline, "_nvdisasm", held_nvdisasm)
+    monkeypatch.setattr(disassembly, "_nvdisasm", held_nvdisasm)
     try:
         insp = tile_lab.inspect(K.gemm, CASES["gemm"][1], arch="sm_90")
         # inspect came back while the (held) nvdisasm could not have finished
@@ -303,10 +303,10 @@ def test_inspect_returns_before_nvdisasm_finishes(monkeypatch):
     assert runs == ["sm_90"]  # one nvdisasm run gives both SASS and PTX
     monkeypatch.undo()
     # the same text and line maps as the eager one-stage-at-a-time functions give
-    assert insp.stages["sass"] == pipeline.sass_from_cubin(insp.cubin, "sm_90",
-                                                            filename=insp.filename)
-    assert insp.stages["ptx"] == pipeline.ptx_from_cubin(insp.cubin, "sm_90",
-                                                          filename=insp.filename)
+    assert insp.stages["sass"] == disassembly.sass_from_cubin(insp.cubin, "sm_90",
+                                                               filename=insp.filename)
+    assert insp.stages["ptx"] == disassembly.ptx_from_cubin(insp.cubin, "sm_90",
+                                                             filename=insp.filename)
     assert re.search(r"\bHGMMA\.", sass) and "wgmma.mma_async" in ptx
     assert Inspection.from_json(insp.to_json()) == insp
 
@@ -315,13 +315,13 @@ def test_nvdisasm_failure_surfaces_when_sass_is_read(monkeypatch):
     def failing_nvdisasm(cubin, arch):
         raise ToolchainError(f"disassembling the {arch} cubin: nvdisasm crashed")
 
-    monkeypatch.setattr(pipeline, "_nvdisasm", failing_nvdisasm)
+    monkeypatch.setattr(disassembly, "_nvdisasm", failing_nvdisasm)
     insp = tile_lab.inspect(K.vector_add, CASES["vector_add"][1], arch="sm_80")
     assert insp.tileir.count("load_view_tko") == 2  # everything else is there
     with pytest.raises(ToolchainError) as lazy_error:
         insp.sass  # noqa: B018
     with pytest.raises(ToolchainError) as eager_error:
-        pipeline.sass_from_cubin(insp.cubin, "sm_80")
+        disassembly.sass_from_cubin(insp.cubin, "sm_80")
     assert lazy_error.value.message == eager_error.value.message == \
         "disassembling the sm_80 cubin: nvdisasm crashed"
     for read in (lambda: insp.ptx, lambda: insp.line_map, insp.to_json,

@@ -441,7 +441,7 @@ def test_cpp_profile_error_points_at_the_option(shell, capsys):
 
 def test_every_execution_flag_has_a_handler_and_the_messages_name_them_all(shell, api_calls):
     from tile_lab._run import _MODES
-    from tile_lab.magic.options import EXECUTION_FLAGS
+    from tile_lab.cell_options import EXECUTION_FLAGS
     from tile_lab.request import MODES
 
     assert set(_MODES) == set(EXECUTION_FLAGS) == set(MODES)

@@ -720,7 +720,7 @@ def test_edge_tile_labels_sit_inside_the_array_and_above_footprints():
 
 
 def test_legend_cuts_long_lines_at_a_word_with_an_ellipsis():
-    from tile_lab.render.diagram_layout import ellipsize
+    from tile_lab.render.diagram_legend import ellipsize
 
     line = ("t = ct.load(x, index=(i, j), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)"
             "  # and a comment that makes it long")

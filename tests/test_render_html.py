@@ -339,18 +339,18 @@ def test_real_inspection_renders(fixture_kernels):
 def test_tileir_argument_prologue_is_its_own_group():
     """vadd on sm_90: 21 of 30 Tile IR lines map to the def line; the 19 after ``entry``
     (token, assumes, constants, tensor views) render without the def line's link."""
-    from tile_lab.render.html import _prologue_rows
+    from tile_lab.stage_rows import prologue_rows
 
     insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
     st = insp.stages["tileir"]
-    rows = _prologue_rows(st)
+    rows = prologue_rows(st.rows)
     assert sorted(rows) == list(range(1, 20))
     view = inspection_html(insp)
     tileir = view[view.index('tl-pane-tileir'):view.index('tl-pane-sass')]
     assert tileir.count('class="tl-ln tl-pro"') == 19
     assert tileir.count('data-line="12"') == 21  # the rows still say where they come from
     assert len(re.findall(r'class="tl-ln tl-l12[ "]', tileir)) == 2  # entry, closing brace
-    assert _prologue_rows(StageText("tileir", "no entry here", (1,))) == frozenset()
+    assert prologue_rows(StageText("tileir", "no entry here", (1,)).rows) == frozenset()
 
 
 def test_source_pane_takes_its_natural_width():

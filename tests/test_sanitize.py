@@ -15,11 +15,11 @@ from tile_lab.sanitizer import (
     KINDS,
     Finding,
     SanitizerReport,
-    boxes_from_mask,
     check_trace,
     format_box,
     sanitize,
 )
+from tile_lab.sanitizer_array import boxes_from_mask
 from tile_lab.tracing.trace import ArrayInfo, MemoryAccess, Trace
 
 # ---- building synthetic traces ---------------------------------------------------------

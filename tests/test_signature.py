@@ -13,10 +13,10 @@ from tile_lab.errors import SignatureError
 from tile_lab.signature import (
     build_signature,
     describe_array,
-    parse_spec,
     signature_from_args,
     signature_from_spec,
 )
+from tile_lab.signature_spec import parse_spec
 
 
 class FakeDeviceArray:

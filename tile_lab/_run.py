@@ -26,7 +26,14 @@ def run(req: Request, show: Show, *, max_steps: int = 0,
         launch_fallback: str | None = "emulate") -> None:
     """Inspect ``req.kernel`` (a request without a mode), or run it in ``req.mode`` (and trace
     it for the partition diagram). ``max_steps``: the emulator's line budget per block (0:
-    none); ``launch_fallback``: "emulate" runs ``launch`` on the emulator without a GPU."""
+    none); ``launch_fallback``: "emulate" runs ``launch`` on the emulator without a GPU.
+    A ``@triton.jit`` kernel is inspected by Triton's compiler or, in mode "emulate", run in
+    Triton's interpreter on the CPU."""
+    from .triton.kernel import is_triton_kernel  # checks the type: imports no Triton
+
+    if is_triton_kernel(req.kernel):
+        _triton(req, show)
+        return
     if req.inspects:
         show(inspect(req.kernel, req.spec, arch=req.arch, hints=req.hints, show=req.panes))
         return
@@ -154,6 +161,19 @@ def _profile(req: Request, show: Show, fallback: str | None) -> None:
 
 def _hints(req: Request) -> dict[str, Any] | None:
     return parse_hints(req.hints) if req.hints else None
+
+
+def _triton(req: Request, show: Show) -> None:
+    if req.inspects:
+        from .triton.build import inspect_triton
+
+        show(inspect_triton(req.kernel, req.spec, arch=req.arch, show=req.panes))
+    elif req.mode == "emulate":
+        from .triton.interpret import run_triton_cpu
+
+        run_triton_cpu(req.kernel, req.grid or (), req.args or ())
+    else:
+        raise ValueError(f"mode={req.mode!r}: a Triton kernel is inspected or emulated")
 
 
 # mode -> its handler (the order of output is MODES')

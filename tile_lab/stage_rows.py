@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 __all__ = ["Assumption", "PartitionView", "Row", "SassRow", "TensorView", "TileIRRow",
            "TileType", "TileViews", "ViewAccess", "displacement", "entry_symbols",
-           "normalised_op_text", "parse_rows", "sass_offset", "sass_opcode",
+           "normalised_op_text", "parse_rows", "prologue_rows", "sass_offset", "sass_opcode",
            "stack_adjustment", "tile_views", "without_ssa_names"]
 
 
@@ -407,3 +407,24 @@ def parse_rows(name: str, text: str, line_map: Sequence[int | None]) -> tuple[Ro
     lines_map = tuple(line_map[:len(lines)]) + (None,) * (len(lines) - len(line_map))
     make = {"sass": _sass_row, "tileir": _tileir_row}.get(name, Row)
     return tuple(make(i, t, line) for i, (t, line) in enumerate(zip(lines, lines_map)))
+
+
+PROLOGUE_OPS = frozenset({"make_token", "assume", "constant", "make_tensor_view"})
+
+
+def prologue_rows(rows: Sequence[Row]) -> frozenset[int]:
+    """Indices of the Tile IR ``rows`` of the argument prologue: after ``entry``, the token,
+    the facts cuTile assumed of each argument (``assume div_by``/``bounded``), constants and
+    tensor views, all tied to the ``def`` line. The inspect view shows them as their own
+    group, so hovering the ``def`` line lights up the signature, not two thirds of a small
+    kernel's IR."""
+    entry = next((r for r in rows if isinstance(r, TileIRRow) and r.op == "entry"), None)
+    if entry is None or entry.line is None:
+        return frozenset()
+    out = []
+    for r in rows[entry.index + 1:]:
+        if (r.line != entry.line or not isinstance(r, TileIRRow)
+                or r.op not in PROLOGUE_OPS or len(r.results) > 1):
+            break
+        out.append(r.index)
+    return frozenset(out)

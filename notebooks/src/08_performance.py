@@ -22,7 +22,7 @@
 import numpy as np
 import cuda.tile as ct
 import tile_lab
-from tile_lab.gpu import BenchOptions, gpu_available, load_measurements
+from tile_lab.gpu import BenchOptions, TimingOptions, gpu_available, load_measurements
 from tile_lab.render.plots import bar_chart, roofline
 
 HAVE_GPU = gpu_available()
@@ -97,9 +97,12 @@ if HAVE_GPU:
     small = 1 << 22   # 3 × 16 MiB: fits in the H100/H200 L2
     a, b, c = (cp.random.random(small, dtype=cp.float32) for _ in range(3))
     for mode in ("cold", "warm"):
-        print(tile_lab.bench(vector_add, (small // 1024,), (a, b, c, 1024), mode=mode).summary())
+        m = tile_lab.bench(vector_add, (small // 1024,), (a, b, c, 1024),
+                           timing=TimingOptions(mode=mode))
+        print(m.summary())
 else:
-    print("(needs a GPU: compare tile_lab.bench(..., mode='cold') and mode='warm' on a small array)")
+    print("(needs a GPU: compare tile_lab.bench(..., timing=TimingOptions(mode='cold')) and "
+          "mode='warm' on a small array)")
 
 # %% [markdown]
 # ## The power-state trap

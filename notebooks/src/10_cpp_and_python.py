@@ -16,7 +16,7 @@
 import numpy as np
 import cuda.tile as ct
 import tile_lab
-from tile_lab.gpu import gpu_available
+from tile_lab.gpu import TimingOptions, gpu_available
 
 %load_ext tile_lab
 GPU = gpu_available()
@@ -435,9 +435,10 @@ else:
               [A, B, C, m, m, m], (A, B, C), 2 * m**3)]
     for label, cpp_src, py_kernel, grid, cpp_args, py_args, flops in pairs:
         cpp_insp = tile_lab.inspect_cpp(cpp_src, arch=arch)
-        m_cpp = bench_cpp(cpp_insp, grid, cpp_args, flops=flops, samples=20)
+        m_cpp = bench_cpp(cpp_insp, grid, cpp_args, flops=flops, timing=TimingOptions(samples=20))
         cpp_out = cpp_args[2].copy()
-        m_py = tile_lab.bench(py_kernel, grid, py_args, flops=flops, samples=20)
+        m_py = tile_lab.bench(py_kernel, grid, py_args, flops=flops,
+                              timing=TimingOptions(samples=20))
         agree = bool(cp.allclose(cpp_out, py_args[2], rtol=1e-3, atol=1e-3))
         print(f"{label}: C++ {m_cpp.median_s * 1e6:.1f} µs, Python {m_py.median_s * 1e6:.1f} µs, "
               f"C++/Python {m_cpp.median_s / m_py.median_s:.3f}, results agree: {agree}")

@@ -89,13 +89,12 @@ def cpp_work(inspection: Inspection, grid: Any, args: Sequence[Any]) -> TimedWor
 
 
 def bench_cpp(inspection: Inspection, grid: Any, args: Sequence[Any], *,
-              bytes: int | None = None, flops: int | None = None, mode: str | None = None,
-              samples: int | None = None, check: Callable[..., Any] | None = None,
-              timing: TimingOptions | None = None,
+              bytes: int | None = None, flops: int | None = None,
+              check: Callable[..., Any] | None = None, timing: TimingOptions | None = None,
               options: BenchOptions | None = None) -> Measurement:
     """Benchmark the C++ kernel of ``inspection`` (from ``inspect_cpp``) over ``grid``.
 
-    Arguments, ``mode``/``samples``/``timing``, ``bytes``/``flops``, ``check`` and
+    Arguments, ``timing``, ``bytes``/``flops``, ``check`` and
     ``options`` (label, params, check_tol, stream, isolate, writes) mean what they mean for
     ``tile_lab.bench``: without ``bytes`` every array argument counts once; NumPy arrays are
     copied to the GPU and the result copied back. One difference: a kernel that updates its
@@ -107,7 +106,7 @@ def bench_cpp(inspection: Inspection, grid: Any, args: Sequence[Any], *,
         raise TileLabError(f"bench_cpp needs the Inspection from tile_lab.inspect_cpp, not "
                            f"{type(inspection).__name__}")
     dims = validate(grid, args)
-    t = timing_of(timing, mode, samples)
+    t = timing_of(timing)
     o = options or BenchOptions()
     cupy = _require_gpu()
     job = KernelJob(CppJobKernel(inspection), dims, tuple(args), o.writes)

@@ -140,7 +140,8 @@ def _scrubbed(stage: StageText, paths: _Paths) -> StageText:
 @functools.lru_cache(maxsize=64)
 def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str, ...],
                     includes: tuple[str, ...], filename: str) -> Inspection:
-    from ..compile import disassemble_tileir, parse_remarks, sass_from_cubin
+    from ..compile import disassemble_tileir, parse_remarks
+    from ..disassembly import sass_from_cubin
     from ..toolchain import tool_version
 
     with tempfile.TemporaryDirectory(prefix="tile_lab_cpp_") as tmp:

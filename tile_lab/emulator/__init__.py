@@ -31,14 +31,16 @@ checked by ``tests/test_package_shape.py``)::
     ops_atomic, ops_math,      the operations, each registered where it is defined together
     ops_reduce, ops_shape,     with the rule by which undetermined lanes move through it:
     ops_misc                   @emulates(ct.sum, taint=poison.REDUCTION)
-    ops_gather, ops_memory     arrays, tiled views, load/store, gather/scatter, and the
-                               read-modify-write the atomics share (gather over memory)
-    poison                     undetermined lanes: where they come from (padding), where they
-                               may not go (stores), the rules the ops carry
+    ops_gather, ops_memory     arrays, tiled views, load/store, gather/scatter (gather over
+                               memory)
+    poison, recording          undetermined lanes: where they come from (padding), where they
+                               may not go (stores), the rules the ops carry; each access
+                               recorded into the trace
     operands                   compile-time constant arguments: ints, tile shapes, axes
-    tile                       Tile and Poisoned (a tile with tainted lanes) and the
+    tile, rmw                  Tile and Poisoned (a tile with tainted lanes) and the
                                elementwise core (+, <, & ...), which carries taint lane by
-                               lane; t.reshape(...) etc. call their op through the registry
+                               lane; t.reshape(...) etc. call their op through the registry;
+                               the read-modify-write the atomics share
     registry, dtypes, state,   the op table @emulates fills, dtype tables and promotion,
     rounding                   the launch running now, directed rounding and flush-to-zero
 

@@ -1,6 +1,6 @@
 """Reaching the plain Python function behind ``@ct.kernel`` / ``@ct.function`` objects.
 
-Private cuTile access lives in ``tile_lab/_cutile_compat.py`` (``python_function``);
+Private cuTile access lives in ``tile_lab/_cutile_compat/`` (``python_function``);
 ``@ct.function`` helpers are ``functools.wraps`` wrappers, so the public ``__wrapped__``
 protocol reaches their functions.
 """

@@ -13,8 +13,10 @@ import numpy as np
 
 from . import dtypes, poison
 from .ops_gather import index_lanes, values_for
-from .ops_memory import RMW, check_array, implicit_cast_check, record_points
+from .ops_memory import check_array, implicit_cast_check
+from .recording import record_points
 from .registry import emulates
+from .rmw import RMW
 from .state import current, kernel_error, user_frame
 from .tile import Tile
 

@@ -20,8 +20,8 @@ from .ops_memory import (
     check_array,
     implicit_cast_check,
     pad_value,
-    record_points,
 )
+from .recording import record_points
 from .registry import emulates
 from .state import kernel_error
 from .tile import Tile, as_tile

@@ -23,12 +23,13 @@ import cuda.tile as ct
 import numpy as np
 
 from ..errors import EmulatorUnsupported
-from ..tracing.trace import MemoryAccess
 from . import dtypes, poison
 from .operands import VALID_SHAPES, const_int, const_shape
+from .recording import record_box as _record_box
 from .registry import IMPLEMENTATIONS, emulates, emulates_method, refuses
+from .rmw import RMW
 from .state import RECORDING as _RECORDING
-from .state import current, kernel_error, note_outside_tile, record_site
+from .state import current, kernel_error, note_outside_tile
 from .tile import _INDEX_DTYPES, Tile, is_loose
 
 _WEAK, _NOSCOPE = ct.MemoryOrder.WEAK, ct.MemoryScope.NONE
@@ -247,31 +248,6 @@ class Slice:
 IMPLEMENTATIONS["Slice"] = Slice
 
 
-# ---- read-modify-write: what an atomic (or a tiled view's atomic store) does ----------
-
-def _arith(fn):
-    def apply(cur: np.ndarray, upd: np.ndarray, dtype: object) -> np.ndarray:
-        compute = dtypes.compute_dtype(dtype)
-        return dtypes.cast(fn(np.asarray(cur).astype(compute), np.asarray(upd).astype(compute)),
-                           dtype)
-    return apply
-
-
-def _bits(fn):
-    def apply(cur: np.ndarray, upd: np.ndarray, dtype: object) -> np.ndarray:
-        if dtypes.is_float(dtype):
-            raise kernel_error(f"bitwise atomics need an integer array, not {dtype}")
-        return fn(cur, upd)
-    return apply
-
-
-RMW = {
-    "xchg": lambda cur, upd, dtype: upd,
-    "add": _arith(np.add), "max": _arith(np.maximum), "min": _arith(np.minimum),
-    "and": _bits(np.bitwise_and), "or": _bits(np.bitwise_or), "xor": _bits(np.bitwise_xor),
-}
-
-
 # ---- argument checking ----------------------------------------------------------------
 
 def check_array(array: Any, op: str) -> Array:
@@ -416,51 +392,6 @@ def implicit_cast_check(value: Any, value_dtype: object | None, arr: Array, what
         raise kernel_error(f"{what} does not fit {arr.name} ({arr._dtype}): {exc}") from None
 
 
-# ---- recording ---------------------------------------------------------------------------
-
-def _site(state) -> tuple[str, int, int]:
-    return record_site(state)
-
-
-def _record_box(kind: str, op: str, arr: Array, tile_index, shape, start, perm, padding,
-                unchecked: bool) -> None:
-    state = current()
-    rec = state.recorder
-    if rec is None:
-        return
-    filename, line, it = _site(state)
-    stop = [s + n for s, n in zip(start, shape)]
-    if perm is not None:  # logical (permuted) axes back to array axes
-        nd = len(start)
-        a_start, a_stop = [0] * nd, [0] * nd
-        for k, ax in enumerate(perm):
-            a_start[ax], a_stop[ax] = start[k], stop[k]
-        start, stop = a_start, a_stop
-    if arr._sliced:  # a slice's coordinates shifted back into the argument's
-        start = [s + o for s, o in zip(start, arr._origin)]
-        stop = [s + o for s, o in zip(stop, arr._origin)]
-    rec.append(MemoryAccess(
-        len(rec), state.bid, kind, op, arr.name, line, it, filename, tuple(tile_index),
-        tuple(shape), tuple(start), tuple(stop), None, 0, 0,
-        None if padding is None else padding.name, unchecked))
-
-
-def record_points(kind: str, op: str, arr: Array, sel: tuple[np.ndarray, ...], oob: int,
-                   masked: int, unchecked: bool) -> None:
-    state = current()
-    rec = state.recorder
-    if rec is None:
-        return
-    filename, line, it = _site(state)
-    root = tuple(np.asarray(a, dtype=np.int64) + o for a, o in zip(sel, arr._origin))
-    flat = np.ravel_multi_index(root, arr._root_shape).ravel() if root and root[0].size else \
-        np.zeros(0, dtype=np.int64)
-    rec.append(MemoryAccess(
-        seq=len(rec), block=state.bid, kind=kind, op=op, arg=arr.name, line=line, iteration=it,
-        filename=filename, flat_indices=np.asarray(flat, dtype=np.int64), out_of_bounds=oob,
-        masked_off=masked, unchecked=unchecked))
-
-
 # ---- tile-space load / store ----------------------------------------------------------------
 
 def _inside_slices(array: Any, index: Any, shape: Any) -> tuple[slice, ...] | None:
@@ -558,22 +489,3 @@ def num_tiles(array, /, axis, shape, order="C") -> Tile:
     perm = _order(order, arr.ndim) or tuple(range(arr.ndim))
     n = arr._data.shape[perm[axis]]
     return int32(-(-n // tshape[axis]))
-
-
-def _grid_axis(axis) -> int:
-    if type(axis) is int and 0 <= axis <= 2:  # the common case, first
-        return axis
-    a = const_int(axis, "axis")
-    if not 0 <= a <= 2:
-        raise kernel_error(f"grid axis must be 0, 1 or 2, got {a}")
-    return a
-
-
-@emulates(ct.bid)
-def bid(axis) -> Tile:
-    return current().bid_tiles[_grid_axis(axis)]
-
-
-@emulates(ct.num_blocks)
-def num_blocks(axis) -> Tile:
-    return current().grid_tiles[_grid_axis(axis)]

@@ -1,4 +1,5 @@
-"""Printing, assertions, compile-time helpers and no-op scheduling hints.
+"""Printing, assertions, compile-time helpers, no-op scheduling hints, and the grid queries
+(``ct.bid``, ``ct.num_blocks``).
 
 In the emulator the whole kernel is ordinary Python, so ``static_eval``/``static_iter``
 simply return their (already evaluated) argument; ``static_assert`` checks at run time.
@@ -13,6 +14,7 @@ import cuda.tile as ct
 import numpy as np
 
 from . import state
+from .operands import const_int
 from .registry import emulates
 from .state import kernel_error
 from .tile import Tile, format_values
@@ -104,3 +106,24 @@ def grid_dependency_control_wait() -> None:
 @emulates(ct.grid_dependency_control_launch_dependents)
 def grid_dependency_control_launch_dependents() -> None:
     return None
+
+
+# ---- where a block is in the grid --------------------------------------------------------
+
+def _grid_axis(axis) -> int:
+    if type(axis) is int and 0 <= axis <= 2:  # the common case, first
+        return axis
+    a = const_int(axis, "axis")
+    if not 0 <= a <= 2:
+        raise kernel_error(f"grid axis must be 0, 1 or 2, got {a}")
+    return a
+
+
+@emulates(ct.bid)
+def bid(axis) -> Tile:
+    return state.current().bid_tiles[_grid_axis(axis)]
+
+
+@emulates(ct.num_blocks)
+def num_blocks(axis) -> Tile:
+    return state.current().grid_tiles[_grid_axis(axis)]

@@ -23,12 +23,14 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from .._cutile_compat import raw_array_memory_stub
+from .._cutile_compat.device import raw_array_memory_stub
 from . import dtypes, poison
 from .ops_atomic import _check_atomic, cas_lanes, rmw_lanes, watch_spin
 from .ops_gather import values_for
-from .ops_memory import RMW, Array, record_points
+from .ops_memory import Array
+from .recording import record_points
 from .registry import IMPLEMENTATIONS, emulates_method
+from .rmw import RMW
 from .state import kernel_error
 from .tile import Tile, as_tile
 

@@ -22,7 +22,8 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from .._cutile_compat import device_calls_routed, is_kernel, kernel_parameters
+from .._cutile_compat import is_kernel, kernel_parameters
+from .._cutile_compat.device import device_calls_routed
 from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
 from ..array_like import to_host as _to_host

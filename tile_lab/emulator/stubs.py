@@ -7,7 +7,7 @@ user class (a dataclass's ``__setitem__``, a context manager) whose globals are 
 or a ``@ct.function`` helper reached through an object. Called on the host, each would raise
 cuTile's "Device functions can only be called from device code". While an emulated launch
 runs, cuTile's own dispatch hands every such call to :func:`router` instead
-(``_cutile_compat.device_calls_routed``): it runs the emulator's version, rebuilds a user
+(``_cutile_compat.device.device_calls_routed``): it runs the emulator's version, rebuilds a user
 helper, or refuses with an :class:`~tile_lab.errors.EmulatorUnsupported` naming the function.
 :func:`coverage` says which of cuTile's device functions are emulated and which refused.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import _cutile_compat as compat
+from .._cutile_compat import device as compat
 from ..errors import EmulatorUnsupported
 from . import namespace as namespace_mod
 from .ops_memory import Array, Slice, TiledView

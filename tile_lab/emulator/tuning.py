@@ -5,7 +5,7 @@
 launch serialised as a CUDA IPC payload and run in a worker process, killed past the time
 limit). Without a GPU both fail for every config, so a program that autotunes ended in
 "No valid config found in search space". While emulation is on (``program.enable``) both are
-replaced (``_cutile_compat.replace_tuning_benchmarks``) by :func:`emulated_benchmark` and
+replaced (``_cutile_compat.device.replace_tuning_benchmarks``) by :func:`emulated_benchmark` and
 :func:`emulated_benchmark_with_timeout`; the search itself stays cuTile's.
 
 What that means (README, "Tuning under emulation"):
@@ -82,7 +82,7 @@ def _within(timeout_sec: float, run: Callable[[], float]) -> float:
             state["done"] = True
         if not state["fired"]:
             raise  # the user's own Ctrl-C
-        from .._cutile_compat import tuning_timeout_error
+        from .._cutile_compat.device import tuning_timeout_error
 
         raise tuning_timeout_error()(
             f"CUDA kernel launch exceeded timeout {timeout_sec} sec "
@@ -93,6 +93,6 @@ def _within(timeout_sec: float, run: Callable[[], float]) -> float:
 
 def switch_on() -> Callable[[], None]:
     """Replace cuTile's tuning benchmarks by the emulated ones; returns the undo."""
-    from .._cutile_compat import replace_tuning_benchmarks
+    from .._cutile_compat.device import replace_tuning_benchmarks
 
     return replace_tuning_benchmarks(emulated_benchmark, emulated_benchmark_with_timeout)

@@ -55,24 +55,23 @@ def validate(grid: Any, args: Any) -> tuple[int, ...]:
     return grid
 
 
-def timing_of(timing: TimingOptions | None, mode: str | None, samples: int | None
-              ) -> TimingOptions:
-    """``timing`` (default: TimingOptions()) with the ``mode``/``samples`` shorthands applied."""
+def timing_of(timing: TimingOptions | None) -> TimingOptions:
+    """``timing``, checked (default: TimingOptions())."""
     if timing is not None and not isinstance(timing, TimingOptions):
         raise TileLabError(f"timing= must be a tile_lab.gpu.TimingOptions, not "
                            f"{type(timing).__name__}")
-    return (timing or TimingOptions()).but(mode=mode, samples=samples)
+    return timing or TimingOptions()
 
 
 def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = None,
-          flops: int | None = None, mode: str | None = None, samples: int | None = None,
-          check: Callable[..., Any] | None = None, timing: TimingOptions | None = None,
-          options: BenchOptions | None = None) -> Measurement:
+          flops: int | None = None, check: Callable[..., Any] | None = None,
+          timing: TimingOptions | None = None, options: BenchOptions | None = None
+          ) -> Measurement:
     """Benchmark ``kernel`` over ``grid`` with ``args``; return a :class:`Measurement`.
 
-    ``mode``: "cold" (L2 flushed before each sample, default), "warm", or "graph" (many
-    launches in one CUDA graph, per-launch time); ``samples``: how many (shorthands for the same
-    fields of ``timing``, a :class:`TimingOptions` with the regime, throttle policy, warm-up).
+    ``timing``: how samples are taken, a :class:`TimingOptions` (``mode`` "cold": L2 flushed
+    before each sample, the default, "warm", or "graph": many launches in one CUDA graph,
+    per-launch time; how many ``samples``; the regime, throttle policy, warm-up).
     ``bytes``/``flops``: what one launch moves / computes; without ``bytes``, every array
     argument counts once (or, given an emulator trace in ``options``, the unique elements it
     read and wrote). Without ``flops``, they are derived from the kernel's matrix-product shapes
@@ -93,7 +92,7 @@ def bench(kernel: Any, grid: Any, args: Sequence[Any], *, bytes: int | None = No
     # zero-copy NumPy views, so the copy back after the launch lands in the caller's memory
     args = as_launch_args(args)
     grid = validate(grid, args)
-    t = timing_of(timing, mode, samples)
+    t = timing_of(timing)
     o = options or BenchOptions()
     from .device import require_gpu
 
@@ -270,12 +269,11 @@ def bench_work(work: Timeable, *, bytes: int | None = None, flops: int | None = 
 
 
 def bench_function(fn: Callable[[], Any], *, bytes: int | None = None,
-                   flops: int | None = None, mode: str | None = None,
-                   samples: int | None = None, label: str = "function",
+                   flops: int | None = None, label: str = "function",
                    params: dict[str, Any] | None = None, timing: TimingOptions | None = None,
                    stream: Any = None) -> Measurement:
     """Time any GPU work ``fn`` enqueues on the current CuPy stream (a CuPy or cuBLAS baseline)
     with the same protocol and statistics as :func:`bench` (see :func:`bench_work`)."""
-    t = timing_of(timing, mode, samples)
+    t = timing_of(timing)
     return bench_work(TimedWork(label, fn), bytes=bytes, flops=flops, timing=t, label=label,
                       params=params, stream=stream)

@@ -1,7 +1,6 @@
-"""The ``%%tile`` cell magic: parse a cell line, hand it to the API, render the result.
+"""The ``%%tile`` cell magic: register the cell, parse its line, hand both to the core.
 
-``tile_magic.py`` is the magic itself; ``options.py`` parses the line, ``cells.py`` evaluates
-a cell's ``--args``/``--grid`` expressions and locates their errors.
+``tile_magic.py`` is the magic itself; :mod:`tile_lab.cell` carries the cell out.
 """
 
 from .tile_magic import TileMagics, register

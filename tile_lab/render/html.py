@@ -41,7 +41,7 @@ from pygments.token import (
 
 from ..artifacts import MIME_TYPE, STAGES, Inspection, StageText
 from ..display import renders
-from ..stage_rows import SassRow, TileIRRow
+from ..stage_rows import SassRow, prologue_rows
 from .inspect_style import stylesheet as _stylesheet
 from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer, token_lines
 from .mime import MIME_VERSION, TOKEN_STAGES, cut_to_limits, token_runs
@@ -318,7 +318,7 @@ def _pane(insp: Inspection, name: str, slots: dict[int, int],
     elif name in insp.stages:
         st = insp.stages[name]
         text = _compact_sass(st) if name == "sass" else st.text
-        prologue = _prologue_rows(st) if name == "tileir" else frozenset()
+        prologue = prologue_rows(st.rows) if name == "tileir" else frozenset()
         boxed = frozenset(TMA_OPCODES) if name == "sass" and tma else frozenset()
         body = _stage_code(text, st.line_map, _stage_lexer(name), slots, prologue,
                            f'insp.stages["{name}"].text', boxed)
@@ -420,27 +420,6 @@ def _stage_code(text: str, line_map: Sequence[int | None], lexer: Lexer,
         rows.append(_line_span(line, slots, gutter, frag))
     notice = _cut_notice(len(rows), total, where) if total > len(rows) else ""
     return f'{notice}<pre class="tl-code" style="{_STYLE_CODE}">{"".join(rows)}</pre>'
-
-
-_PROLOGUE_OPS = frozenset({"make_token", "assume", "constant", "make_tensor_view"})
-
-
-def _prologue_rows(tileir: StageText) -> frozenset[int]:
-    """Tile IR rows of the argument prologue: after ``entry``, the token, the facts cuTile
-    assumed of each argument (``assume div_by``/``bounded``), constants and tensor views,
-    all tied to the ``def`` line. Shown as their own group, so hovering the ``def`` line
-    lights up the signature, not two thirds of a small kernel's IR."""
-    rows = tileir.rows
-    entry = next((r for r in rows if isinstance(r, TileIRRow) and r.op == "entry"), None)
-    if entry is None or entry.line is None:
-        return frozenset()
-    out = []
-    for r in rows[entry.index + 1:]:
-        if (r.line != entry.line or not isinstance(r, TileIRRow)
-                or r.op not in _PROLOGUE_OPS or len(r.results) > 1):
-            break
-        out.append(r.index)
-    return frozenset(out)
 
 
 def _prologue_span(line: int | None, gutter: str, code: str) -> str:

@@ -37,7 +37,7 @@ from ..array_like import array_info, to_host
 from ..compile import tileiras_args
 from ..errors import SignatureError, TileLabError, ToolchainError
 from ..kernel_source import kernel_module
-from ..signature import DTYPE_CODES, parse_spec
+from ..signature_spec import DTYPE_CODES, parse_spec
 from ..toolchain import STRIPPED_ENV, find_tool, run_tool, tool_version
 
 __all__ = ["FORMAT", "Reproducer", "reproducer", "spec_args"]

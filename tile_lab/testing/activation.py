@@ -109,9 +109,9 @@ def activate(device: str = "auto", arch: str = DEFAULT_ARCH) -> contextlib.ExitS
     capability = capability_of(arch)
     stack = contextlib.ExitStack()
     if device == "cpu" or (device == "auto" and not torch_sees_a_gpu()):
-        from .. import _cutile_compat as compat
+        from .._cutile_compat.device import emulated_device_queries
 
-        stack.enter_context(compat.emulated_device_queries(capability))
+        stack.enter_context(emulated_device_queries(capability))
         stack.enter_context(host_kernel_signatures())
         with contextlib.suppress(ImportError):
             from .torch_cpu import cuda_on_cpu
@@ -130,10 +130,10 @@ def cuda_tile_on_cpu(device: str, arch: str) -> None:
     ``auto``: only when no CUDA driver answers)."""
     if device == "cuda" or (device == "auto" and _driver_answers()):
         return
-    from .. import _cutile_compat as compat
+    from .._cutile_compat.device import emulated_device_queries
 
     stack = contextlib.ExitStack()
-    stack.enter_context(compat.emulated_device_queries(capability_of(arch)))
+    stack.enter_context(emulated_device_queries(capability_of(arch)))
     stack.enter_context(host_kernel_signatures())
     _KEPT.append(stack)
 

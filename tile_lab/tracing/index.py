@@ -17,8 +17,9 @@ from operator import attrgetter
 
 import numpy as np
 
+from .access import ATOMIC_KINDS, READ_KINDS, WRITE_KINDS, Block, MemoryAccess
 from .tile_geometry import CELL_CAP, Box, Heatmap, TileGrid, TileVisit
-from .trace import ATOMIC_KINDS, READ_KINDS, WRITE_KINDS, Block, MemoryAccess, Trace
+from .trace import Trace
 
 __all__ = ["IndexedTrace", "group_visits"]
 

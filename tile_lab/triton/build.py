@@ -4,7 +4,7 @@
 kernel through Triton IR (``ttir``) and TritonGPU IR (``ttgir``) to PTX and runs the ``ptxas``
 its wheel ships. The cubin carries line info (Triton passes ``-lineinfo``) and the PTX it was
 assembled from, so the SASS and PTX panes come from the same ``nvdisasm`` run as cuTile's
-(``tile_lab.compile.disassemble_cubin``) and the MLIR stages from the same loc parser as Tile
+(``tile_lab.disassembly.disassemble_cubin``) and the MLIR stages from the same loc parser as Tile
 IR. The result is an :class:`~tile_lab.artifacts.Inspection`, so the inspect view, the
 JupyterLab extension and ``tile_lab.export`` show it as they show a cuTile kernel.
 """
@@ -139,7 +139,7 @@ def _build(triton: Any, kernel: Any, sig: TritonSignature, arch: str, cap: int,
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from ..compile import disassemble_cubin
+    from ..disassembly import disassemble_cubin
     from ..toolchain import tool_version
 
     src = ASTSource(fn=kernel, signature=dict(sig.types), constexprs=dict(sig.constexprs),

@@ -18,7 +18,7 @@ import ipywidgets as widgets
 from ..analysis.tma import TmaReport
 from ..errors import TileLabError
 from ..render.diagram import Diagram, diagram
-from ..render.diagram_layout import ellipsize
+from ..render.diagram_legend import ellipsize
 from ..render.widget_html import error_html, static_browser_html
 from ..tracing.index import IndexedTrace
 from ..tracing.trace import Trace, load_trace

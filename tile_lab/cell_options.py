@@ -1,22 +1,25 @@
-"""The ``%%tile`` options: the flags and panes it knows, what a C++ cell refuses, and the
-checks that turn an impossible combination into a clear ``UsageError`` before anything
-compiles or runs (the magic places it at the ``%%tile`` line).
+"""The ``%%tile`` options: the flags and panes it knows, what a C++ cell refuses, the
+notebook's defaults, and the checks that turn an impossible combination into a clear
+``UsageError`` before anything compiles or runs (:mod:`tile_lab.cell` places it at the
+``%%tile`` line).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..request import PANES, parse_show
+from .request import PANES, parse_show
 
 __all__ = ["CPP_EMULATOR_FLAGS", "CPP_LANGS", "CPP_REFUSED", "EXECUTION_FLAGS", "PANES",
-           "TRITON_LANGS", "TRITON_PANES", "check_options", "choose", "unquote_options"]
+           "TRITON_LANGS", "TRITON_PANES", "TRITON_REFUSED", "Defaults", "check_options",
+           "resolve_options"]
 
 EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile", "crosscheck")
 CPP_LANGS = ("c++", "cpp", "cuda")
-TRITON_LANGS = ("triton",)  # handled by tile_lab.triton.cell
+TRITON_LANGS = ("triton",)
 # A Triton cell's inspect panes (its compile stages), "partition" kept so the Triton cell
 # itself can say why it has no partition diagram.
 TRITON_PANES = ("source", "ttir", "ttgir", "ptx", "sass", "partition")
@@ -30,13 +33,48 @@ CPP_REFUSED = (
                 "kernel with ncu on a program that launches it)"),
 )
 CPP_EMULATOR_FLAGS = ("emulate", "trace", "sanitize", "crosscheck")
+# Options a Triton cell refuses, each with why (checked before anything compiles).
+TRITON_REFUSED = (
+    ("hints", "--hints is for cuTile kernels (pass num_warps to tile_lab.triton."
+              "inspect_triton)"),
+    ("reproducer", "--reproducer writes cuTile Python kernels"),
+    ("profile", "--profile runs Nsight Compute on cuTile Python kernels only"),
+    ("explore", "--explore is for cuTile Python kernels"),
+    ("trace", "--trace records the cuTile emulator's accesses; Triton kernels run in Triton's "
+              "interpreter (--emulate)"),
+    ("sanitize", "--sanitize checks cuTile kernels on the emulator; Triton kernels run in "
+                 "Triton's interpreter (--emulate)"),
+    ("crosscheck", "--crosscheck compares a cuTile kernel on a GPU with the emulator; compare "
+                   "a Triton kernel with its port with tile_lab.compare"),
+    ("launch", "--launch runs cuTile kernels; on a GPU, launch a Triton kernel as "
+               "kernel[grid](*args), or race it with its port with tile_lab.triton.time_pair"),
+)
 
 
-def unquote_options(opts: Any) -> None:
-    """Strip the quotes IPython keeps: it splits the magic line shell-style, non-POSIX."""
+@dataclass(frozen=True)
+class Defaults:
+    """What a notebook sets once (``%config TileMagics``): the target and panes a cell that
+    gives none takes, and the emulator's and ``--launch``'s limits."""
+
+    arch: str = ""
+    show: str = ""
+    max_blocks: int = 1 << 20
+    max_steps: int = 0
+    launch_fallback: str = "emulate"
+
+
+def resolve_options(opts: Any, defaults: Defaults) -> None:
+    """Make the parsed line what the cell runs with: the quotes IPython keeps stripped (it
+    splits the magic line shell-style, non-POSIX), the notebook's defaults for what the cell
+    leaves out, then :func:`check_options`."""
     for key, value in vars(opts).items():
         if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] in "'\"":
             setattr(opts, key, value[1:-1])
+    if opts.arch is None and defaults.arch:
+        opts.arch = defaults.arch
+    if opts.show is None and defaults.show:
+        opts.show = defaults.show
+    check_options(opts)
 
 
 def check_options(opts: Any) -> None:
@@ -69,14 +107,3 @@ def check_options(opts: Any) -> None:
     if opts.show is not None and (bad or not (opts.panes or opts.partition)):
         raise UsageError(f"%%tile: unknown pane {bad!r} in --show; panes: {', '.join(panes)}"
                          if bad else "%%tile: --show is empty")
-
-
-def choose(found: dict[str, Any], wanted: str | None, what: str) -> list[str]:
-    """The kernels to use: all the cell defines, or the one ``--kernel`` names."""
-    if wanted is None:
-        return list(found)
-    if wanted not in found:
-        have = ", ".join(found) or "none"
-        raise UsageError(f"%%tile: --kernel {wanted}: the cell defines no {what} of that "
-                         f"name (it defines: {have})")
-    return [wanted]
