@@ -56,29 +56,21 @@ def sched(tm: int, tn: int, schedule: str, *, tk: int = 64, lat: int = 6, split:
 
 def skinny_configs(m: int) -> list[dict[str, Any]]:
     """M <= 256: TM covers the whole of M (B streamed once), narrow TN so there are many units,
-    deep latency hints and two CTAs per SM for bytes in flight."""
+    long K steps for bytes in flight. Ordered by the H200 runs of 2026-11-28
+    (notebooks/data/gemm_sweep_skinny*_h200.json.gz, fp16 128x8192x8192): stream-K at TK 256
+    79-81 us, at TK 128 107-109 us, at TK 64 176 us; split-K through a workspace 97.5 us at
+    TK 256; 128x128 tiles on a 2-CTA cluster 127 us. TK 512, and 128-wide tiles at TK 256 on
+    one CTA, spill on sm_90 (the screen), as do two CTAs per SM."""
     tm = max(64, 2 ** math.ceil(math.log2(m)))
     w = 8 if tm > 128 else 4
-    # the H200 run of 2026-11-28 (notebooks/data/gemm_sweep_skinny_h200.json.gz): TK 128 halved
-    # stream-K's time against TK 64 (109 vs 177 us), so the deeper K steps and the 2-CTA
-    # cluster (which splits the accumulator) come first
-    return [sched(tm, 64, "streamk", tk=256, lat=2, warps=8),
-            sched(tm, 64, "streamk", tk=256, lat=8, warps=8),
-            sched(tm, 128, "streamk", tk=256, lat=4, ctas=2, warps=8),
+    return [sched(tm, 64, "streamk", tk=256, lat=4, warps=8),
             sched(tm, 64, "streamk", tk=256, lat=4, warps=w),
-            sched(tm, 64, "streamk", tk=256, lat=4, warps=8),
-            sched(tm, 64, "streamk", tk=128, lat=4, warps=w),
-            sched(tm, 64, "streamk", tk=128, warps=8),
-            sched(tm, 128, "streamk", tk=128, lat=4, ctas=2, warps=8),
-            sched(tm, 128, "streamk", tk=64, lat=6, ctas=2, warps=8),
-            sched(tm, 32, "streamk", tk=256, lat=4, warps=w),
+            sched(tm, 64, "streamk", tk=256, lat=8, warps=8),
+            sched(tm, 64, "streamk", tk=256, lat=2, warps=8),
             sched(tm, 64, "splitk_ws", tk=256, split=2, lat=4, warps=w),
-            sched(tm, 64, "streamk", tk=128, warps=w), sched(tm, 64, "streamk", lat=8, warps=w),
-            sched(tm, 64, "splitk_ws", tk=128, split=2, warps=w),
-            sched(tm, 64, "splitk_ws", split=4, lat=8, warps=w),
-            sched(tm, 64, "streamk", tk=128, occ=2, warps=w),
-            sched(tm, 64, "splitk_ws", split=2, occ=2, warps=w),
-            sched(tm, 128, "streamk", warps=8), sched(tm, 128, "splitk_ws", split=4, warps=8)]
+            sched(tm, 64, "streamk", tk=128, warps=8),
+            sched(tm, 128, "streamk", tk=256, lat=4, ctas=2, warps=8),
+            sched(tm, 64, "splitk_ws", tk=128, split=2, warps=w)]
 
 
 def unaligned_configs() -> list[dict[str, Any]]:
