@@ -13,13 +13,12 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import browser_env
+import lab_server as lab_server_mod
 import pytest
-from browser_env import free_port, node_module
+from browser_env import node_module
 from shared_kernels import vadd_cell
 
 from tile_lab.artifacts import MIME_TYPE, Inspection, Remark, StageText
@@ -27,7 +26,6 @@ from tile_lab.render.html import inspection_json
 
 ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "labextension"
-BUILT = ROOT / "tile_lab" / "labextension"
 FIXTURE = EXT / "test" / "fixtures" / "inspection.json"
 PROFILE_FIXTURE = EXT / "test" / "fixtures" / "profile.json"
 ARTIFACTS = ROOT / "test-artifacts"
@@ -189,65 +187,13 @@ def _code_cell(cid: str, source: str, outputs: list[dict] | None = None) -> dict
 
 
 @pytest.fixture
-def lab_server(tmp_path: Path):
-    """A JupyterLab server on a free port, no token, that loads the freshly built
-    extension from tile_lab/labextension (ahead of any installed copy)."""
-    if not (BUILT / "package.json").is_file():
-        pytest.skip("the extension is not built (tile_lab/labextension/); "
-                    "run `npm run build:prod` in labextension/ or pip install .")
-    data_dir = tmp_path / "jupyter-data"
-    (data_dir / "labextensions").mkdir(parents=True)
-    (data_dir / "labextensions" / "tile-lab").symlink_to(BUILT)
-    root = tmp_path / "root"
-    root.mkdir()
-    port = free_port()
-    env = dict(os.environ)
-    env["JUPYTER_PATH"] = os.pathsep.join([str(data_dir), env.get("JUPYTER_PATH", "")])
-    env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "config")
-    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")
-    env["IPYTHONDIR"] = str(tmp_path / "ipython")
-    # No "get notified about Jupyter news?" toast over the screenshots.
-    settings = (tmp_path / "config" / "lab" / "user-settings" / "@jupyterlab"
-                / "apputils-extension" / "notification.jupyterlab-settings")
-    settings.parent.mkdir(parents=True)
-    settings.write_text(json.dumps({"fetchNews": "false"}))
-    log = (tmp_path / "server.log").open("w")
-    as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", *as_root, f"--port={port}", "--ip=127.0.0.1",
-         "--no-browser",
-         "--ServerApp.open_browser=False", "--IdentityProvider.token=",
-         "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
-         f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
-         "--LabApp.expose_app_in_browser=True",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        # (generous hang guards: a 2-core machine shared with other jobs starts JupyterLab
-        # and answers its first requests several times slower than an idle one)
-        deadline = time.monotonic() + 240
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.close()
-                    pytest.fail("JupyterLab did not start:\n"
-                                + (tmp_path / "server.log").read_text()[-4000:])
-                time.sleep(0.3)
-        with urllib.request.urlopen(f"{url}/lab/api/extensions", timeout=120) as r:
-            exts = {e["name"]: e for e in json.load(r)}
-        assert "tile-lab" in exts, f"server does not list tile-lab: {sorted(exts)}"
-        yield url, root
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+def lab_server(request, tmp_path_factory):
+    """``(url, root)``: this process's JupyterLab server (tests/lab_server.py: one start
+    for every UI test of the run), with no kernel running and no saved workspace."""
+    url, root = lab_server_mod.shared(request.config, tmp_path_factory)
+    lab_server_mod.reset(url)
+    yield url, root
+    lab_server_mod.reset(url)
 
 
 def _ui(url: str, notebook: str, mode: str, screenshot: Path, timeout: float = 240) -> dict:

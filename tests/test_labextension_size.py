@@ -4,11 +4,14 @@ remarks, 200 k SASS rows mapped to one source line) open in JupyterLab with the 
 extension, each beside a control: the same data under a MIME type nothing renders. The
 longest main-thread task of each may exceed its control's by at most 200 ms, in the main
 thread's CPU time (from a trace of the opening: a machine busy with other jobs stretches a
-task's wall time by up to 3x, far beyond 200 ms, for case and control alike); its wall time
+task's wall time by up to 3x, far beyond 200 ms, for case and control alike; the pair is
+opened again, up to three times, only while the case is over, the quickest of each
+counting); its wall time
 (PerformanceObserver 'longtask') is recorded beside it. Where the view cut data to the
 schema's limits it says so; hovering the line that 200 k rows map to runs no long task (every
 task under 50 ms of main-thread CPU time, traced as the openings are); nothing throws. One
-server and one browser serve every case (a 2-core CI machine runs it in a few minutes).
+server (tests/lab_server.py: shared with the other UI tests), one browser and one kernel
+serve every case.
 Scrolling that 200 k-row pane runs no task over 100 ms (CPU time, traced). No bound here is
 on wall time, which other jobs on the machine stretch.
 The HTML fallback of a 198 k-row SASS is opened as a plain page too (no Jupyter): cut to
@@ -52,6 +55,7 @@ PROFILE_MIME = "application/vnd.tile-lab.profile.v1+json"
 # model takes it in. tile_lab's renderer reads it without a copy and checks and draws it in
 # tasks of their own: TILE_LAB_CPU_PROFILES=dir and ui-test/cpuprofile_tasks.mjs show it.)
 OVER_CONTROL_MS = 200
+HTML_CPU_MS = 1500  # an HTML-fallback page's longest task (no control: no JupyterLab)
 SASS_ROW = "        /*0000*/                   LDG.E.128 R4, desc[UR4][R2.64] ;"
 
 
@@ -96,14 +100,16 @@ CASES = {
 }
 
 
-def _write(root: Path, name: str, mime: str, payload: dict) -> str:
+def _write(root: Path, name: str, payload: str, mime: str) -> str:
+    """A notebook of one output: ``payload`` (JSON text) under ``mime``."""
     path = f"{name.replace(' ', '_').replace('.', '')}.ipynb"
     # text/plain in both: the control draws that line of text, the case the tile_lab view
     # (ranked ahead of text/plain)
     out = {"output_type": "display_data", "metadata": {},
-           "data": {mime: payload, "text/plain": ["tile_lab size case"]}}
-    nb = _notebook([_code_cell("c1", "x", [out])])
-    (root / path).write_text(json.dumps(nb))
+           "data": {mime: "@PAYLOAD@", "text/plain": ["tile_lab size case"]}}
+    nb = json.dumps(_notebook([_code_cell("c1", "x", [out])]))
+    # (the payload serialised once for the case and its control: the 7.7 MB one took seconds)
+    (root / path).write_text(nb.replace('"@PAYLOAD@"', payload, 1))
     return path
 
 
@@ -121,24 +127,25 @@ def _big_inspection():
     return replace(insp, stages={**insp.stages, "sass": sass})
 
 
-def _html_page(root: Path) -> str:
+def _html_page(root: Path, insp) -> str:
     """The HTML fallback of a 198 k-row SASS inspection, as a plain page."""
     from tile_lab.render.html import inspection_html
 
     (root / "html_fallback.html").write_text(
-        f"<!doctype html><meta charset=utf-8><body>{inspection_html(_big_inspection())}</body>")
+        f"<!doctype html><meta charset=utf-8><body>{inspection_html(insp)}</body>")
     return "html_fallback.html"
 
 
-def _exported_page(root: Path) -> str:
+def _exported_page(root: Path, insp) -> str:
     """The same inspection as ``tile_lab.export`` writes it (one offline page, strict CSP)."""
     import tile_lab
 
-    tile_lab.export(_big_inspection(), root / "export_big.html")
+    tile_lab.export(insp, root / "export_big.html")
     return "export_big.html"
 
 
-# 38 openings of up to 10 MB notebooks in one browser: ~10 min on a busy 2-core machine
+# 14 to 38 openings of up to 10 MB notebooks in one browser (14: every case within its bound
+# at the first pair): 13 min on a 2-core machine running ~8 other jobs
 @pytest.mark.timeout(1800)
 def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # noqa: F811
     url, root = lab_server
@@ -147,24 +154,23 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # 
     chromium = browser_env.chromium()
     plan = []
     for name, (mime, make, _cut, hover) in CASES.items():
-        payload = make()
-        control = {"name": f"{name} (control)", "kind": "control",
-                   "path": _write(root, f"{name} control", CONTROL_MIME, payload)}
-        case = {"name": name, "path": _write(root, name, mime, payload), "kind": "case",
-                **({"hover": hover} if hover else {})}
-        # each three times, interleaved; the quickest opening of each counts (a shared CI
-        # machine's noise is larger than a single opening's: with two openings the 7.7 MB
-        # comparison case once came out 334 ms over a 4.4 s control in a full-suite run)
-        # (the hover and scroll checks on the first opening)
-        again = {k: v for k, v in case.items() if k != "hover"}
-        plan += [control, case, control, again, control, again]
+        payload = json.dumps(make())
+        # each case after its control, the pair again (up to three times) only while the
+        # case is over the bound: the quickest opening of each counts (size.mjs says why)
+        plan.append({"name": name, "path": _write(root, name, payload, mime),
+                     "control": _write(root, f"{name} control", payload, CONTROL_MIME),
+                     **({"hover": hover} if hover else {})})
         del payload
-    plan.append({"name": "HTML fallback, SASS 198 k rows", "path": _html_page(root),
+    insp = _big_inspection()
+    plan.append({"name": "HTML fallback, SASS 198 k rows", "path": _html_page(root, insp),
                  "kind": "html"})
-    plan.append({"name": "exported page, SASS 198 k rows", "path": _exported_page(root),
+    plan.append({"name": "exported page, SASS 198 k rows", "path": _exported_page(root, insp),
                  "kind": "html"})
+    del insp
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_CHROMIUM=chromium,
-               TILE_LAB_CASES=json.dumps(plan))
+               TILE_LAB_CASES=json.dumps(plan),
+               TILE_LAB_OVER_CONTROL_MS=str(OVER_CONTROL_MS),
+               TILE_LAB_HTML_CPU_MS=str(HTML_CPU_MS))
     # (under the test's own 1800 s: a driver that runs out of time reports its log)
     proc = _run([node, "ui-test/size.mjs"], timeout=1700, env=env)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -195,4 +201,4 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # 
         assert html["rows"] <= 10_100, (page, html)
         # static HTML of 10,000 rows: no freeze, in the page's own main-thread CPU time (its
         # wall time, html["longest"], is recorded: a busy machine stretches it, 2267 ms once)
-        assert html["cpu"] <= 1500, (page, html)
+        assert html["cpu"] <= HTML_CPU_MS, (page, html)

@@ -53,7 +53,7 @@ function el<K extends keyof HTMLElementTagNameMap>(
 
 /** Numbers as the HTML view prints them (1,234), independent of the browser's locale. */
 export function fmt(n: number): string {
-  return n.toLocaleString('en-US', { maximumFractionDigits: 0 });
+  return fmtCount(n);
 }
 
 function pct(n: number, total: number, digits = 0): string {

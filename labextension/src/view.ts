@@ -114,9 +114,13 @@ function remarkText(r: IRemark): string {
   return `${where}${r.kind} ${r.category}: ${r.message}${pass}`;
 }
 
+// made once: toLocaleString with options builds a formatter on every call (a third of the
+// profile view's drawing time in the unit tests)
+const COUNT_FORMAT = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
 /** Numbers as 1,234 independent of the browser's locale. */
 export function fmtCount(n: number): string {
-  return n.toLocaleString('en-US', { maximumFractionDigits: 0 });
+  return COUNT_FORMAT.format(n);
 }
 
 /** Save `text` as a file, built in the page (a Blob URL; no request leaves the page). */

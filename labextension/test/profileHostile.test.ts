@@ -143,14 +143,12 @@ test('hostile values in every profile field render as text or are refused, never
       const raw = slimFixture() as any;
       place(raw);
       const out = render(raw);
-      // hover everything so the panel is drawn with whatever the data holds
+      // hover a line so the panel is drawn with whatever the data holds (then one look at
+      // the whole view: hovering and the view as drawn are the same DOM)
       const win = out.node.ownerDocument.defaultView!;
-      for (const row of out.node.querySelectorAll('[data-line]')) {
-        row.dispatchEvent(new win.MouseEvent('mouseover', { bubbles: true }));
-        assert.deepEqual(problems(out.node), [], `${field} = ${h} (hovering)`);
-        break;
-      }
-      assert.deepEqual(problems(out.node), [], `${field} = ${h}`);
+      const row = out.node.querySelector('[data-line]');
+      row?.dispatchEvent(new win.MouseEvent('mouseover', { bubbles: true }));
+      assert.deepEqual(problems(out.node), [], `${field} = ${h}${row ? ' (hovering)' : ''}`);
       assert.equal(out.node.querySelectorAll('[style]').length, 0, `${field} = ${h}: a style`);
       if (out.refused) {
         refused++;

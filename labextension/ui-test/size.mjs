@@ -5,7 +5,11 @@
 //
 // Started by tests/test_labextension_size.py, which owns the server. Environment:
 //   TILE_LAB_URL, TILE_LAB_CHROMIUM  as for hover.mjs
-//   TILE_LAB_CASES  JSON: [{name, path, kind: "case" | "control" | "html", hover?: bool}]
+//   TILE_LAB_CASES  JSON: [{name, path, control, hover?} (a case and its control's notebook)
+//                   | {name, path, kind: "html"}]
+//   TILE_LAB_OVER_CONTROL_MS  the test's bound on a case's longest task over its control's
+//   TILE_LAB_HTML_CPU_MS  its bound on an "html" page's longest task
+//   TILE_LAB_OPENINGS  the most openings of each case and control (default 3)
 //   TILE_LAB_CPU_PROFILES  optional: a folder; each opening's CPU profile (DevTools protocol,
 //                   1 ms sampling) is written there as <n>-<name>.cpuprofile, for
 //                   ui-test/cpuprofile_tasks.mjs to say what ran in the longest task
@@ -17,6 +21,14 @@
 // thread's own CPU time (RunTask's thread duration), which a busy machine does not stretch:
 // on a 2-core machine shared with other jobs the wall time of one 4.5 s task varied from
 // 4.3 to 12 s between openings of the same notebook.
+//
+// Each case is opened after its control, and the pair again (up to TILE_LAB_OPENINGS times)
+// only while the quickest opening of the case is over the quickest of the control by more
+// than the bound: the test asserts on the quickest openings, so a view within the bound at
+// the first pair costs two openings, not six (a shared machine's noise, larger than one
+// opening's, once put the 7.7 MB comparison 334 ms over its control at the first pair).
+// Every notebook opens on one kernel, started once (nothing runs in it; a kernel started and
+// shut down for each opening cost more CPU than the opening).
 
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,6 +37,10 @@ import { env, launchChromium, stepLogger } from './browser.mjs';
 
 const url = env('TILE_LAB_URL');
 const cases = JSON.parse(env('TILE_LAB_CASES'));
+const overControl = Number(env('TILE_LAB_OVER_CONTROL_MS'));
+const htmlBound = Number(env('TILE_LAB_HTML_CPU_MS'));
+const openings = Number(process.env.TILE_LAB_OPENINGS ?? 3);
+const TRACE = { categories: ['toplevel'] };
 const step = stepLogger();
 const browser = await launchChromium();
 const pageErrors = [];
@@ -43,8 +59,13 @@ const OBSERVE = () => {
 };
 
 /** The longest main-thread task of a trace: its main-thread CPU time, and (wall) the
- * longest one's wall time, in ms. */
-const longestTraced = buffer => {
+ * longest one's wall time, in ms. A task is what the devtools timeline calls RunTask (and
+ * the longtask API times): ThreadControllerImpl::RunTask and the microtask checkpoint right
+ * after it (BlinkScheduler_PerformMicrotaskCheckpoint, where a promise chain's work runs),
+ * both in the 'toplevel' category with their thread times. (The timeline category has
+ * RunTask itself, in a trace of every function call: recording and reading it cost the test
+ * more CPU than the openings it measures.) */
+export const longestTraced = buffer => {
   const trace = JSON.parse(buffer.toString());
   const events = trace.traceEvents ?? trace;
   const main = new Set(
@@ -52,17 +73,31 @@ const longestTraced = buffer => {
       .filter(e => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain')
       .map(e => `${e.pid}:${e.tid}`)
   );
+  const top = events
+    .filter(e => e.ph === 'X' && main.has(`${e.pid}:${e.tid}`))
+    .sort((x, y) => x.ts - y.ts || y.dur - x.dur);
   let cpu = 0;
   let wall = 0;
-  for (const e of events) {
-    if (e.ph === 'X' && e.name === 'RunTask' && main.has(`${e.pid}:${e.tid}`)) {
-      // (tasks of a few microseconds come without a thread time)
-      if (e.tdur === undefined && e.dur >= 1000) {
-        throw new Error(`a ${e.dur} us task without a thread time: this Chromium traces none`);
-      }
-      cpu = Math.max(cpu, (e.tdur ?? e.dur) / 1000);
-      wall = Math.max(wall, e.dur / 1000);
+  let task = null; // the task the next checkpoint may close: {start, end, cpu}
+  for (const e of top) {
+    if (task && e.ts < task.end) {
+      continue; // inside the task: counted in its thread time
     }
+    // (tasks of a few microseconds come without a thread time)
+    if (e.tdur === undefined && e.dur >= 1000) {
+      throw new Error(`a ${e.dur} us ${e.name} without a thread time: this Chromium traces none`);
+    }
+    if (e.name === 'ThreadControllerImpl::RunTask') {
+      task = { start: e.ts, end: e.ts + e.dur, cpu: e.tdur ?? e.dur };
+    } else if (e.name === 'BlinkScheduler_PerformMicrotaskCheckpoint' && task) {
+      task.end = e.ts + e.dur;
+      task.cpu += e.tdur ?? e.dur;
+    } else {
+      task = null; // another top-level event: the task before it is over
+      continue;
+    }
+    cpu = Math.max(cpu, task.cpu / 1000);
+    wall = Math.max(wall, (task.end - task.start) / 1000);
   }
   return { cpu: Math.round(cpu), tracedWall: Math.round(wall) };
 };
@@ -100,47 +135,28 @@ try {
   await page.goto(`${url}/lab`, { waitUntil: 'domcontentloaded' });
   await page.waitForFunction(() => window.jupyterapp?.shell, null, { timeout: 120_000 });
   await page.waitForSelector('.jp-LauncherCard, .jp-Launcher', { timeout: 120_000 }).catch(() => undefined);
+  // the one kernel every notebook opens on
+  const kernel = await page.evaluate(async () => {
+    const k = await window.jupyterapp.serviceManager.kernels.startNew({ name: 'python3' });
+    return { id: k.id };
+  });
   await settle(page, 2000);
   step('JupyterLab is up');
-  for (const c of cases) {
-    if (c.kind === 'html') {
-      // a page of HTML-fallback views, opened on its own (no JupyterLab)
-      const p = await browser.newPage({ viewport: { width: 1000, height: 900 } });
-      p.on('pageerror', err => pageErrors.push(`${c.name}: ${String(err)}`));
-      await p.addInitScript(OBSERVE);
-      // traced as the notebook openings are: the bound is on main-thread CPU time, which
-      // other jobs on the machine do not stretch (its wall time went from ~700 ms to 2.3 s
-      // on a 2-core machine running one other job)
-      await browser.startTracing(p, { categories: ['disabled-by-default-devtools.timeline'] });
-      await p.goto(`${url}/files/${c.path}`, { waitUntil: 'load', timeout: 120_000 });
-      await settle(p);
-      const r = { ...(await longestSince(p, 0)), ...longestTraced(await browser.stopTracing()) };
-      r.notice = await p.locator('.tl-notice').count();
-      r.rows = await p.locator('.tl-ln').count();
-      // clicking a row pins its line through the view's own script
-      const row = p.locator('.tl-pane-source .tl-ln[data-line]').first();
-      if (await row.count()) {
-        await row.click();
-        r.pinned = await p.locator('.tl-pin').count();
-      }
-      results[c.name] = r;
-      await p.close();
-      step(`${c.name}: ${JSON.stringify(r)}`);
-      continue;
-    }
+  /** Open notebook `c.path` (a case, or a control), measure, close it. */
+  const openOne = async c => {
     const cdp = profiles ? await page.context().newCDPSession(page) : null;
     if (cdp) {
       await cdp.send('Profiler.enable');
       await cdp.send('Profiler.setSamplingInterval', { interval: 1000 });
       await cdp.send('Profiler.start');
     }
-    await browser.startTracing(page, { categories: ['disabled-by-default-devtools.timeline'] });
+    await browser.startTracing(page, TRACE);
     const t0 = await page.evaluate(() => performance.now());
-    await page.evaluate(async path => {
-      const w = await window.jupyterapp.commands.execute('docmanager:open', { path });
+    await page.evaluate(async ({ path, kernel }) => {
+      const w = await window.jupyterapp.commands.execute('docmanager:open', { path, kernel });
       w.node.setAttribute('data-tl-size', 'open');
       window.__tlWidget = w;
-    }, c.path);
+    }, { path: c.path, kernel });
     const nb = '[data-tl-size="open"]';
     // (generous waits: they only end a hang; a 7.7 MB notebook's opening, 8 s of main-thread
     // CPU, took 52 s of wall time on a 2-core machine shared with several test runs)
@@ -166,7 +182,7 @@ try {
       const other = view.locator('section[data-pane="source"] .tl-row[data-line]').last();
       await target.scrollIntoViewIfNeeded();
       // traced: the bounds are on main-thread CPU time (the wall times are kept beside them)
-      await browser.startTracing(page, { categories: ['disabled-by-default-devtools.timeline'] });
+      await browser.startTracing(page, TRACE);
       const times = [];
       for (const [i, row] of [other, target, other, target].entries()) {
         const box = await row.boundingBox();
@@ -184,7 +200,7 @@ try {
       r.status = await view.locator('.tl-status').textContent();
       // scroll the 200,000-row SASS pane: jumps across it and wheel steps
       const body = view.locator('section[data-pane="sass"] .tl-pane-body');
-      await browser.startTracing(page, { categories: ['disabled-by-default-devtools.timeline'] });
+      await browser.startTracing(page, TRACE);
       const t2 = await page.evaluate(() => performance.now());
       for (const top of [1_000_000, 2_000_000, 3_599_000, 500]) {
         await body.evaluate((b, top) => { b.scrollTop = top; }, top);
@@ -216,13 +232,9 @@ try {
     }
     results[c.name] = r;
     step(`${c.name}: ${JSON.stringify(r)}`);
-    await page.evaluate(async () => {
+    await page.evaluate(() => {
       window.__tlWidget.dispose();
       window.__tlWidget = null;
-      await window.jupyterapp.serviceManager.sessions.refreshRunning();
-      for (const s of [...window.jupyterapp.serviceManager.sessions.running()]) {
-        await window.jupyterapp.serviceManager.sessions.shutdown(s.id);
-      }
     });
     // a "discard changes?" dialog may ask; there are none to keep
     const dialog = page.locator('.jp-Dialog button.jp-mod-warn, .jp-Dialog .jp-mod-reject');
@@ -230,6 +242,61 @@ try {
       await dialog.first().click();
     }
     await settle(page, 1000);
+  };
+  /** Open the plain page `c.path` (first: also click a row), measure, close it. */
+  const openPage = async (c, first) => {
+    const p = await browser.newPage({ viewport: { width: 1000, height: 900 } });
+    p.on('pageerror', err => pageErrors.push(`${c.name}: ${String(err)}`));
+    await p.addInitScript(OBSERVE);
+    // traced as the notebook openings are: the bound is on main-thread CPU time, which
+    // other jobs on the machine do not stretch (its wall time went from ~700 ms to 2.3 s
+    // on a 2-core machine running one other job)
+    await browser.startTracing(p, TRACE);
+    await p.goto(`${url}/files/${c.path}`, { waitUntil: 'load', timeout: 120_000 });
+    await settle(p);
+    const r = { ...(await longestSince(p, 0)), ...longestTraced(await browser.stopTracing()) };
+    r.notice = await p.locator('.tl-notice').count();
+    r.rows = await p.locator('.tl-ln').count();
+    // clicking a row pins its line through the view's own script
+    const row = p.locator('.tl-pane-source .tl-ln[data-line]').first();
+    if (first && (await row.count())) {
+      await row.click();
+      r.pinned = await p.locator('.tl-pin').count();
+    }
+    await p.close();
+    return r;
+  };
+  for (const c of cases) {
+    if (c.kind === 'html') {
+      // a page of HTML-fallback views, opened on its own (no JupyterLab); again (up to
+      // TILE_LAB_OPENINGS times) only while over its bound, the quickest opening counting
+      for (let n = 0; n < openings; n++) {
+        const r = await openPage(c, n === 0);
+        const prev = results[c.name];
+        if (prev) {
+          r.cpuRuns = [...(prev.cpuRuns ?? [prev.cpu]), r.cpu];
+          r.cpu = Math.min(prev.cpu, r.cpu);
+          r.longest = Math.min(prev.longest, r.longest);
+          r.pinned = prev.pinned;
+        }
+        results[c.name] = r;
+        step(`${c.name}: ${JSON.stringify(r)}`);
+        if (r.cpu <= htmlBound) {
+          break;
+        }
+      }
+      continue;
+    }
+    for (let n = 0; n < openings; n++) {
+      await openOne({ name: `${c.name} (control)`, path: c.control, kind: 'control' });
+      // (the hover and scroll checks on the first opening)
+      await openOne({ name: c.name, path: c.path, kind: 'case', hover: n ? undefined : c.hover });
+      const over = results[c.name].cpu - results[`${c.name} (control)`].cpu;
+      if (over <= overControl) {
+        break;
+      }
+      step(`${c.name}: ${over} ms over its control: the pair again`);
+    }
   }
   process.stdout.write(JSON.stringify({ results, pageErrors, consoleErrors }) + '\n');
 } finally {
