@@ -21,15 +21,15 @@ slice; element detail appears inside a ``zoom=(r0, r1, c0, c1)`` window.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ArgumentTypeError, DiagramError
 from ..tracing.index import IndexedTrace
-from ..tracing.tile_geometry import tuple_text as _tup
 from ..tracing.trace import ArrayInfo, Block, MemoryAccess, Trace
+from .diagram_args import check_args, check_block, check_lines, int_tuple
 from .diagram_geometry import (
     CELL_CAP,
     MAX_SLICES,
@@ -83,11 +83,11 @@ def diagram(trace: Trace | IndexedTrace, *, arg: str | Sequence[str] | None = No
     t = index.trace
     if view not in VIEWS:
         raise DiagramError(f"view={view!r} is not a diagram view; choose one of {VIEWS}")
-    args = _check_args(t, arg)
-    blk = _check_block(t, block)
+    args = check_args(t, arg)
+    blk = check_block(t, block)
     if iteration is not None and (not isinstance(iteration, (int, np.integer)) or iteration < 0):
         raise DiagramError(f"iteration={iteration!r} must be a non-negative int (or None for all)")
-    lines = _check_lines(index, line)
+    lines = check_lines(index, line)
     ask = _Ask(index, tuple(args), arg is not None, blk, iteration, lines, zoom)
     geometry = _VIEW_GEOMETRY[view](ask, view)
     if tma is not None and geometry.legend:
@@ -285,8 +285,8 @@ def partition(shape: Sequence[int], tile: Sequence[int],
 
     ``partition((10, 16), (2, 4), highlight=(1, 2))`` is the CUDA guide's Figure 19.
     """
-    shp = _int_tuple(shape, "shape")
-    til = _int_tuple(tile, "tile")
+    shp = int_tuple(shape, "shape")
+    til = int_tuple(tile, "tile")
     if not 1 <= len(shp) <= 3:
         raise DiagramError(f"shape={tuple(shape)!r}: partition draws 1-D to 3-D arrays")
     if len(til) != len(shp):
@@ -298,7 +298,7 @@ def partition(shape: Sequence[int], tile: Sequence[int],
         items = ([highlight] if all(isinstance(v, (int, np.integer)) for v in highlight)
                  else list(highlight))
         for h in items:
-            idx = _int_tuple(h, "highlight", allow_zero=True)
+            idx = int_tuple(h, "highlight", allow_zero=True)
             if len(idx) != len(shp) or any(not 0 <= i < g for i, g in zip(idx, grid.grid)):
                 raise DiagramError(f"highlight={tuple(h)!r} is not a tile of the {_dims(grid.grid)}"
                                    f" tile grid (indices run from 0 to grid - 1 on each axis)")
@@ -344,7 +344,7 @@ def _panel(name: str, shape: tuple[int, ...], dtype: str, grids: tuple[TileGrid,
 
 
 def _apply_zoom(window: Box, zoom: Sequence[int], name: str) -> Box:
-    z = _int_tuple(zoom, "zoom", allow_zero=True, allow_negative=True)
+    z = int_tuple(zoom, "zoom", allow_zero=True, allow_negative=True)
     nd = len(window.start)
     want = 2 * min(nd, 2) if len(z) != 2 * nd else 2 * nd
     if len(z) != want or any(z[i] >= z[i + 1] for i in range(0, len(z), 2)):
@@ -452,59 +452,6 @@ def _windows_text(windows: tuple[tuple[int, ...], tuple[int, ...]] | None) -> st
     tile, steps = windows
     kind = " (overlapping)" if any(s < t for s, t in zip(steps, tile)) else ""
     return f", {_dims(tile)} windows every {_dims(steps)}{kind}"
-
-
-def _check_args(t: Trace, arg: str | Sequence[str] | None) -> list[str]:
-    names = [a.name for a in t.arrays]
-    if arg is None:
-        return names
-    want = [arg] if isinstance(arg, str) else list(arg)
-    for w in want:
-        if w not in names:
-            raise DiagramError(f"arg={w!r} is not an array argument of {t.kernel}; "
-                               f"its arrays are: {', '.join(names) or '(none)'}")
-    return want
-
-
-def _check_block(t: Trace, block: int | Sequence[int] | None) -> Block | None:
-    if block is None:
-        return None
-    b = (block,) if isinstance(block, (int, np.integer)) else tuple(block)
-    if not 1 <= len(b) <= 3 or not all(isinstance(v, (int, np.integer)) for v in b):
-        raise DiagramError(f"block={block!r} must be 1 to 3 ints (a block id of the grid)")
-    full = tuple(int(v) for v in b) + (0,) * (3 - len(b))
-    if any(not 0 <= v < g for v, g in zip(full, t.grid)):
-        raise DiagramError(f"block={block!r} is outside the launch grid {_tup(t.grid)}")
-    return full  # type: ignore[return-value]
-
-
-def _check_lines(index: IndexedTrace, line: int | Sequence[int] | None) -> set[int] | None:
-    if line is None:
-        return None
-    want = {line} if isinstance(line, (int, np.integer)) else set(line)
-    bad = sorted(w for w in want if w not in index.lines)
-    if bad:
-        raise DiagramError(f"line={line!r}: no memory operation on line "
-                           f"{', '.join(map(str, bad))}; lines with memory operations: "
-                           f"{', '.join(map(str, index.lines)) or '(none)'}")
-    return {int(w) for w in want}
-
-
-def _int_tuple(value: Iterable[int], name: str, *, allow_zero: bool = False,
-               allow_negative: bool = False) -> tuple[int, ...]:
-    try:
-        out = tuple(value)
-    except TypeError:
-        raise DiagramError(f"{name}={value!r} must be a tuple of ints") from None
-    if not out or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                          for v in out):
-        raise DiagramError(f"{name}={value!r} must be a non-empty tuple of ints")
-    if not allow_negative and any(v < 0 or (v == 0 and not allow_zero) for v in out):
-        raise DiagramError(f"{name}={value!r}: every entry must be "
-                           f"{'non-negative' if allow_zero else 'positive'}")
-    return tuple(int(v) for v in out)
-
-
 
 
 def _dims(t: Sequence[int]) -> str:

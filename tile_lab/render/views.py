@@ -22,7 +22,8 @@ import numpy as np
 from ..errors import DiagramError
 from ..tracing.trace import Trace
 from . import palette
-from .diagram import Box, _int_tuple
+from .diagram import Box
+from .diagram_args import int_tuple
 from .picture import Picture, key_class, make_picture
 from .svg import INK, Group, Path, Rect, Scene, Style, Text, text_width
 
@@ -81,9 +82,9 @@ def view_windows(shape: Sequence[int], tile: Sequence[int], steps: Sequence[int]
 
     ``.data`` is a :class:`ViewWindows` (window boxes, per-element coverage counts).
     """
-    shp = _int_tuple(shape, "shape")
-    til = _int_tuple(tile, "tile")
-    stp = til if steps is None else _int_tuple(steps, "steps")
+    shp = int_tuple(shape, "shape")
+    til = int_tuple(tile, "tile")
+    stp = til if steps is None else int_tuple(steps, "steps")
     if not 1 <= len(shp) <= 2 or len(til) != len(shp) or len(stp) != len(shp):
         raise DiagramError(f"shape={shp}, tile={til}, steps={stp}: give 1-D or 2-D shapes of "
                            "one rank")
@@ -293,9 +294,9 @@ def transposed_load(shape: Sequence[int], tile: Sequence[int], index: Sequence[i
     Tile axis k runs along array axis ``order[k]``: with ``order=(1, 0)`` the tile is the
     transpose of the box, so ``tile[i, j] = array[r0 + j, c0 + i]``.
     """
-    shp = _int_tuple(shape, "shape")
-    til = _int_tuple(tile, "tile")
-    idx = _int_tuple(index, "index", allow_zero=True)
+    shp = int_tuple(shape, "shape")
+    til = int_tuple(tile, "tile")
+    idx = int_tuple(index, "index", allow_zero=True)
     perm = (1, 0) if order == "F" else (0, 1) if order == "C" else tuple(int(v) for v in order)
     if len(shp) != 2 or len(til) != 2 or len(idx) != 2 or sorted(perm) != [0, 1]:
         raise DiagramError("transposed_load draws 2-D loads: shape, tile, index of length 2 "
