@@ -5,7 +5,6 @@ with tileiras: ``python bench/gpu_attention_grid.py --screen``)."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -16,9 +15,10 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from attention_kernels import NEW_KNOB_DEFAULTS  # noqa: E402
+from sweep_common import read_payload, save_payload  # noqa: E402
 
 TOKENS, HIDDEN = 16384, 2048
-SCREEN = os.path.join(HERE, "results", "attention_grid_spill_screen.json")
+SCREEN = os.path.join(HERE, "results", "attention_grid_spill_screen.json.gz")
 SEQS = (16384, 2048, 8192, 4096)
 CONSTANTS = ("BM", "BN", "LAT_K", "LAT_V", "TMA", "PIPE", "EVEN", "FOLD", "SPLIT", "RESCALE")
 # knobs that change which registers a config needs; the latency hints, TMA and bounds checks
@@ -108,15 +108,14 @@ def load_screen(path: str = SCREEN) -> dict[str, int]:
     screened config of that shape spilled."""
     if not os.path.exists(path):
         return {}
-    with open(path, encoding="utf-8") as fh:
-        out: dict[str, int] = {}
-        for r in json.load(fh)["configs"]:
-            if isinstance(r["spills"], int):
-                out[r["key"]] = r["spills"]
-                d, causal = (int(w.split("=")[1]) for w in r["key"].split()[:2])
-                sk = shape_key(AttnRow("fp16", 2048, d, bool(causal)), r["config"])
-                out[sk] = max(out.get(sk, 0), r["spills"])
-        return out
+    out: dict[str, int] = {}
+    for r in read_payload(path)["configs"]:
+        if isinstance(r["spills"], int):
+            out[r["key"]] = r["spills"]
+            d, causal = (int(w.split("=")[1]) for w in r["key"].split()[:2])
+            sk = shape_key(AttnRow("fp16", 2048, d, bool(causal)), r["config"])
+            out[sk] = max(out.get(sk, 0), r["spills"])
+    return out
 
 
 def spill_count(spills: dict[str, int] | None, row: AttnRow, c: dict[str, int]) -> int:
@@ -154,8 +153,7 @@ def screen(path: str = SCREEN, heads: tuple[int, ...] = (128, 64)) -> None:
 
     done: dict[str, dict[str, Any]] = {}
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as fh:
-            done = {r["key"]: r for r in json.load(fh)["configs"]}
+        done = {r["key"]: r for r in read_payload(path)["configs"]}
     jobs = [(row, c) for row, c in screen_jobs(heads) if screen_key(row, c) not in done]
 
     def one(job: tuple[AttnRow, dict[str, int]]) -> dict[str, Any]:
@@ -174,14 +172,10 @@ def screen(path: str = SCREEN, heads: tuple[int, ...] = (128, 64)) -> None:
         results = list(pool.map(one, jobs))
     for r in results:
         done[r["key"]] = r
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(dict(arch="sm_90", kernel="attention_kernels.flash_attention_knobs",
-                       dtype="float16 (bf16 compiles to the same register use)",
-                       tileiras=tool_version("tileiras"),
-                       configs=sorted(done.values(), key=lambda r: r["key"])), fh, indent=1,
-                  sort_keys=True)
-        fh.write("\n")
+    save_payload(dict(arch="sm_90", kernel="attention_kernels.flash_attention_knobs",
+                      dtype="float16 (bf16 compiles to the same register use)",
+                      tileiras=tool_version("tileiras"),
+                      configs=sorted(done.values(), key=lambda r: r["key"])), path)
     bad = [r for r in results if r["spills"] != 0]
     print(f"screened {len(results)} new configs ({len(done)} in all): {len(bad)} spill or "
           f"fail; wrote {path}")

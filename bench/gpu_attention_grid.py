@@ -14,7 +14,7 @@ Tuning, once per (head_dim, causal, seq ≤ 4096 or longer) on that class's firs
    the worker warps that keep the accumulator in registers) × occupancy 1/2 × PIPE 0/1
    (FA3's softmax/next-GEMM overlap), latency 2/4, TMA on, bounds checks off where the shape
    allows (EVEN); configs whose sm_90 SASS spills (``--screen``, run on a CPU:
-   ``results/attention_grid_spill_screen.json``) left out;
+   ``results/attention_grid_spill_screen.json.gz``) left out;
 2. **one knob at a time** (race): stage 1's best beside its variants with one knob changed — a
    2-CTA cluster (``num_ctas``), TMA off, bounds checks back on, LAT_V, LAT_K (0 = the
    compiler's) — at most ``--max-configs``;

@@ -37,7 +37,6 @@ Writes DIR/FILE.json (default notebooks/data/gemm_sweep.json) after every row.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -58,6 +57,7 @@ from sweep_common import (  # noqa: E402
     load_payloads,
     markdown_table,
     options_of,
+    read_payload,
     run_sweep,
     save_payload,
     select,
@@ -69,7 +69,7 @@ H100_SMS = 132
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 4096), (8192, 8192, 2048),
           (8192, 2048, 8192), (128, 8192, 8192), (256, 16384, 4096), (4000, 4000, 4000),
           (8191, 8191, 1000))
-SCREEN = os.path.join(HERE, "results", "gemm_sweep_spill_screen.json")
+SCREEN = os.path.join(HERE, "results", "gemm_sweep_spill_screen.json.gz")
 KNOBS = ("TM", "TN", "TK", "GROUP", "LAT", "SPLIT", "num_ctas", "num_worker_warps", "occupancy")
 SPACE_KNOBS = (*KNOBS, "schedule", "TMA")  # schedule: which kernel (gemm_schedule_rows)
 
@@ -222,8 +222,7 @@ def describe(tuning: dict[str, Any]) -> str:
 def load_screen(path: str = SCREEN) -> dict[str, int]:
     if not os.path.exists(path):
         return {}
-    with open(path, encoding="utf-8") as fh:
-        doc = json.load(fh)
+    doc = read_payload(path)
     return {r["key"]: r["spills"] for r in doc["configs"] if isinstance(r["spills"], int)}
 
 
@@ -241,8 +240,7 @@ def screen(path: str = SCREEN, rows: list[GemmRow] | None = None) -> None:
 
     old = []
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as fh:
-            old = [r for r in json.load(fh)["configs"] if isinstance(r["spills"], int)]
+        old = [r for r in read_payload(path)["configs"] if isinstance(r["spills"], int)]
     known = {r["key"] for r in old}
     every: dict[str, tuple[bool, dict[str, Any]]] = {}
     for row in rows or ROWS:
@@ -269,10 +267,7 @@ def screen(path: str = SCREEN, rows: list[GemmRow] | None = None) -> None:
     doc = dict(arch="sm_90", kernel="gemm_schedule_rows.schedules()", dtype="float16 (bf16 "
                "compiles to the same register use)", tileiras=tool_version("tileiras"),
                configs=old + results)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=1, sort_keys=True)
-        fh.write("\n")
+    save_payload(doc, path)
     bad = [r for r in results if r["spills"] != 0]
     print(f"screened {len(results)} new configs ({len(old)} known): {len(bad)} spill or fail; "
           f"wrote {path}")

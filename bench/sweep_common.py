@@ -194,9 +194,13 @@ def floors(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def save_payload(payload: dict[str, Any], path: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(payload, fh, indent=1, sort_keys=True, default=str)
-        fh.write("\n")
+    text = json.dumps(payload, indent=1, sort_keys=True, default=str) + "\n"
+    if path.endswith(".gz"):  # mtime 0: the same content gives the same bytes (no git diff)
+        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            gz.write(text.encode("utf-8"))
+    else:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
     os.replace(tmp, path)  # a run killed mid-write keeps the previous row's file
 
 

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from fixture_files import inspection_fixture
 
 import tile_lab.render.tma as drawing
 from tile_lab.analysis.tma import TmaLine, TmaReport, tma_report
@@ -16,7 +17,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def load(name: str) -> Inspection:
-    return Inspection.from_json((FIXTURES / f"{name}.json").read_text())
+    return inspection_fixture(name)
 
 
 def test_gemm_k_loop_loads_and_store_are_tma():

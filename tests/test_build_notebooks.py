@@ -61,3 +61,17 @@ def test_a_stale_notebook_is_reported(tmp_path: Path, monkeypatch: pytest.Monkey
     src.write_text("# %%\nx = 2\n")
     assert build_notebooks.differences(src) == [
         "43_demo.ipynb cell 0 (code) differs from the source"]
+
+
+def test_notebook_metadata_beyond_the_kernel_is_reported(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saved widget state (63 kB in notebook 09 once) is flagged, so it is not committed."""
+    src = SOURCES[0]
+    monkeypatch.setattr(build_notebooks, "OUT", tmp_path)
+    out = build_notebooks.build(src)
+    assert build_notebooks.differences(src) == []
+    nb = nbformat.read(out, as_version=4)
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    nbformat.write(nb, out)
+    assert build_notebooks.differences(src) == [
+        f"{out.name} carries notebook metadata widgets (rebuild it)"]

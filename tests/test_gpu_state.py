@@ -169,7 +169,7 @@ def test_recorded_h100_cublas_trace_is_flagged_under_load_and_recovers_after():
 
     from tile_lab.gpu.state import load_trace
 
-    states, top, device = load_trace(Path(__file__).parent / "fixtures"
+    states, top, device = load_trace(Path(__file__).parent.parent / "notebooks" / "data"
                                      / "nvml_trace_h100_cublas.json")
     assert device == "NVIDIA H100 80GB HBM3" and top == 1980.0
     flags = [POLICY.throttled(s, top) for s in states]

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fixture_files import fixture_text
 
 import tile_lab
 from tile_lab.artifacts import StageText
@@ -24,7 +25,7 @@ DATA = Path(__file__).parent.parent / "notebooks" / "data"
 
 
 def read(name: str) -> str:
-    return (FIX / name).read_text()
+    return fixture_text(f"profile/{name}")
 
 
 def test_source_page_with_source_counters():

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from browser_probe import Job, mark_titled, run
+from fixture_files import inspection_fixture
 
-from tile_lab.artifacts import Inspection
 from tile_lab.render.pipeline import pipeline_picture
 from tile_lab.render.schedule import l2_order, sm_timeline
 from tile_lab.render.svg import Group, Rect
@@ -140,7 +140,7 @@ def test_transposed_load_links_tile_and_array_elements(tmp_path):
 
 
 def test_pipeline_stages_beside_the_k_loop(tmp_path):
-    insp = Inspection.from_json((FIXTURES / "pipeline_gemm_latency4_sm_90.json").read_text())
+    insp = inspection_fixture("pipeline_gemm_latency4_sm_90")
     p = pipeline_picture(insp)
     assert p.data.stages == 4
     jobs = [Job("pipeline_light", p._repr_html_(), prepare="""(() => {

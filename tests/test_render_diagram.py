@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 import cuda.tile as ct
 import numpy as np
 import pytest
+from fixture_files import fixture_text
 
 import tile_lab
 from tile_lab.errors import DiagramError, TileLabError
@@ -738,17 +739,16 @@ def test_svg_scales_down_in_a_narrow_container():
 def test_a_no_tma_reason_is_shown_whole_wrapped_and_ticks_are_legible():
     # notebook 11: the compiler's reason was cut at "(TMA's…"; margin labels and "i0" at
     # 8 px read as "8" / "i8"
-    from pathlib import Path
 
     from kernels_inspect import gemm
 
     from tile_lab.artifacts import Inspection
     from tile_lab.render.tma import tma_report
 
-    fixture = Path(__file__).parent / "fixtures" / "tma_gemm_k1004_sm_90.json"
+    fixture = "tma_gemm_k1004_sm_90.json"
     a, b = np.ones((64, 96), np.float16), np.ones((96, 64), np.float16)
     tr = tile_lab.trace(gemm, (1, 1, 1), (a, b, np.zeros((64, 64), np.float32), 64, 64, 32))
-    d = diagram(tr, tma=tma_report(Inspection.from_json(fixture.read_text())))
+    d = diagram(tr, tma=tma_report(Inspection.from_json(fixture_text(fixture))))
     [note] = [e.tma_note for e in d.geometry.legend if e.tma is False]
     assert len(note) > 110  # long enough to have been cut
     root = ET.fromstring(d.svg)
@@ -765,15 +765,14 @@ def test_a_no_tma_reason_is_shown_whole_wrapped_and_ticks_are_legible():
 def test_a_no_tma_stride_reason_says_the_traced_arrays_row_stride():
     # notebook 11: the verdict came from compiling K = 1020 (a source comment said "stride
     # 2040 B") while the traced A is f16[256, 252]; the legend now says the traced stride
-    from pathlib import Path
 
     from kernels_inspect import gemm
 
     from tile_lab.artifacts import Inspection
     from tile_lab.render.tma import tma_report
 
-    fixture = Path(__file__).parent / "fixtures" / "tma_gemm_k1004_sm_90.json"
-    report = tma_report(Inspection.from_json(fixture.read_text()))
+    fixture = "tma_gemm_k1004_sm_90.json"
+    report = tma_report(Inspection.from_json(fixture_text(fixture)))
     a, b = np.ones((64, 100), np.float16), np.ones((100, 64), np.float16)
     tr = tile_lab.trace(gemm, (1, 1, 1), (a, b, np.zeros((64, 64), np.float32), 64, 64, 32))
     d = diagram(tr, tma=report)

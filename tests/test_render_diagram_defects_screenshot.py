@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from browser_probe import Job, run
+from fixture_files import fixture_text
 from test_render_diagram import make_trace, ragged_copy
 
 from tile_lab.artifacts import Inspection
@@ -104,7 +105,7 @@ def test_legend_ellipsizes_long_lines_and_shows_the_tma_verdict(tmp_path):
     c = np.zeros((64, 64), np.float32)
     tr = tile_lab.trace(gemm, (1, 1, 1), (a, b, c, 64, 64, 32))
     report = tma_report(Inspection.from_json(
-        (FIXTURES / "tma_gemm_k1004_sm_90.json").read_text()))
+        fixture_text("tma_gemm_k1004_sm_90.json")))
     d = diagram(tr, tma=report)
     verdicts = {e.line: e.tma for e in d.geometry.legend}
     assert verdicts == {34: False, 35: True, 37: True}

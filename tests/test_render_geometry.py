@@ -13,6 +13,7 @@ import geometry_mpl
 import geometry_probe
 import matplotlib.pyplot as plt  # headless: tests/conftest.py sets MPLBACKEND=Agg
 import numpy as np
+from fixture_files import fixture_text
 
 import tile_lab
 from tile_lab.artifacts import Inspection
@@ -29,7 +30,7 @@ def _measure(pictures: dict[str, str]) -> dict[str, list[str]]:
 def test_fails_on_notebook_11_windows_view_before_the_fix():
     # view_windows((64,), (8,), (4,), highlight=[(0,), (1,), (2,)]) as main drew it on
     # 2026-11-25: tiles (1,) and (2,) with negative heights, the array a 7 px strip
-    bad = (FIXTURES / "nb11_windows_before_fix.svg").read_text(encoding="utf-8")
+    bad = fixture_text("nb11_windows_before_fix.svg")
     problems = _measure({"nb11": bad})["nb11"]
     assert any('height="-0.44"' in p and "tile (1,)" in p for p in problems), problems
     assert any('height="-4.44"' in p and "tile (2,)" in p for p in problems), problems
@@ -79,7 +80,7 @@ def test_public_concept_pictures_pass():
     x = np.arange(64, dtype=np.float32)
     y = np.zeros(64, np.float32)
     fixture = "pipeline_gemm_latency4_sm_90.json"
-    insp = Inspection.from_json((FIXTURES / fixture).read_text(encoding="utf-8"))
+    insp = Inspection.from_json(fixture_text(fixture))
     pics = {
         "partition": tile_lab.partition((10, 16), (2, 4), highlight=(1, 2)),
         "partition 1-D": tile_lab.partition((40,), (8,), highlight=[(0,), (4,)]),

@@ -15,6 +15,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from fixture_files import inspection_fixture
 
 from tile_lab.artifacts import MIME_TYPE, Inspection, Remark, StageText
 from tile_lab.render import palette
@@ -341,7 +342,7 @@ def test_tileir_argument_prologue_is_its_own_group():
     (token, assumes, constants, tensor views) render without the def line's link."""
     from tile_lab.stage_rows import prologue_rows
 
-    insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
+    insp = inspection_fixture("inspect_vadd_sm_90")
     st = insp.stages["tileir"]
     rows = prologue_rows(st.rows)
     assert sorted(rows) == list(range(1, 20))
@@ -354,7 +355,7 @@ def test_tileir_argument_prologue_is_its_own_group():
 
 
 def test_source_pane_takes_its_natural_width():
-    insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
+    insp = inspection_fixture("inspect_vadd_sm_90")
     view = inspection_html(insp)
     # panes wrap onto rows instead of shrinking; the source takes its natural width
     assert 'class="tl-panes" style="display:flex;flex-wrap:wrap;' in view
@@ -371,7 +372,7 @@ def test_big_panes_are_cut_with_a_notice_and_long_rows_with_a_sign():
     from tile_lab.artifacts import Remark, StageText
     from tile_lab.render.html import HTML_MAX_REMARKS, HTML_MAX_ROWS, HTML_ROW_CHARS
 
-    insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
+    insp = inspection_fixture("inspect_vadd_sm_90")
     n = HTML_MAX_ROWS + 5000
     sass = StageText("sass", "  /*0000*/ NOP ;\n" * (n - 1) + "x" * (HTML_ROW_CHARS + 7),
                      (12,) * n)
@@ -412,7 +413,7 @@ def test_the_script_leaves_other_views_alone_and_survives_hostile_line_numbers(t
 
     node = browser_env.node()
     browser_env.node_module("jsdom")
-    insp = Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
+    insp = inspection_fixture("inspect_vadd_sm_90")
     other = ('<div class="tl-view" id="ext"><div class="tl-code">'
              '<div class="tl-row" data-line="1e+308">a</div>'
              '<div class="tl-row" data-line="1e21">b</div></div></div>')

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from browser_probe import Job, run
+from fixture_files import inspection_fixture
 
 from tile_lab.artifacts import Inspection
 from tile_lab.render.html import inspection_html
@@ -52,7 +53,7 @@ _PANES = """(() => {
 
 
 def load(name: str) -> Inspection:
-    return Inspection.from_json((FIXTURES / f"{name}.json").read_text())
+    return inspection_fixture(name)
 
 
 def test_tma_badges_name_the_load_that_lost_tma(tmp_path):

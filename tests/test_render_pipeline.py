@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixture_files import inspection_fixture
 
 from tile_lab.analysis.pipeline import k_loop
 from tile_lab.artifacts import Inspection
@@ -14,7 +15,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def load(name: str) -> Inspection:
-    return Inspection.from_json((FIXTURES / f"{name}.json").read_text())
+    return inspection_fixture(name)
 
 
 @pytest.mark.parametrize(("latency", "stages", "ring_kib", "other_kib"),

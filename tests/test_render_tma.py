@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from fixture_files import inspection_fixture
+
 from tile_lab.artifacts import Inspection
 from tile_lab.render.html import inspection_html, inspection_json
 from tile_lab.render.tma import tma_badge_text, tma_field, tma_report
@@ -14,7 +16,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def load(name: str) -> Inspection:
-    return Inspection.from_json((FIXTURES / f"{name}.json").read_text())
+    return inspection_fixture(name)
 
 
 def test_badges_in_the_inspect_view_only_when_sass_and_tileir_are_shown():

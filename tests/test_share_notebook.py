@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixture_files import inspection_fixture
 from test_share_bundle import HOSTILE, _Tags, hostile_inspection
 
 from tile_lab.artifacts import Inspection
@@ -37,7 +38,7 @@ def _notebook(path: Path, cells: list[dict]) -> Path:
 
 
 def _vadd() -> Inspection:
-    return Inspection.from_json((FIXTURES / "inspect_vadd_sm_90.json").read_text())
+    return inspection_fixture("inspect_vadd_sm_90")
 
 
 def test_every_tile_lab_view_of_a_notebook(tmp_path):

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixture_files import inspection_fixture
 
 import tile_lab
 from tile_lab.artifacts import Inspection, StageText
@@ -37,7 +38,7 @@ INSPECTIONS = ("tma_gemm_sm_90", "tma_gemm_k1004_sm_90", "pipeline_gemm_persiste
 
 
 def load(name: str) -> Inspection:
-    return Inspection.from_json((FIXTURES / f"{name}.json").read_text())
+    return inspection_fixture(name)
 
 
 @pytest.fixture(scope="module")

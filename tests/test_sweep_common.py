@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from gpu_sim import SimGPU, Work
@@ -288,3 +289,16 @@ def test_sweep_measurer_times_the_kernel_with_the_prepare_step_outside_the_span(
     # without a prepare step the kernel's own work is timed as it is
     sc.SweepMeasurer(1).measure("k", cfg, (4,), (), MeasureRequest(3))
     assert isinstance(got["work"], FakeKernelWork)
+
+
+def test_a_gz_payload_round_trips_and_the_same_content_gives_the_same_bytes(tmp_path):
+    """The spill screens are kept gzipped in bench/results: saving the same document twice must
+    not make a git diff (gzip's header would hold the time)."""
+    doc = {"configs": [{"key": "a", "spills": 0}, {"key": "b", "spills": 12}]}
+    path = str(tmp_path / "screen.json.gz")
+    sc.save_payload(doc, path)
+    first = Path(path).read_bytes()
+    assert first[:2] == b"\x1f\x8b" and sc.read_payload(path) == doc
+    os.utime(path, (0, 0))
+    sc.save_payload(doc, path)
+    assert Path(path).read_bytes() == first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fixture_files import fixture_text
 from test_render_diagram import gemm_trace, persistent_trace, ragged_copy
 
 from tile_lab.errors import TileLabError
@@ -86,7 +87,6 @@ def test_redraw_errors_are_shown_not_swallowed(monkeypatch):
 
 
 def test_browser_marks_tma_verdicts_and_ellipsizes_long_lines():
-    from pathlib import Path
 
     import numpy as np
     from kernels_inspect import gemm
@@ -98,8 +98,8 @@ def test_browser_marks_tma_verdicts_and_ellipsizes_long_lines():
 
     a, b = np.ones((64, 96), np.float16), np.ones((96, 64), np.float16)
     tr = tile_lab.trace(gemm, (1, 1, 1), (a, b, np.zeros((64, 64), np.float32), 64, 64, 32))
-    fixture = Path(__file__).parent / "fixtures" / "tma_gemm_k1004_sm_90.json"
-    report = tma_report(Inspection.from_json(fixture.read_text()))
+    fixture = "tma_gemm_k1004_sm_90.json"
+    report = tma_report(Inspection.from_json(fixture_text(fixture)))
     br = DiagramBrowser(tr, tma=report)
     assert {e.line: e.tma for e in br.diagram.geometry.legend} == {34: False, 35: True, 37: True}
     labels = [label for label, _ in br.lines.options]

@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "notebooks" / "src"
 OUT = ROOT / "notebooks"
 FORMAT = "py:percent"
+# the notebook metadata a committed notebook keeps (from_source writes exactly these)
+KEPT_METADATA = ("kernelspec", "language_info")
 
 
 def from_source(src: Path) -> nbformat.NotebookNode:
@@ -54,7 +56,11 @@ def differences(src: Path) -> list[str]:
     if not out.exists():
         return [f"{out.name} is missing"]
     want = from_source(src).cells
-    have = nbformat.read(out, as_version=4).cells
+    notebook = nbformat.read(out, as_version=4)
+    extra = sorted(set(notebook.metadata) - set(KEPT_METADATA))
+    if extra:
+        return [f"{out.name} carries notebook metadata {', '.join(extra)} (rebuild it)"]
+    have = notebook.cells
     if len(want) != len(have):
         return [f"{out.name}: {len(have)} cells, the source has {len(want)}"]
     return [f"{out.name} cell {i} ({w.cell_type}) differs from the source"
@@ -80,6 +86,10 @@ def execute(out: Path, *, keep_all_outputs: bool = False) -> None:
                     "--execute", "--inplace", "--ExecutePreprocessor.timeout=600", str(out)],
                    check=True, cwd=OUT)
     nb = nbformat.read(out, as_version=4)
+    # The widgets' saved state (tens of kB for a notebook with sliders) belongs to outputs
+    # that are not stored (below); a run re-creates it.
+    nb.metadata = nbformat.NotebookNode(
+        {k: v for k, v in nb.metadata.items() if k in KEPT_METADATA})
     for cell in nb.cells:
         # Execution metadata (timestamps) would make every rebuild a diff.
         cell.get("metadata", {}).pop("execution", None)
