@@ -18,21 +18,31 @@ from __future__ import annotations
 import math
 from typing import Any
 
-SCHEDULES = ("splitk", "splitk_ws", "streamk", "pad_b", "pad_bc")
+SCHEDULES = ("splitk", "splitk_ws", "streamk", "splitk_wide", "streamk_wide", "pad_b",
+             "pad_bc")
 WHY = {"splitk": "persistent split-K (atomics)",
        "splitk_ws": "split-K through a per-slice workspace",
        "streamk": "stream-K",
+       "splitk_wide": "split-K through a workspace, reduced in row pieces",
+       "streamk_wide": "stream-K, fix-up reduced in row pieces",
        "pad_b": "B copied to 16-byte rows (copy timed), C stored without TMA",
        "pad_bc": "B and C through 16-byte-row copies (copies timed)"}
 
 
 def schedules() -> Any:
     """The sweep's tunable: a ``tile_lab.Schedules`` over the kernels above."""
-    from gemm_kernels import gemm_splitk, gemm_splitk_ws, gemm_streamk
+    from gemm_kernels import (
+        gemm_splitk,
+        gemm_splitk_wide,
+        gemm_splitk_ws,
+        gemm_streamk,
+        gemm_streamk_wide,
+    )
 
     from tile_lab import Schedules
 
     return Schedules(splitk=gemm_splitk, splitk_ws=gemm_splitk_ws, streamk=gemm_streamk,
+                     splitk_wide=gemm_splitk_wide, streamk_wide=gemm_streamk_wide,
                      pad_b=gemm_splitk, pad_bc=gemm_splitk)
 
 
@@ -93,7 +103,7 @@ def slots(c: dict[str, Any], sms: int) -> int:
 def grid(m: int, n: int, k: int, c: dict[str, Any], sms: int) -> tuple[int]:
     from tile_lab.examples.gemm_schedules import splitk_grid, streamk_grid
 
-    if c["schedule"] == "streamk":
+    if c["schedule"] in ("streamk", "streamk_wide"):
         return streamk_grid(m, n, k, c["TM"], c["TN"], c["TK"], slots(c, sms))
     return splitk_grid(m, n, c["TM"], c["TN"], c["SPLIT"], slots(c, sms))
 
@@ -129,10 +139,11 @@ class Operands:
         arrived = self._buf(("arrived", c["TM"], c["TN"]),
                             (math.ceil(self.m / c["TM"]) * math.ceil(self.n / c["TN"]),),
                             torch.int32)
-        if s == "splitk_ws":
+        if s in ("splitk_ws", "splitk_wide"):
             w = self._buf(("ws", c["SPLIT"]), (c["SPLIT"], self.m, self.n), torch.float32)
-            return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["TMA"])
-        if s == "streamk":
+            wide = (c["SPLIT"],) if s == "splitk_wide" else ()
+            return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["TMA"], *wide)
+        if s in ("streamk", "streamk_wide"):
             g = grid(self.m, self.n, self.k, c, self.sms)[0]
             w = self._buf(("sk", g, c["TM"], c["TN"]), (2 * g, c["TM"], c["TN"]),
                           torch.float32)

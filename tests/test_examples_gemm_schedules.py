@@ -11,8 +11,11 @@ import pytest
 
 import tile_lab
 from tile_lab.examples.gemm_schedules import (
+    _pieces,
+    gemm_splitk_wide,
     gemm_splitk_ws,
     gemm_streamk,
+    gemm_streamk_wide,
     splitk_grid,
     streamk_grid,
 )
@@ -96,3 +99,76 @@ def test_a_dirty_counter_shows_in_the_output():
     arrived = np.array([1, 0], np.int32)
     tile_lab.emulate(gemm_splitk_ws, (1,), (a, b, c, w, arrived, 64, 32, 32, 2, 1))
     assert not np.allclose(c[:, :32].astype(np.float32), ref[:, :32], atol=0.5)
+
+
+# The wide kernels reduce in row pieces: 64x256 tiles are 2 pieces of 32 rows for stream-K, and
+# 2 (SPLIT 2) or 4 (SPLIT 4) pieces for split-K, so these shapes exercise the piece indexing.
+WIDE = {"ragged": (40, 300, 200), "exact": (128, 512, 256)}
+
+
+def test_wide_tiles_are_reduced_in_pieces():
+    assert _pieces(64, 256, 8192) == 2
+    assert [_pieces(64, 256 * s, 16384) for s in (1, 2, 4)] == [1, 2, 4]
+    assert _pieces(128, 256, 8192) == 4 and _pieces(128, 64, 8192) == 1
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=list(DTYPES))
+@pytest.mark.parametrize("shape", list(WIDE), ids=list(WIDE))
+@pytest.mark.parametrize("slots", [1, 3, 5, 16])
+def test_streamk_wide_matches_numpy_twice(shape, dtype, slots):
+    # 2-4 output tiles of 7-8 K steps over 1-16 blocks: tiles cut between 2-4 blocks, and with
+    # one block, whole tiles that go through the block's own slot one after another
+    m, n, k = WIDE[shape]
+    a, b, ref = _operands(WIDE[shape], DTYPES[dtype])
+    tm, tn, tk = 64, 256, 32
+    grid = streamk_grid(m, n, k, tm, tn, tk, slots)
+    c = np.zeros((m, n), DTYPES[dtype])
+    w = np.full((2 * grid[0], tm, tn), np.nan, np.float32)
+    arrived = np.zeros(-(-m // tm) * -(-n // tn), np.int32)
+    for launch in range(2):
+        c[:] = np.nan
+        tile_lab.emulate(gemm_streamk_wide, grid, (a, b, c, w, arrived, tm, tn, tk, 2, 1))
+        _check(c, ref, DTYPES[dtype])
+        assert not arrived.any(), f"launch {launch}: counters left {arrived}"
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=list(DTYPES))
+@pytest.mark.parametrize("shape", list(WIDE), ids=list(WIDE))
+@pytest.mark.parametrize("split", [1, 2, 4])
+def test_splitk_wide_matches_numpy_twice(shape, dtype, split):
+    # K = 200 is 7 steps of 32: SPLIT 4 gives slices of 2, 2, 2, 1; on 5 blocks some blocks
+    # take two units, so a block's plane is reused across tiles
+    m, n, _ = WIDE[shape]
+    a, b, ref = _operands(WIDE[shape], DTYPES[dtype])
+    tm, tn, tk = 64, 256, 32
+    c = np.zeros((m, n), DTYPES[dtype])
+    w = np.full((split, m, n), np.nan, np.float32)
+    arrived = np.zeros(-(-m // tm) * -(-n // tn), np.int32)
+    for launch in range(2):
+        c[:] = np.nan
+        tile_lab.emulate(gemm_splitk_wide, splitk_grid(m, n, tm, tn, split, slots=5),
+                         (a, b, c, w, arrived, tm, tn, tk, 2, 1, split))
+        _check(c, ref, DTYPES[dtype])
+        assert not arrived.any(), f"launch {launch}: counters left {arrived}"
+
+
+@pytest.mark.parametrize("kernel", ["streamk_wide", "splitk_wide"])
+def test_a_dirty_counter_breaks_the_wide_kernels(kernel):
+    # the control: a counter left at 1 makes the first tile's reduction run early (split-K) or
+    # never (stream-K, one block: the count it waits for is 0), so that tile of C is wrong
+    m, n, _ = WIDE["exact"]
+    a, b, ref = _operands(WIDE["exact"], np.float16)
+    tm, tn, tk = 64, 256, 32
+    c = np.full((m, n), np.nan, np.float16)
+    arrived = np.zeros(4, np.int32)
+    arrived[0] = 1
+    if kernel == "streamk_wide":
+        w = np.zeros((2, tm, tn), np.float32)
+        tile_lab.emulate(gemm_streamk_wide, (1,), (a, b, c, w, arrived, tm, tn, tk, 2, 1))
+    else:
+        w = np.zeros((2, m, n), np.float32)
+        tile_lab.emulate(gemm_splitk_wide, (1,), (a, b, c, w, arrived, tm, tn, tk, 2, 1, 2))
+    tile = c[:tm, :tn].astype(np.float32)
+    assert not np.allclose(tile, ref[:tm, :tn], atol=0.5)
+    np.testing.assert_allclose(c[tm:, :tn].astype(np.float32), ref[tm:, :tn],
+                               atol=0.02 * np.abs(ref).max(), rtol=0)

@@ -15,6 +15,14 @@ tile's loads in flight. Both schedules here cut the K loop as well, so every SM 
   tile cut between blocks is fixed up the same way (each contributor stores its partial in
   its own workspace slot, the last to arrive sums).
 
+Wide tiles (TN 128-256 at TM = 128: A, re-read once per column of tiles, is then 2-4x fewer
+bytes through L2) need the fix-up out of the accumulator's registers:
+:func:`gemm_streamk_wide` and :func:`gemm_splitk_wide` always store the partial (the last
+arriver too) and the last arriver sums the workspace in row pieces of at most 8192 elements,
+writing C piece by piece, so ``acc`` is dead while it reduces. The split-K variant takes SPLIT
+as a constant (a power of two) and loads a piece of all SPLIT planes in one 3-D tile, so its
+reduction is one load per piece, not one per plane.
+
 ``TMA`` = 0 asks for B's loads and C's stores without TMA (``allow_tma=False``): what a row
 stride that is not a multiple of 16 bytes needs anyway, made explicit so the compiler's other
 choices for such rows can be screened (``bench/gpu_gemm_sweep.py --screen``).
@@ -135,6 +143,94 @@ def gemm_streamk(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int]
                                        TM, TN)
                 store_c(C, bm, bn, acc, TMA)
                 ct.atomic_xchg(ARRIVED, tile, 0)
+
+
+def _pieces(TM, TN, budget):
+    # Row pieces the last arriver reduces in: TM rows cut so a piece holds <= budget elements.
+    return (TM * TN + budget - 1) // budget
+
+
+def _pieces_inside(M, bm, TM, R):
+    # The pieces of row block bm that hold rows of M: a piece wholly below the last row would
+    # load and store tiles outside the arrays (undefined in cuTile), so the loop stops there.
+    return ct.minimum(R, ct.cdiv(M - bm * TM, TM // R))
+
+
+def _store_piece(C, bm, bn, p, R, part, TMA):
+    # Rows p*TM/R .. (p+1)*TM/R of output tile (bm, bn): tile index bm*R + p at shape TM/R.
+    if TMA > 0:
+        ct.store(C, index=(bm * R + p, bn), tile=part.astype(C.dtype))
+    else:
+        ct.store(C, index=(bm * R + p, bn), tile=part.astype(C.dtype), allow_tma=False)
+
+
+@ct.kernel
+def gemm_splitk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int],
+                     TK: ct.Constant[int], LAT: ct.Constant[int], TMA: ct.Constant[int],
+                     SPLIT: ct.Constant[int]):
+    # gemm_splitk_ws with SPLIT a power-of-two constant (W: float32 (SPLIT, M, N)): every
+    # slice stores its plane, the last sums piece p of all planes from one (SPLIT, TM/R, TN)
+    # load. ARRIVED: int32, one per output tile, zero between launches.
+    num_m = ct.cdiv(A.shape[0], TM)
+    num_n = ct.cdiv(B.shape[1], TN)
+    k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
+    per_slice = ct.cdiv(k_tiles, SPLIT)
+    R = _pieces(TM, TN * SPLIT, 16384)
+    for unit in range(ct.bid(0), num_m * num_n * SPLIT, ct.num_blocks(0)):
+        tile = unit // SPLIT
+        s = unit % SPLIT
+        bm, bn = tile % num_m, tile // num_m
+        first = ct.minimum(s * per_slice, k_tiles)
+        acc = _k_range(A, B, bm, bn, first, ct.minimum(first + per_slice, k_tiles),
+                      TM, TN, TK, LAT, TMA)
+        if SPLIT == 1:
+            store_c(C, bm, bn, acc, TMA)
+        else:
+            ct.store(W, index=(s, bm, bn), tile=acc.reshape((1, TM, TN)), allow_tma=False)
+            if ct.atomic_add(ARRIVED, tile, 1) == SPLIT - 1:
+                for p in range(_pieces_inside(A.shape[0], bm, TM, R)):
+                    parts = ct.load(W, index=(0, bm * R + p, bn), shape=(SPLIT, TM // R, TN),
+                                    allow_tma=False)
+                    _store_piece(C, bm, bn, p, R, ct.sum(parts, axis=0), TMA)
+                ct.atomic_xchg(ARRIVED, tile, 0)
+
+
+@ct.kernel
+def gemm_streamk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int],
+                      TK: ct.Constant[int], LAT: ct.Constant[int], TMA: ct.Constant[int]):
+    # gemm_streamk whose contributors all store their partial; the last arriver sums the
+    # slots piece by piece (a (TM/R, TN) sum and one loaded piece live, never acc).
+    # W: float32 (2 * blocks, TM, TN); ARRIVED: int32, one per output tile, zero between
+    # launches.
+    num_m = ct.cdiv(A.shape[0], TM)
+    num_n = ct.cdiv(B.shape[1], TN)
+    k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
+    blocks = ct.num_blocks(0)
+    b = ct.bid(0)
+    total = num_m * num_n * k_tiles
+    start = b * total // blocks
+    end = (b + 1) * total // blocks
+    R = _pieces(TM, TN, 8192)
+    for tile in range(start // k_tiles, ct.cdiv(end, k_tiles)):
+        bm, bn = tile % num_m, tile // num_m
+        base = tile * k_tiles
+        acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
+                      ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, TMA)
+        lo = first_block(base, blocks, total)
+        hi = first_block(base + k_tiles - 1, blocks, total)
+        # no branch on acc (a tile whole in one block goes through its slot too): with two
+        # uses of acc under a branch the compiler spilled 128x128 tiles in the K loop
+        ct.store(W, index=(slot_of(b, tile, blocks, total, k_tiles), 0, 0),
+                 tile=acc.reshape((1, TM, TN)), allow_tma=False)
+        if ct.atomic_add(ARRIVED, tile, 1) == hi - lo:
+            for p in range(_pieces_inside(A.shape[0], bm, TM, R)):
+                part = ct.full((TM // R, TN), 0, dtype=ct.float32)
+                for other in range(lo, hi + 1):
+                    part += ct.load(W, index=(slot_of(other, tile, blocks, total, k_tiles),
+                                              p, 0), shape=(1, TM // R, TN),
+                                    allow_tma=False).reshape((TM // R, TN))
+                _store_piece(C, bm, bn, p, R, part, TMA)
+            ct.atomic_xchg(ARRIVED, tile, 0)
 
 
 def streamk_grid(m: int, n: int, k: int, tm: int, tn: int, tk: int, slots: int) -> tuple[int]:
