@@ -65,22 +65,37 @@ def sched(tm: int, tn: int, schedule: str, *, tk: int = 64, lat: int = 6, split:
 
 
 def skinny_configs(m: int) -> list[dict[str, Any]]:
-    """M <= 256: TM covers the whole of M (B streamed once), narrow TN so there are many units,
-    long K steps for bytes in flight. Ordered by the H200 runs of 2026-11-28
-    (notebooks/data/gemm_sweep_skinny*_h200.json.gz, fp16 128x8192x8192): stream-K at TK 256
-    79-81 us, at TK 128 107-109 us, at TK 64 176 us; split-K through a workspace 97.5 us at
-    TK 256; 128x128 tiles on a 2-CTA cluster 127 us. TK 512, and 128-wide tiles at TK 256 on
-    one CTA, spill on sm_90 (the screen), as do two CTAs per SM."""
+    """M <= 256: TM covers the whole of M (B streamed once), many units, bytes in flight.
+
+    Measured on the H200 (2026-11-28, notebooks/data/gemm_sweep_skinny*_h200.json.gz, fp16
+    128x8192x8192): stream-K 128x64 at TK 256 78-81 us (cuBLAS 44 us), TK 128 107-109 us,
+    TK 64 176 us; split-K through a workspace 97.5 us; 128x128 stream-K on a 2-CTA cluster
+    127 us. 64-wide tiles read all of A (2 MB) once per column of tiles: L2->SM bytes are
+    A * N/TN + B * M/TM = 256 + 134 MB at TN 64, 64 + 134 MB at TN 256. So for M <= 128 the
+    wide kernels come first (issue 34; screened at this shape, all without spills on sm_90):
+    128x256 on a 2-CTA cluster (each CTA 128x128, A multicast to both: UTMALDG.MULTICAST),
+    split-K 2 = 64 units for 66 clusters; then 128x128 (2-CTA stream-K, 1-CTA split-K 2).
+    128x256 on one CTA and 1-CTA 128x128 stream-K spill (acc + the 168-register cap)."""
     tm = max(64, 2 ** math.ceil(math.log2(m)))
     w = 8 if tm > 128 else 4
-    return [sched(tm, 64, "streamk", tk=256, lat=4, warps=8),
-            sched(tm, 64, "streamk", tk=256, lat=4, warps=w),
-            sched(tm, 64, "streamk", tk=256, lat=8, warps=8),
-            sched(tm, 64, "streamk", tk=256, lat=2, warps=8),
-            sched(tm, 64, "splitk_ws", tk=256, split=2, lat=4, warps=w),
-            sched(tm, 64, "streamk", tk=128, warps=8),
-            sched(tm, 128, "streamk", tk=256, lat=4, ctas=2, warps=8),
-            sched(tm, 64, "splitk_ws", tk=128, split=2, warps=w)]
+    wide = [sched(tm, 256, "splitk_wide", tk=64, lat=4, split=2, ctas=2, warps=8),
+            sched(tm, 256, "splitk_wide", tk=64, lat=6, split=2, ctas=2, warps=8),
+            sched(tm, 256, "splitk_wide", tk=128, lat=2, split=2, ctas=2, warps=8),
+            sched(tm, 128, "streamk_wide", tk=128, lat=4, ctas=2, warps=8),
+            sched(tm, 128, "splitk_wide", tk=128, lat=4, split=1, ctas=2, warps=8),
+            sched(tm, 128, "splitk_wide", tk=64, lat=4, split=2, warps=8),
+            sched(tm, 128, "splitk_wide", tk=128, lat=2, split=2, warps=8),
+            sched(tm, 256, "splitk_wide", tk=64, lat=4, split=4, ctas=2, warps=8)]
+    # the 78 us winner as the control, then the rest of the 2026-11-28 list
+    return (wide if tm == 128 else []) + [
+        sched(tm, 64, "streamk", tk=256, lat=4, warps=8),
+        sched(tm, 64, "streamk", tk=256, lat=4, warps=w),
+        sched(tm, 64, "streamk", tk=256, lat=8, warps=8),
+        sched(tm, 64, "streamk", tk=256, lat=2, warps=8),
+        sched(tm, 64, "splitk_ws", tk=256, split=2, lat=4, warps=w),
+        sched(tm, 64, "streamk", tk=128, warps=8),
+        sched(tm, 128, "streamk", tk=256, lat=4, ctas=2, warps=8),
+        sched(tm, 64, "splitk_ws", tk=128, split=2, warps=w)]
 
 
 def unaligned_configs() -> list[dict[str, Any]]:
@@ -141,8 +156,9 @@ class Operands:
                             torch.int32)
         if s in ("splitk_ws", "splitk_wide"):
             w = self._buf(("ws", c["SPLIT"]), (c["SPLIT"], self.m, self.n), torch.float32)
-            wide = (c["SPLIT"],) if s == "splitk_wide" else ()
-            return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["TMA"], *wide)
+            if s == "splitk_wide":  # TMA always on (aligned skinny rows)
+                return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["SPLIT"])
+            return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["TMA"])
         if s in ("streamk", "streamk_wide"):
             g = grid(self.m, self.n, self.k, c, self.sms)[0]
             w = self._buf(("sk", g, c["TM"], c["TN"]), (2 * g, c["TM"], c["TN"]),

@@ -147,7 +147,7 @@ def test_splitk_wide_matches_numpy_twice(shape, dtype, split):
     for launch in range(2):
         c[:] = np.nan
         tile_lab.emulate(gemm_splitk_wide, splitk_grid(m, n, tm, tn, split, slots=5),
-                         (a, b, c, w, arrived, tm, tn, tk, 2, 1, split))
+                         (a, b, c, w, arrived, tm, tn, tk, 2, split))
         _check(c, ref, DTYPES[dtype])
         assert not arrived.any(), f"launch {launch}: counters left {arrived}"
 
@@ -167,7 +167,7 @@ def test_a_dirty_counter_breaks_the_wide_kernels(kernel):
         tile_lab.emulate(gemm_streamk_wide, (1,), (a, b, c, w, arrived, tm, tn, tk, 2, 1))
     else:
         w = np.zeros((2, m, n), np.float32)
-        tile_lab.emulate(gemm_splitk_wide, (1,), (a, b, c, w, arrived, tm, tn, tk, 2, 1, 2))
+        tile_lab.emulate(gemm_splitk_wide, (1,), (a, b, c, w, arrived, tm, tn, tk, 2, 2))
     tile = c[:tm, :tn].astype(np.float32)
     assert not np.allclose(tile, ref[:tm, :tn], atol=0.5)
     np.testing.assert_allclose(c[tm:, :tn].astype(np.float32), ref[tm:, :tn],

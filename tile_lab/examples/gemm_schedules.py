@@ -166,9 +166,9 @@ def _store_piece(C, bm, bn, p, R, part, TMA):
 
 @ct.kernel
 def gemm_splitk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int],
-                     TK: ct.Constant[int], LAT: ct.Constant[int], TMA: ct.Constant[int],
-                     SPLIT: ct.Constant[int]):
-    # gemm_splitk_ws with SPLIT a power-of-two constant (W: float32 (SPLIT, M, N)): every
+                     TK: ct.Constant[int], LAT: ct.Constant[int], SPLIT: ct.Constant[int]):
+    # gemm_splitk_ws (TMA on: for aligned rows only) with SPLIT a power-of-two constant
+    # (W: float32 (SPLIT, M, N)): every
     # slice stores its plane, the last sums piece p of all planes from one (SPLIT, TM/R, TN)
     # load. ARRIVED: int32, one per output tile, zero between launches.
     num_m = ct.cdiv(A.shape[0], TM)
@@ -182,16 +182,16 @@ def gemm_splitk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[
         bm, bn = tile % num_m, tile // num_m
         first = ct.minimum(s * per_slice, k_tiles)
         acc = _k_range(A, B, bm, bn, first, ct.minimum(first + per_slice, k_tiles),
-                      TM, TN, TK, LAT, TMA)
+                      TM, TN, TK, LAT, 1)
         if SPLIT == 1:
-            store_c(C, bm, bn, acc, TMA)
+            store_c(C, bm, bn, acc, 1)
         else:
             ct.store(W, index=(s, bm, bn), tile=acc.reshape((1, TM, TN)), allow_tma=False)
             if ct.atomic_add(ARRIVED, tile, 1) == SPLIT - 1:
                 for p in range(_pieces_inside(A.shape[0], bm, TM, R)):
                     parts = ct.load(W, index=(0, bm * R + p, bn), shape=(SPLIT, TM // R, TN),
                                     allow_tma=False)
-                    _store_piece(C, bm, bn, p, R, ct.sum(parts, axis=0), TMA)
+                    _store_piece(C, bm, bn, p, R, ct.sum(parts, axis=0), 1)
                 ct.atomic_xchg(ARRIVED, tile, 0)
 
 
