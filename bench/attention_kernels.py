@@ -33,7 +33,12 @@ choice). Added for head size 128 (issue 34), each 0 = the kernel as before:
 * ``RESCALE=T > 0``: FlashAttention-4's lazy rescale at tile granularity: the running max
   (and so ``acc`` and ``l``) is updated only when some row's max grows by more than ``T``
   (base 2), a tile-wide branch; otherwise P is taken against the stale max (≤ 2^T, which
-  fp16/bf16 P holds), which changes rounding, not the result.
+  fp16/bf16 P holds), which changes rounding, not the result;
+* ``ORDER`` (causal rows: block i has i + 1 key tiles, so the launch order decides how ragged
+  the last wave is): 0 = query blocks in order, the longest of each head launched last; 1 = each
+  head's query blocks longest first; 2 = the grid transposed (heads fastest), longest first
+  across all heads: the longest-processing-time-first order, at the price of more heads' K/V
+  in L2 at once (:func:`knob_grid` gives the grid). The same bits in every order.
 
 Ragged sequence lengths: not supported (V's padded rows are undetermined and reach the output
 through P·V even where P is 0); every grid row divides by its tiles.
@@ -126,8 +131,14 @@ def flash_attention_knobs(Q, K, V, Out, qk_scale_log2: float, BM: ct.Constant[in
                           LAT_K: ct.Constant[int], LAT_V: ct.Constant[int],
                           TMA: ct.Constant[int], PIPE: ct.Constant[int],
                           EVEN: ct.Constant[int], FOLD: ct.Constant[int],
-                          SPLIT: ct.Constant[int], RESCALE: ct.Constant[int]):
-    i, bh = ct.bid(0), ct.bid(1)
+                          SPLIT: ct.Constant[int], RESCALE: ct.Constant[int],
+                          ORDER: ct.Constant[int]):
+    if ORDER == 2:  # grid (heads, query blocks): the longest blocks of every head first
+        bh, i = ct.bid(0), ct.num_blocks(1) - 1 - ct.bid(1)
+    elif ORDER == 1:  # grid (query blocks, heads): each head's longest block first
+        i, bh = ct.num_blocks(0) - 1 - ct.bid(0), ct.bid(1)
+    else:
+        i, bh = ct.bid(0), ct.bid(1)
     q = ct.load(Q, index=(bh, i, 0), shape=(1, BM, D), check_bounds=EVEN == 0).reshape((BM, D))
     if FOLD:  # log2(e)/sqrt(d) once into Q (rounded to Q's dtype), not once per score tile
         q = (q.astype(ct.float32) * qk_scale_log2).astype(Q.dtype)
@@ -174,16 +185,23 @@ def flash_attention_knobs(Q, K, V, Out, qk_scale_log2: float, BM: ct.Constant[in
     ct.store(Out, index=(bh, i, 0), tile=out.astype(Out.dtype).reshape((1, BM, D)))
 
 
-KNOBS = ("LAT_K", "LAT_V", "TMA", "PIPE", "EVEN", "FOLD", "SPLIT", "RESCALE")
+KNOBS = ("LAT_K", "LAT_V", "TMA", "PIPE", "EVEN", "FOLD", "SPLIT", "RESCALE", "ORDER")
 # today's kernel: the knobs added for issue 34 default to off, so a config (or a JSON record)
 # from before them names the same kernel
-NEW_KNOB_DEFAULTS = {"FOLD": 0, "SPLIT": 0, "RESCALE": 0}
+NEW_KNOB_DEFAULTS = {"FOLD": 0, "SPLIT": 0, "RESCALE": 0, "ORDER": 0}
 
 
 def knob_args(q: Any, k: Any, v: Any, out: Any, qk_scale_log2: float, d: int, causal: bool,
               config: dict[str, int]) -> tuple[Any, ...]:
     """``flash_attention_knobs``'s arguments for arrays ``[batch*heads, seq, d]`` and a config
-    (BM, BN and the knobs; FOLD, SPLIT, RESCALE may be left out: 0)."""
+    (BM, BN and the knobs; FOLD, SPLIT, RESCALE, ORDER may be left out: 0)."""
     c = dict(NEW_KNOB_DEFAULTS, **config)
     return (q, k, v, out, qk_scale_log2, c["BM"], c["BN"], d, int(causal),
             *(c[k] for k in KNOBS))
+
+
+def knob_grid(seq: int, heads: int, config: dict[str, int]) -> tuple[int, int]:
+    """The launch grid for ``heads`` (batch x heads) sequences of ``seq`` queries: (query
+    blocks, heads), transposed when ``ORDER`` is 2."""
+    blocks = -(-seq // config["BM"])
+    return (heads, blocks) if config.get("ORDER", 0) == 2 else (blocks, heads)

@@ -20,7 +20,8 @@ from sweep_common import read_payload, save_payload  # noqa: E402
 TOKENS, HIDDEN = 16384, 2048
 SCREEN = os.path.join(HERE, "results", "attention_grid_spill_screen.json.gz")
 SEQS = (16384, 2048, 8192, 4096)
-CONSTANTS = ("BM", "BN", "LAT_K", "LAT_V", "TMA", "PIPE", "EVEN", "FOLD", "SPLIT", "RESCALE")
+CONSTANTS = ("BM", "BN", "LAT_K", "LAT_V", "TMA", "PIPE", "EVEN", "FOLD", "SPLIT", "RESCALE",
+             "ORDER")
 # knobs that change which registers a config needs; the latency hints, TMA and bounds checks
 # do not name a screened config apart (see ``spill_count``)
 SHAPE = ("BM", "BN", "PIPE", "FOLD", "SPLIT", "RESCALE")
@@ -83,7 +84,7 @@ def stage1(row: AttnRow, spills: dict[str, int] | None = None) -> list[dict[str,
         for occ in (2, 1):
             for pipe in (0, 1):
                 c = dict(BM=bm, BN=bn, LAT_K=2, LAT_V=4, TMA=1, PIPE=pipe,
-                         EVEN=even(row, bm, bn), FOLD=0, SPLIT=0, RESCALE=0,
+                         EVEN=even(row, bm, bn), FOLD=0, SPLIT=0, RESCALE=0, ORDER=0,
                          num_worker_warps=warps, occupancy=occ, num_ctas=1)
                 if not spill_count(spills, row, c):
                     out.append(c)
@@ -186,15 +187,17 @@ def screen(path: str = SCREEN, heads: tuple[int, ...] = (128, 64)) -> None:
 # Stage 4 (issue 34): the knobs added for head size 128, each alone and all together, on stage
 # 1-3's fastest config and on the fastest of another tile shape in stage 1: the softmax scale
 # folded into Q, the causal loop split at the diagonal (masked tiles apart; with PIPE=0), the
-# accumulator rescaled only when a row max grows by more than 2^8 (FA4's threshold).
-NEW_KNOBS = (("FOLD", 1), ("RESCALE", 8), ("SPLIT", 1))
+# accumulator rescaled only when a row max grows by more than 2^8 (FA4's threshold); on causal
+# rows, where a query block's work grows with its index, the longest blocks launched first, per
+# head (ORDER 1) and across heads (ORDER 2).
+NEW_KNOBS = (("FOLD", 1), ("RESCALE", 8), ("SPLIT", 1), ("ORDER", 1), ("ORDER", 2))
 
 
 def new_knob_variants(row: AttnRow, base: dict[str, int]) -> list[dict[str, int]]:
     """``base`` with each new knob on alone, then all of them on (SPLIT only where it applies:
-    a causal row with PIPE=0)."""
+    a causal row with PIPE=0; ORDER on causal rows, at 2 when all are on)."""
     on = [(k, v) for k, v in NEW_KNOBS
-          if k != "SPLIT" or (row.causal and not base["PIPE"])]
+          if (k != "SPLIT" or (row.causal and not base["PIPE"])) and (k != "ORDER" or row.causal)]
     out = [dict(base, **{k: v}) for k, v in on]
     out.append(dict(base, **dict(on)))
     return [c for i, c in enumerate(out) if c != base and c not in out[:i]]

@@ -313,7 +313,10 @@ class AttentionBackend:
 
     @staticmethod
     def _grid(row: AttnRow, c: Any) -> tuple[int, int]:
-        return (math.ceil(row.seq / c["BM"]), row.batch * row.heads)
+        from attention_kernels import knob_grid
+
+        return knob_grid(row.seq, row.batch * row.heads,
+                         dict(c if isinstance(c, dict) else c.as_dict()))
 
     def _err(self, row: AttnRow, t: dict[str, Any], c: dict[str, int]) -> float:
         from attention_kernels import flash_attention_knobs

@@ -22,10 +22,11 @@ from attention_kernels import (  # noqa: E402
     NEW_KNOB_DEFAULTS,
     flash_attention_knobs,
     knob_args,
+    knob_grid,
 )
 
 import tile_lab  # noqa: E402
-from tile_lab.examples.attention import LOG2_E, attention_reference, grid  # noqa: E402
+from tile_lab.examples.attention import LOG2_E, attention_reference  # noqa: E402
 
 BASE = dict(BM=32, BN=32, LAT_K=2, LAT_V=4, TMA=1, PIPE=0, EVEN=1)
 DTYPES = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16}
@@ -40,7 +41,7 @@ def _run(q, k, v, causal: int, **knobs) -> np.ndarray:
     c = dict(BASE, **knobs)
     d = q.shape[-1]
     out = np.full_like(q, np.nan)
-    tile_lab.emulate(flash_attention_knobs, grid(q.shape, c["BM"]),
+    tile_lab.emulate(flash_attention_knobs, knob_grid(q.shape[1], q.shape[0], c),
                      knob_args(q, k, v, out, LOG2_E / math.sqrt(d), d, bool(causal), c))
     return out.astype(np.float64)
 
@@ -50,8 +51,8 @@ def test_knob_args_default_the_new_knobs_to_todays_kernel():
     args = knob_args(q, q, q, q, 0.5, 16, True, BASE)
     assert args[4:9] == (0.5, 32, 32, 16, 1)
     assert dict(zip(KNOBS, args[9:])) == dict(LAT_K=2, LAT_V=4, TMA=1, PIPE=0, EVEN=1,
-                                              FOLD=0, SPLIT=0, RESCALE=0)
-    assert set(NEW_KNOB_DEFAULTS) == {"FOLD", "SPLIT", "RESCALE"}
+                                              FOLD=0, SPLIT=0, RESCALE=0, ORDER=0)
+    assert set(NEW_KNOB_DEFAULTS) == {"FOLD", "SPLIT", "RESCALE", "ORDER"}
     assert len(args) == 9 + len(KNOBS)
 
 
@@ -119,3 +120,17 @@ def test_fold_rounds_the_scaled_q_and_stays_accurate():
     plain, folded = _run(q, k, v, 1), _run(q, k, v, 1, FOLD=1)
     assert np.abs(folded - plain).max() > 0  # Q * scale rounded to bf16: other bits
     assert np.abs(folded - want).max() < 2e-2
+
+
+def test_launch_order_moves_no_bit_and_transposes_the_grid_only_for_order_two():
+    # causal: query block i has i + 1 key tiles; ORDER 1 and 2 launch the long ones first, but
+    # each block computes the same rows from the same tiles, so not one bit may move
+    assert knob_grid(128, 3, dict(BM=32)) == (4, 3) == knob_grid(128, 3, dict(BM=32, ORDER=1))
+    assert knob_grid(128, 3, dict(BM=32, ORDER=2)) == (3, 4)
+    q, k, v = _qkv(128, 32, "fp16", seed=8, heads=3)
+    today = _run(q, k, v, 1)
+    np.testing.assert_allclose(today, attention_reference(q, k, v, causal=True), atol=3e-3)
+    for order in (1, 2):
+        np.testing.assert_array_equal(_run(q, k, v, 1, ORDER=order), today)
+        np.testing.assert_array_equal(_run(q, k, v, 1, ORDER=order, PIPE=1),
+                                      _run(q, k, v, 1, PIPE=1))

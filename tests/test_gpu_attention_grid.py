@@ -146,7 +146,8 @@ def test_stage_four_can_win_and_a_stage_or_check_that_fails_is_recorded():
     first = sp.stage1(row)
 
     def speed(c):  # stage 1's first config fastest; SPLIT and FOLD help; RESCALE breaks
-        return (1.0 if c == dict(first[0], **{k: c[k] for k in ("SPLIT", "FOLD", "RESCALE")})
+        knobs = ("SPLIT", "FOLD", "RESCALE", "ORDER")
+        return (1.0 if c == dict(first[0], **{k: c[k] for k in knobs})
                 else 2.0) - 0.02 * c["SPLIT"] - 0.01 * c["FOLD"]
 
     def error(c):
@@ -158,8 +159,8 @@ def test_stage_four_can_win_and_a_stage_or_check_that_fails_is_recorded():
         return _Result([_S(_Cfg(c), _M(speed(c))) for c in cfgs], [])
 
     out = ag.staged_tuning(row, run_stage, error, max_configs=10)
-    # all three on was fastest (0.97) but its check launch failed; SPLIT alone won
-    assert out["checks"][0]["config"] == dict(first[0], SPLIT=1, FOLD=1, RESCALE=8)
+    # all on was fastest (0.97) but its check launch failed; SPLIT alone won
+    assert out["checks"][0]["config"] == dict(first[0], SPLIT=1, FOLD=1, RESCALE=8, ORDER=2)
     assert "illegal address" in out["checks"][0]["error"]
     assert out["config"] == dict(first[0], SPLIT=1)
     assert out["median_us"] == pytest.approx(0.98e6)
@@ -181,9 +182,11 @@ def test_new_knob_variants_split_only_causal_loops_without_pipe():
     base = sp.stage1(causal)[0]
     assert base["PIPE"] == 0 and base["FOLD"] == base["SPLIT"] == base["RESCALE"] == 0
     assert sp.new_knob_variants(causal, base) == [
-        dict(base, FOLD=1), dict(base, RESCALE=8), dict(base, SPLIT=1),
-        dict(base, FOLD=1, RESCALE=8, SPLIT=1)]
+        dict(base, FOLD=1), dict(base, RESCALE=8), dict(base, SPLIT=1), dict(base, ORDER=1),
+        dict(base, ORDER=2), dict(base, FOLD=1, RESCALE=8, SPLIT=1, ORDER=2)]
     assert all(v["SPLIT"] == 0 for v in sp.new_knob_variants(dense, base))
+    # every query block of a dense row has the same work: the launch order is not tried there
+    assert all(v["ORDER"] == 0 for v in sp.new_knob_variants(dense, base))
     assert all(v["SPLIT"] == 0 for v in sp.new_knob_variants(causal, dict(base, PIPE=1)))
 
 
