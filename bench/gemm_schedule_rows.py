@@ -67,27 +67,27 @@ def sched(tm: int, tn: int, schedule: str, *, tk: int = 64, lat: int = 6, split:
 def skinny_configs(m: int) -> list[dict[str, Any]]:
     """M <= 256: TM covers the whole of M (B streamed once), many units, bytes in flight.
 
-    Measured on the H200 (2026-11-28, notebooks/data/gemm_sweep_skinny*_h200.json.gz, fp16
-    128x8192x8192): stream-K 128x64 at TK 256 78-81 us (cuBLAS 44 us), TK 128 107-109 us,
-    TK 64 176 us; split-K through a workspace 97.5 us; 128x128 stream-K on a 2-CTA cluster
-    127 us. 64-wide tiles read all of A (2 MB) once per column of tiles: L2->SM bytes are
-    A * N/TN + B * M/TM = 256 + 134 MB at TN 64, 64 + 134 MB at TN 256. So for M <= 128 the
-    wide kernels come first (issue 34; screened at this shape, all without spills on sm_90):
-    128x256 on a 2-CTA cluster (each CTA 128x128, A multicast to both: UTMALDG.MULTICAST),
-    split-K 2 = 64 units for 66 clusters; then 128x128 (2-CTA stream-K, 1-CTA split-K 2).
-    128x256 on one CTA and 1-CTA 128x128 stream-K spill (acc + the 168-register cap)."""
+    64-wide tiles read all of A (2 MB at K 8192) once per column of tiles: L2->SM bytes are
+    A * N/TN + B * M/TM = 256 + 134 MB at TN 64, 128 + 134 MB at TN 128. Measured on the H200
+    (2026-11-28, notebooks/data/gemm_sweep_skinny*_h200.json.gz, fp16 128x8192x8192, cuBLAS
+    44 us): stream-K 128x64 at TK 256 78-81 us (TK 128 107-109, TK 64 176); 128x128 tiles on a
+    2-CTA cluster (each CTA 128x64, A multicast to both: UTMALDG.MULTICAST) with no split,
+    ``splitk_wide`` SPLIT 1 = 64 tiles for 66 clusters, 51.5 us; every split of a wide tile
+    through the workspace 101-275 us (the last arriver's reduction is a serial tail), 2-CTA
+    stream-K 160 us. So the unsplit 2-CTA 128x128 tile comes first with its neighbours in K
+    step and latency, then the 78 us stream-K as the control. 128x256 on one CTA and 1-CTA
+    128x128 stream-K spill on sm_90 (the accumulator against the 168-register cap)."""
     tm = max(64, 2 ** math.ceil(math.log2(m)))
     w = 8 if tm > 128 else 4
-    wide = [sched(tm, 256, "splitk_wide", tk=64, lat=4, split=2, ctas=2, warps=8),
-            sched(tm, 256, "splitk_wide", tk=64, lat=6, split=2, ctas=2, warps=8),
-            sched(tm, 256, "splitk_wide", tk=128, lat=2, split=2, ctas=2, warps=8),
-            sched(tm, 128, "streamk_wide", tk=128, lat=4, ctas=2, warps=8),
-            sched(tm, 128, "splitk_wide", tk=128, lat=4, split=1, ctas=2, warps=8),
-            sched(tm, 128, "splitk_wide", tk=64, lat=4, split=2, warps=8),
-            sched(tm, 128, "splitk_wide", tk=128, lat=2, split=2, warps=8),
-            sched(tm, 256, "splitk_wide", tk=64, lat=4, split=4, ctas=2, warps=8)]
-    # the 78 us winner as the control, then the rest of the 2026-11-28 list
-    return (wide if tm == 128 else []) + [
+
+    def wide(tk: int, lat: int, warps: int = 8) -> dict[str, Any]:
+        return sched(tm, 128, "splitk_wide", tk=tk, lat=lat, split=1, ctas=2, warps=warps)
+
+    # M = 256 (not measured with these yet): two of them ahead of the earlier list
+    first = ([wide(128, 4), wide(64, 4), wide(64, 6), wide(128, 2), wide(128, 6),
+              wide(256, 2), wide(64, 8), wide(128, 3)] if tm == 128
+             else [wide(128, 4), wide(64, 4)])
+    return first + [
         sched(tm, 64, "streamk", tk=256, lat=4, warps=8),
         sched(tm, 64, "streamk", tk=256, lat=4, warps=w),
         sched(tm, 64, "streamk", tk=256, lat=8, warps=8),

@@ -176,8 +176,10 @@ def candidates(row: GemmRow, *, sms: int = H100_SMS, max_configs: int = 8,
     # (too few tiles, too few bytes of B in flight), rows that are not 16-byte aligned (no TMA)
     if not gsr.aligned(n, k):
         pool = gsr.unaligned_configs() + pool
-    elif m <= 256:
+    elif m <= 128:
         pool = gsr.skinny_configs(m) + pool
+    elif m <= 256:  # 256x256 on a 2-CTA cluster still fills the GPU at N >= 16384: it first
+        pool = pool[:3] + gsr.skinny_configs(m) + pool[3:]
     for c in pool:
         if c["TM"] > max(64, 2 ** math.ceil(math.log2(m))) or c["TN"] > max(64, n):
             dropped.append(dict(config=c, reason=f"tile {c['TM']}x{c['TN']} larger than the "

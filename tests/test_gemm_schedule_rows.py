@@ -29,10 +29,20 @@ def test_alignment_and_padding():
 
 def test_skinny_and_unaligned_rows_start_with_their_schedules():
     skinny, _ = sw.candidates(sw.GemmRow("fp16", 128, 8192, 8192), max_configs=10)
-    # the wide kernels first (A read 2-4x less through L2), the 78 us stream-K winner as control
-    assert {c["schedule"] for c in skinny[:8]} == {"splitk_wide", "streamk_wide"}
+    # the unsplit 2-CTA 128x128 wide tile first (A multicast, read 2x less through L2; 51.5 us
+    # on the H200), its K-step and latency neighbours, the 78 us stream-K winner as control
+    assert skinny[0] == gsr.sched(128, 128, "splitk_wide", tk=128, lat=4, split=1, ctas=2,
+                                  warps=8)
+    assert all(c["schedule"] == "splitk_wide" and c["SPLIT"] == 1 and c["num_ctas"] == 2
+               for c in skinny[:8])
+    assert len({(c["TK"], c["LAT"]) for c in skinny[:8]}) == 8
     assert skinny[8]["schedule"] == "streamk" and skinny[8]["TN"] == 64
     assert all(c["TM"] == 128 for c in skinny[:10])  # TM = the whole of M: B streamed once
+    # M = 256 at N = 16384: 256x256 tiles on 2-CTA clusters still fill the GPU (64 for 66):
+    # they stay first (the skinny list ahead of them measured 0.74x of cuBLAS on the H200)
+    m256, _ = sw.candidates(sw.GemmRow("fp16", 256, 16384, 4096), max_configs=9)
+    assert m256[0] == sw.cfg(256, 256, lat=4, ctas=2, warps=8)
+    assert any(c.get("schedule") == "splitk_wide" for c in m256)
     odd, _ = sw.candidates(sw.GemmRow("bf16", 8191, 8191, 1000), max_configs=10)
     kinds = {c["schedule"] for c in odd}
     assert {"pad_b", "pad_bc", "streamk"} <= kinds
