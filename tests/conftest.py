@@ -21,6 +21,7 @@ import os
 import shutil
 from pathlib import Path
 
+import cpu_account
 import progress
 import pytest
 from gpu_presence import gpu_available
@@ -56,6 +57,7 @@ def pytest_cmdline_main(config):
 
 def pytest_configure(config):
     progress.register(config)
+    cpu_account.register(config)
     if not config.pluginmanager.hasplugin("nbval"):
         return  # the header says the notebooks are not tested
     option = config.option  # options given on the command line win
