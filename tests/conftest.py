@@ -38,6 +38,16 @@ def nbval_installed() -> bool:
     return importlib.util.find_spec("nbval") is not None
 
 
+def worker_count() -> int:
+    """Workers for the whole suite: two per core (``TILE_LAB_TEST_WORKERS`` overrides). A
+    worker spends about half its time waiting (a browser drawing, a JupyterLab server or a
+    notebook kernel answering, Ray starting), which a second worker per core fills."""
+    given = os.environ.get("TILE_LAB_TEST_WORKERS")
+    if given:
+        return max(1, int(given))
+    return min(8, 2 * (os.cpu_count() or 1))
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which turns -n into workers
 def pytest_cmdline_main(config):
     if (hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist")
@@ -47,7 +57,7 @@ def pytest_cmdline_main(config):
     whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
     if (whole_suite and config.option.numprocesses is None and not config.option.usepdb
             and not gpu_available()):
-        config.option.numprocesses = "auto"
+        config.option.numprocesses = worker_count()
     if config.option.numprocesses and config.option.dist == "no":
         config.option.dist = "loadfile"
         # files in collection order (the slow ones first, below), not xdist's default of

@@ -62,9 +62,9 @@ def test_a_start_that_timed_out_is_cleaned_up_and_tried_again(fake_ray):
 
 def test_a_start_that_keeps_timing_out_is_a_cluster_error_leaving_nothing(fake_ray):
     ray = fake_ray(FakeRay(failures=5))
-    with pytest.raises(ClusterError, match=r"did not start \(2 attempts.*very busy"):
+    with pytest.raises(ClusterError, match=r"did not start \(3 attempts.*very busy"):
         start_ray(None, {})
-    assert len(ray.inits) == 2 and all(_reaped(p) for p in ray.left)
+    assert len(ray.inits) == 3 and all(_reaped(p) for p in ray.left)
 
 
 def test_other_start_errors_and_a_running_instance_are_left_alone(fake_ray):

@@ -5,7 +5,9 @@ Ray gives a local raylet a fixed 30 s to register with its GCS, and the raylet g
 dashboard agent a fixed 15 s to write its port file (neither configurable in Ray 2.60:
 ``RAY_raylet_start_wait_time_s``, which tile_lab used to set, changes neither); a machine
 busy with other jobs can miss them, and such a start fails but leaves its processes
-running. :func:`start_ray` stops them and tries once more, and a last failure is a
+running. :func:`start_ray` stops them and tries again, three attempts in all (the load that
+makes a start miss comes and goes: test workers collecting, browsers starting), and a last
+failure is a
 :class:`ClusterError` that says what happened.
 """
 
@@ -47,7 +49,7 @@ def start_ray(address: str | None, init_kwargs: dict[str, Any]) -> Any:
     return ray
 
 
-def _start_local(ray: Any, kwargs: dict[str, Any], attempts: int = 2) -> None:
+def _start_local(ray: Any, kwargs: dict[str, Any], attempts: int = 3) -> None:
     import psutil  # a dependency of Ray's
 
 
