@@ -216,8 +216,12 @@ def describe(tuning: dict[str, Any]) -> str:
             f"warps, LAT {c['LAT']}, occ {c['occupancy']}, GROUP {c['GROUP']}")
     text += f", split-K {c['SPLIT']}" if c["SPLIT"] > 1 else ""
     schedule = c.get("schedule", "splitk")
+    why = gsr.WHY[schedule]
+    if schedule == "splitk_wide" and c["SPLIT"] == 1:
+        # SPLIT 1 takes the kernel's no-workspace branch: naming the workspace would mislead
+        why = "not split: each tile's whole K loop, C stored directly"
     if schedule != "splitk" or c.get("TMA", 1) != 1:
-        text = f"{schedule} ({gsr.WHY[schedule]}), {text}" + (", no TMA" if not c["TMA"] else "")
+        text = f"{schedule} ({why}), {text}" + (", no TMA" if not c["TMA"] else "")
     return text
 
 

@@ -91,6 +91,17 @@ def test_describe_names_every_knob():
     assert text == "128×128×64, 2-CTA, 8 warps, LAT 8, occ 1, GROUP 8, split-K 4"
 
 
+def test_describe_says_an_unsplit_wide_tile_uses_no_workspace():
+    # splitk_wide at SPLIT 1 stores C directly (the H200 M = 128 winner), not through a workspace
+    one = sw.describe({"config": dict(sw.cfg(128, 128, tk=128, ctas=2, warps=8, split=1, lat=6),
+                                      schedule="splitk_wide", TMA=1)})
+    assert one.startswith("splitk_wide (not split: each tile's whole K loop, C stored directly)")
+    two = sw.describe({"config": dict(sw.cfg(128, 128, tk=128, ctas=2, warps=8, split=2, lat=6),
+                                      schedule="splitk_wide", TMA=1)})
+    assert two.startswith("splitk_wide (split-K through a workspace, reduced in row pieces)")
+    assert two.endswith(", split-K 2")
+
+
 @pytest.mark.parametrize("m, n, k, tiles, split, grid", [
     (40, 72, 100, (16, 32, 16), 3, (5,)),  # ragged M, N and K; K slices of 3, 3 and 1 tiles
     (32, 64, 256, (16, 32, 32), 4, (3,)),  # fewer blocks than work units: blocks loop
