@@ -83,7 +83,8 @@ def skinny_configs(m: int) -> list[dict[str, Any]]:
     def wide(tk: int, lat: int, warps: int = 8) -> dict[str, Any]:
         return sched(tm, 128, "splitk_wide", tk=tk, lat=lat, split=1, ctas=2, warps=warps)
 
-    # M = 256 (not measured with these yet): two of them ahead of the earlier list
+    # M = 256: two of them after the 256x256 2-CTA tiles (gpu_gemm_sweep.candidates), ahead
+    # of the earlier list; in the H200 sweep the 256x256 tile won (0.987-0.992x)
     first = ([wide(128, 4), wide(64, 4), wide(64, 6), wide(128, 2), wide(128, 6),
               wide(256, 2), wide(64, 8), wide(128, 3)] if tm == 128
              else [wide(128, 4), wide(64, 4)])
