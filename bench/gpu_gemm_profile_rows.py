@@ -53,21 +53,22 @@ def below_one(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def summarize(row: dict[str, Any], prof: Any) -> dict[str, Any]:
-    """The numbers a reader needs to see what limits a row (plain JSON)."""
-    m, n, k = (row["row"][d] for d in ("m", "n", "k"))
-    itemsize = 2  # fp16 / bf16 inputs and output
+def profile_summary(row: dict[str, Any], prof: Any, flops: int, bytes_once: int
+                    ) -> dict[str, Any]:
+    """What limits a row, from one profile (plain JSON): its rate if it does ``flops`` and
+    moves ``bytes_once`` (every operand read or written once), occupancy, registers, spills,
+    the stall mix over the whole kernel and the hottest source lines. Shared with
+    ``gpu_attention_profile_rows.py``."""
     seconds = (prof.metrics.duration_ns or 0) * 1e-9
     stalls: Counter[str] = Counter()
     for ins in prof.instructions:
         stalls.update(ins.stalls)
     total = sum(stalls.values()) or 1
-    once = (m * k + k * n + m * n) * itemsize
     return dict(
         row=row["name"], config=row["tuning"]["config"],
         duration_us=seconds * 1e6 if seconds else None,
-        tflops=2 * m * n * k / seconds / 1e12 if seconds else None,
-        gbps_if_each_operand_once=once / seconds / 1e9 if seconds else None,
+        tflops=flops / seconds / 1e12 if seconds else None,
+        gbps_if_each_operand_once=bytes_once / seconds / 1e9 if seconds else None,
         registers=prof.metrics.registers_per_thread,
         occupancy_pct=(prof.metrics.achieved_occupancy_pct,
                        prof.metrics.theoretical_occupancy_pct),
@@ -76,6 +77,13 @@ def summarize(row: dict[str, Any], prof: Any) -> dict[str, Any]:
         hot_lines=[dict(line=lp.line, text=lp.text.strip(), samples=lp.samples,
                         top=lp.top_stalls(3)) for lp in prof.hot_lines(4)],
     )
+
+
+def summarize(row: dict[str, Any], prof: Any) -> dict[str, Any]:
+    """The numbers a reader needs to see what limits a GEMM row (plain JSON)."""
+    m, n, k = (row["row"][d] for d in ("m", "n", "k"))
+    itemsize = 2  # fp16 / bf16 inputs and output
+    return profile_summary(row, prof, 2 * m * n * k, (m * k + k * n + m * n) * itemsize)
 
 
 def profile_row(row: dict[str, Any]) -> dict[str, Any]:
