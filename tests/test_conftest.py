@@ -1,0 +1,59 @@
+"""tests/conftest.py's run settings: how many workers the whole suite gets, and the shared
+bytecode folder where the environment forbids bytecode next to the sources; and
+tests/cpu_account.py's per-file sums."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import conftest
+import cpu_account
+import pytest
+
+
+def test_two_workers_per_core_unless_told(monkeypatch):
+    monkeypatch.delenv("TILE_LAB_TEST_WORKERS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert conftest.worker_count() == 4
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert conftest.worker_count() == 8
+    monkeypatch.setenv("TILE_LAB_TEST_WORKERS", "3")
+    assert conftest.worker_count() == 3
+
+
+def test_bytecode_goes_to_one_shared_folder_only_where_it_was_forbidden():
+    assert conftest.share_bytecode({}) is None  # bytecode next to the sources: left alone
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin"}
+    prefix = conftest.share_bytecode(env)
+    assert prefix and os.path.isdir(prefix) and not prefix.startswith(os.getcwd())
+    assert env == {"PATH": "/bin", "PYTHONPYCACHEPREFIX": prefix}
+    told = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/elsewhere"}
+    assert conftest.share_bytecode(dict(told)) is None  # a prefix given is the user's choice
+
+
+@pytest.mark.timeout(120)
+def test_a_child_writes_its_bytecode_there_and_not_beside_the_source(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    prefix = conftest.share_bytecode(env)
+    module = tmp_path / "some_module_for_bytecode.py"
+    module.write_text("X = 1\n")
+    subprocess.run([sys.executable, "-c", "import some_module_for_bytecode"], cwd=tmp_path,
+                   env=env, check=True, timeout=100)
+    assert not (tmp_path / "__pycache__").exists()
+    cached = os.path.join(prefix, str(tmp_path).lstrip(os.sep))  # the source path mirrored
+    assert any(n.startswith("some_module_for_bytecode.") for n in os.listdir(cached))
+
+
+def test_cpu_account_sums_per_file_most_cpu_first(tmp_path):
+    lines = [dict(nodeid="tests/test_a.py::t1", self=1.0, children=2.0, wall=5.0),
+             dict(nodeid="tests/test_a.py::t2", self=0.5, children=0.0, wall=1.0),
+             dict(nodeid="notebooks/n.ipynb::Cell 0", self=0.1, children=9.0, wall=9.5)]
+    (tmp_path / "gw0-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines[:2]))
+    (tmp_path / "gw1-2.jsonl").write_text(json.dumps(lines[2]) + "\n")
+    rows = cpu_account.summarize(tmp_path)
+    assert rows[0] == ("notebooks/n.ipynb", 0.1, 9.0, 9.5, 1)
+    assert rows[1] == ("tests/test_a.py", 1.5, 2.0, 6.0, 2)
