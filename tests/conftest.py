@@ -34,7 +34,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 def share_bytecode(env: dict[str, str] = os.environ) -> str | None:
     """Where the environment forbids writing bytecode (``PYTHONDONTWRITEBYTECODE``, as on this
-    project's CI box, to keep source trees clean), every process of the run (the xdist
+    project's 2-core box, to keep source trees clean), every process of the run (the xdist
     workers, each notebook's kernel, every subprocess test) would compile each module it
     imports again, and pytest would rewrite every test module's asserts again per worker
     (~8 s of CPU each). Instead the run keeps bytecode in one folder outside the tree
