@@ -3,9 +3,14 @@ one place for the probes, each skipping with the reason and the fix when somethi
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import shutil
 import socket
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -28,16 +33,80 @@ def node_module(name: str) -> None:
                     "labextension/ (pip install with Node present does it)")
 
 
-def chromium() -> str:
-    env = os.environ.get("TILE_LAB_CHROMIUM")
-    if env:
-        return env
-    for name in CHROMIUM_CANDIDATES:
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no Chromium found (install Debian's `chromium` or set TILE_LAB_CHROMIUM)")
-    raise AssertionError  # unreachable
+def chromium(kind: str | None = None) -> str:
+    """The system Chromium's path. With ``kind`` ("ui": the JupyterLab drivers of
+    labextension/ui-test, "probe": tests/browser_probe.mjs), also this process's shared
+    browser of that kind (:func:`shared_browser`), which the drivers then connect to."""
+    path = os.environ.get("TILE_LAB_CHROMIUM")
+    if not path:
+        path = next((p for p in map(shutil.which, CHROMIUM_CANDIDATES) if p), None)
+    if not path:
+        pytest.skip("no Chromium found (install Debian's `chromium` or set TILE_LAB_CHROMIUM)")
+        raise AssertionError  # unreachable
+    if kind:
+        shared_browser(kind, path)
+    return path
+
+
+# kind -> (the browser server, its endpoint): one per test process, for all its drivers
+_SERVERS: dict[str, tuple[subprocess.Popen, str]] = {}
+
+
+def shared_browser(kind: str, chromium_path: str) -> str | None:
+    """This process's Chromium for the drivers of ``kind``: a playwright browser server
+    (labextension/ui-test/browser_server.mjs, launched with the arguments the drivers would
+    launch with), started on first use and stopped when the process exits. A driver connects
+    to it through ``TILE_LAB_BROWSER_WS_<KIND>`` (set here in os.environ, which the drivers'
+    environments are made from) instead of starting a browser (~1.5 s of CPU each, ~20 per
+    run). Where it cannot start, the variable is left unset and each driver launches its own.
+    ``TILE_LAB_SHARED_BROWSER=0`` turns it off."""
+    var = f"TILE_LAB_BROWSER_WS_{kind.upper()}"
+    known = _SERVERS.get(kind)
+    if known and known[0].poll() is None:
+        return known[1]
+    os.environ.pop(var, None)
+    if os.environ.get("TILE_LAB_SHARED_BROWSER") == "0" or shutil.which("node") is None:
+        return None
+    proc = subprocess.Popen(["node", str(EXT / "ui-test" / "browser_server.mjs")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, TILE_LAB_CHROMIUM=chromium_path,
+                                     TILE_LAB_BROWSER_KIND=kind))
+    ready = threading.Event()
+    first: list[str] = []
+
+    def read_endpoint() -> None:
+        first.append(proc.stdout.readline().strip() if proc.stdout else "")
+        ready.set()
+
+    threading.Thread(target=read_endpoint, daemon=True).start()
+    # an event, not a clock: the line comes once the browser is up (a busy machine takes
+    # longer); the bound only ends a start that hangs
+    if not ready.wait(120) or not first[0].startswith("ws://"):
+        _stop(proc)
+        print(f"tile_lab tests: the shared {kind} browser did not start; each driver "
+              "launches its own", file=sys.stderr)
+        return None
+    _SERVERS[kind] = (proc, first[0])
+    os.environ[var] = first[0]
+    return first[0]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        if proc.stdin:
+            proc.stdin.close()  # the server closes its browser and exits
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for proc, _ in _SERVERS.values():
+        _stop(proc)
+    _SERVERS.clear()
 
 
 def free_port() -> int:

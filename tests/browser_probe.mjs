@@ -7,21 +7,16 @@
 // {page, width, height, prepare, hover, evaluate, screenshot}).
 
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const require = createRequire(join(process.env.TILE_LAB_EXT, 'package.json'));
-const { chromium } = require('playwright-core');
+// launchChromium('probe'): the test run's probe browser where tests/browser_env.py started
+// one, else a browser launched here with the same arguments
+const { launchChromium } = await import(
+  pathToFileURL(join(process.env.TILE_LAB_EXT, 'ui-test', 'browser.mjs')).href);
 
 const jobs = JSON.parse(readFileSync(process.env.TILE_LAB_JOBS, 'utf8'));
-const browser = await chromium.launch({
-  executablePath: process.env.TILE_LAB_CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    '--hide-scrollbars', '--force-device-scale-factor=1']
-});
+const browser = await launchChromium('probe');
 const results = [];
 try {
   for (const job of jobs) {

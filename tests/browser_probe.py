@@ -53,7 +53,7 @@ def run(jobs: list[Job], tmp_path: Path) -> list[dict]:
 
     node = browser_env.node()
     browser_env.node_module("playwright-core")
-    chromium = browser_env.chromium()
+    chromium = browser_env.chromium("probe")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     specs = []
     for job in jobs:

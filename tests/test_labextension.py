@@ -199,7 +199,7 @@ def lab_server(request, tmp_path_factory):
 def _ui(url: str, notebook: str, mode: str, screenshot: Path, timeout: float = 240) -> dict:
     node = browser_env.node()
     node_module("typescript")
-    chromium = browser_env.chromium()
+    chromium = browser_env.chromium("ui")
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK=notebook, TILE_LAB_MODE=mode,
                TILE_LAB_SCREENSHOT=str(screenshot), TILE_LAB_CHROMIUM=chromium)
     proc = _run([node, "ui-test/hover.mjs"], timeout=timeout, env=env)
@@ -383,7 +383,7 @@ def test_ui_untrusted_hostile_notebook_fetches_nothing_and_draws_inside_its_outp
     node_module("playwright-core")
     shot = ARTIFACTS / "labextension-hostile.png"
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK="hostile.ipynb",
-               TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium(),
+               TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium("ui"),
                TILE_LAB_VIEWS=str(len(payloads) + len(profiles)))
     proc = _run([node, "ui-test/hostile.mjs"], timeout=240, env=env)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -428,7 +428,7 @@ def test_ui_profile_heat_gutter_and_stall_panel(lab_server) -> None:
     (root / "profile.ipynb").write_text(json.dumps(nb))
     shot = ARTIFACTS / "labextension-profile.png"
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK="profile.ipynb",
-               TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium(),
+               TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium("ui"),
                TILE_LAB_HOVER_LINE=str(mma))
     node = browser_env.node()
     node_module("playwright-core")

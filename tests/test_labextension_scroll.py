@@ -58,7 +58,7 @@ def _wheel(url: str, notebook: str) -> dict:
     node = browser_env.node()
     node_module("playwright-core")
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK=notebook,
-               TILE_LAB_CHROMIUM=browser_env.chromium(), TILE_LAB_STEPS=str(STEPS),
+               TILE_LAB_CHROMIUM=browser_env.chromium("ui"), TILE_LAB_STEPS=str(STEPS),
                TILE_LAB_DY=str(DY),
                TILE_LAB_SCREENSHOT=str(ARTIFACTS / "labextension-scroll.png"))
     proc = _run([node, "ui-test/wheel.mjs"], timeout=240, env=env)

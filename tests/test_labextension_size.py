@@ -151,7 +151,7 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # 
     url, root = lab_server
     node = browser_env.node()
     node_module("playwright-core")
-    chromium = browser_env.chromium()
+    chromium = browser_env.chromium("ui")
     plan = []
     for name, (mime, make, _cut, hover) in CASES.items():
         payload = json.dumps(make())

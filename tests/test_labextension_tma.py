@@ -67,7 +67,7 @@ def _driver(url: str, notebook: str, views: int, run: bool, shot: Path) -> dict:
     node_module("playwright-core")
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_NOTEBOOK=notebook,
                TILE_LAB_VIEWS=str(views), TILE_LAB_RUN="1" if run else "0",
-               TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium())
+               TILE_LAB_SCREENSHOT=str(shot), TILE_LAB_CHROMIUM=browser_env.chromium("ui"))
     proc = _run([node, "ui-test/tma.mjs"], timeout=420 if run else 240, env=env)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     print("UI result:", json.dumps(result)[:6000])  # shown by pytest when an assertion fails

@@ -182,7 +182,7 @@ def test_notebook_1_run_all_in_a_browser(newcomer_lab: dict) -> None:
     Tile IR and a partition diagram on screen, with no cell errors."""
     node = browser_env.node()
     node_module("playwright-core")
-    chromium = browser_env.chromium()
+    chromium = browser_env.chromium("ui")
     if SCREENSHOT.exists():
         SCREENSHOT.unlink()  # the file checked below must be this run's
     env = dict(os.environ, TILE_LAB_URL=newcomer_lab["url"], TILE_LAB_NOTEBOOK=NOTEBOOK_1,

@@ -11,15 +11,29 @@ export const env = name => {
   return v;
 };
 
-export const launchChromium = () =>
-  chromium.launch({
-    executablePath: env('TILE_LAB_CHROMIUM'),
-    headless: true,
-    args: [
-      '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'
-    ] // playwright gives the browser a fresh temporary profile
-  });
+// Chromium's arguments, per kind of driver: the UI drivers here, and the render probes of
+// tests/browser_probe.mjs (no scrollbars, device pixels = CSS pixels, for screenshots).
+export const BROWSER_ARGS = {
+  ui: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  probe: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    '--hide-scrollbars', '--force-device-scale-factor=1']
+};
+
+/** A Chromium for a driver of `kind`: the test run's browser of that kind when the test
+ * harness started one (TILE_LAB_BROWSER_WS_<KIND>: a playwright browser server, see
+ * browser_server.mjs; each driver then works in browser contexts of its own, and close()
+ * only disconnects), else one launched for this driver alone. */
+export const launchChromium = (kind = 'ui') => {
+  const ws = process.env[`TILE_LAB_BROWSER_WS_${kind.toUpperCase()}`];
+  if (ws) {
+    return chromium.connect(ws);
+  }
+  // playwright gives the browser a fresh temporary profile
+  return chromium.launch({ executablePath: env('TILE_LAB_CHROMIUM'), headless: true,
+    args: BROWSER_ARGS[kind] });
+};
 
 export const stepLogger = () => {
   const started = Date.now();
