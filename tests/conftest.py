@@ -17,7 +17,7 @@
   environment): a kernel one of them compiled is not compiled again by another. It is under
   pytest's basetemp, never the user's cache (no entries from an earlier toolchain, nothing
   left in the home folder); ``TILE_LAB_TEST_CACHE_DIR=/abs/dir`` names one to keep between
-  runs (to measure a warm run).
+  runs (to measure a warm run), ``TILE_LAB_TEST_CACHE_DIR=off`` turns it off.
 """
 
 from __future__ import annotations
@@ -77,7 +77,10 @@ def pytest_sessionstart(session):
     # before xdist's own (trylast), which starts the workers: they inherit the environment
     if hasattr(session.config, "workerinput"):
         return
-    chosen = os.environ.get("TILE_LAB_TEST_CACHE_DIR")
+    chosen = os.environ.get("TILE_LAB_TEST_CACHE_DIR", "")
+    if chosen.lower() == "off":  # every tool runs every time, as before the cache
+        os.environ["TILE_LAB_CACHE_DIR"] = "off"
+        return
     where = Path(chosen) if chosen else \
         session.config._tmp_path_factory.getbasetemp() / "tool_cache"
     os.environ["TILE_LAB_CACHE_DIR"] = str(where.resolve())
