@@ -54,6 +54,8 @@ ARGS = parser.parse_args() if __name__ == "__main__" else parser.parse_args([])
 # before cuda.tile reads it, at import
 FRESH_CACHE = tempfile.mkdtemp(prefix="tile_lab_bench_") if ARGS.cutile_cache == "fresh" else None
 os.environ["CUDA_TILE_CACHE_DIR"] = FRESH_CACHE or "off"
+# tile_lab's own disk cache of tool outputs off too: the stages below are measured cold
+os.environ["TILE_LAB_CACHE_DIR"] = "off"
 
 # imported only now: cuda.tile reads CUDA_TILE_CACHE_DIR at import
 import cuda.tile as ct  # noqa: E402

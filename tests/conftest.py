@@ -11,7 +11,13 @@
   the JupyterLab server start once). A run given paths stays in one process unless it passes
   ``-n``; ``-p no:xdist`` or ``-n 0`` turns it off;
 * while tests run, a line every minute says what each worker is running and for how long
-  (``progress.py``).
+  (``progress.py``);
+* the compile tools' disk cache (``tile_lab.tool_cache``) is one folder for the whole run,
+  shared by every xdist worker, notebook kernel and subprocess (they inherit the
+  environment): a kernel one of them compiled is not compiled again by another. It is under
+  pytest's basetemp, never the user's cache (no entries from an earlier toolchain, nothing
+  left in the home folder); ``TILE_LAB_TEST_CACHE_DIR=/abs/dir`` names one to keep between
+  runs (to measure a warm run), ``TILE_LAB_TEST_CACHE_DIR=off`` turns it off.
 """
 
 from __future__ import annotations
@@ -102,6 +108,19 @@ def pytest_configure(config):
         option.nbval_lax = True
     if not (option.nbval_sanitize_with or getattr(option, "sanitize_with", None)):
         option.nbval_sanitize_with = str(SANITIZE_CFG)
+
+
+def pytest_sessionstart(session):
+    # before xdist's own (trylast), which starts the workers: they inherit the environment
+    if hasattr(session.config, "workerinput"):
+        return
+    chosen = os.environ.get("TILE_LAB_TEST_CACHE_DIR", "")
+    if chosen.lower() == "off":  # every tool runs every time, as before the cache
+        os.environ["TILE_LAB_CACHE_DIR"] = "off"
+        return
+    where = Path(chosen) if chosen else \
+        session.config._tmp_path_factory.getbasetemp() / "tool_cache"
+    os.environ["TILE_LAB_CACHE_DIR"] = str(where.resolve())
 
 
 def pytest_report_header(config):

@@ -292,6 +292,7 @@ def test_tileiras_is_immune_to_an_old_cuda_home(vadd_front, tmp_path, monkeypatc
     assert direct.returncode != 0  # the trap is real...
     assert b"failed to compile Tile IR program" in direct.stderr
     monkeypatch.setenv("CUDA_HOME", str(fake))
+    monkeypatch.setenv("TILE_LAB_CACHE_DIR", "off")  # tileiras must really run
     clear_caches()
     cubin, _ = run_tileiras(vadd_front.bytecode, "sm_90")  # ...and tile_lab avoids it
     assert cubin[:4] == b"\x7fELF"

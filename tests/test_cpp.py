@@ -128,18 +128,29 @@ def test_example_compiles_with_ops_and_line_map(example, arch):
     assert re.search(r"/\*[0-9a-f]{4}\*/", insp.sass)
 
 
-def test_stage_text_has_no_temporary_or_install_paths():
+def test_stage_text_has_no_temporary_or_install_paths(monkeypatch, tmp_path):
+    from tile_lab.cpp.build import _inspect_cached
+
+    monkeypatch.setenv("TILE_LAB_CACHE_DIR", str(tmp_path / "tools"))  # empty: nvcc runs
+    _inspect_cached.cache_clear()
     insp = inspect_cpp(EXAMPLES / "vector_add.cu", arch="sm_90")
     for name, st in insp.stages.items():
-        assert "/tmp" not in st.text and "tile_lab_cpp_" not in st.text, name
+        assert "/tmp" not in st.text and "tile_lab_" not in st.text, name
         assert "site-packages" not in st.text, name
     assert all("/tmp" not in r.message for r in insp.remarks)
+    assert any(line is not None for line in insp.stages["sass"].line_map)
     # compiling again in a fresh temporary folder gives the very same text (the cubin's
-    # debug section still names the temporary folder: it is binary and never shown)
-    from tile_lab.cpp.build import _inspect_cached
+    # debug section still names the temporary folder: it is binary and never shown)...
+    monkeypatch.setenv("TILE_LAB_CACHE_DIR", "off")
     _inspect_cached.cache_clear()
     again = inspect_cpp(EXAMPLES / "vector_add.cu", arch="sm_90")
     assert again.stages == insp.stages and again.remarks == insp.remarks
+    # ...and so does the first run's bytecode from the disk cache, though it names the
+    # first run's folder, gone now (line maps and scrubbing follow that folder)
+    monkeypatch.setenv("TILE_LAB_CACHE_DIR", str(tmp_path / "tools"))
+    _inspect_cached.cache_clear()
+    cached = inspect_cpp(EXAMPLES / "vector_add.cu", arch="sm_90")
+    assert cached.stages == insp.stages and cached.remarks == insp.remarks
 
 
 def test_remarks_point_at_cpp_lines():
@@ -485,3 +496,17 @@ def test_gpu_launch_gather_and_tile_sum():
     launch_cpp(_gpu_inspection("tile_sum.cu", arch), None, (rows // 16,),
                [m, sums, rows, cols])
     cp.testing.assert_allclose(sums, m.sum(axis=1), rtol=1e-5)
+
+
+def test_the_nvcc_cache_key_follows_included_headers(tmp_path):
+    from tile_lab.cpp.source import include_fingerprint
+
+    (tmp_path / "sizes.h").write_text('#pragma once\n#include "more.h"\n#define TILE 128\n')
+    (tmp_path / "more.h").write_text("#define MORE 1\n")
+    source = '#include <cuda_tile.h>\n#include "sizes.h"\n// #include "commented.h"\n'
+    before = include_fingerprint(source, [str(tmp_path)])
+    assert before is not None and b"#define TILE 128" in before and b"#define MORE 1" in before
+    assert b"commented.h" not in before
+    (tmp_path / "more.h").write_text("#define MORE 2\n")  # a header the header includes
+    assert include_fingerprint(source, [str(tmp_path)]) != before
+    assert include_fingerprint('#include HEADER_FROM_A_MACRO\n', [str(tmp_path)]) is None

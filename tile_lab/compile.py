@@ -28,29 +28,30 @@ from __future__ import annotations
 import functools
 import os
 import re
-import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from . import _cutile_compat as compat
+from . import tool_cache
 from .artifacts import LazyStages, Remark, StageText
 from .compile_errors import compile_error_from_tile_error, source_location
 from .disassembly import clear_cache as _clear_disassembly_cache
 from .disassembly import cubin_stage_names, disassemble_cubin_async, is_code_line
 from .errors import CompileError, SignatureError
-from .toolchain import run_tool, tool_failure
+from .toolchain import tool_failure
 
 _TOOL_TIMEOUT = 300.0  # seconds; big tiles can make tileiras slow
 # Tool outputs are memoised by input bytes: re-running an unchanged cell only pays for
-# cuTile's front end (tens of ms) instead of tileiras + nvdisasm (about a second).
+# cuTile's front end (tens of ms) instead of tileiras + nvdisasm (about a second); in this
+# process (lru_cache) and, for other processes and later sessions, on disk (tool_cache).
 _CACHE_SIZE = 64
 
 
 def clear_caches() -> None:
-    """Forget memoised tool outputs (benchmarks measure cold compiles)."""
+    """Forget this process's memoised tool outputs (the ones on disk stay: benchmarks of
+    cold compiles also set ``TILE_LAB_CACHE_DIR=off``, see :mod:`tile_lab.tool_cache`)."""
     for f in (_tileiras, _tileirdisasm):
         f.cache_clear()
     _clear_disassembly_cache()
@@ -148,10 +149,8 @@ def disassemble_tileir(bytecode: bytes, *, filename: str | None = None) -> Stage
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _tileirdisasm(bytecode: bytes) -> str:
-    with tempfile.TemporaryDirectory(prefix="tile_lab_") as tmp:
-        path = Path(tmp) / "kernel.tileirbc"
-        path.write_bytes(bytecode)
-        proc = run_tool("tileirdisasm", ["-g", str(path)], timeout=_TOOL_TIMEOUT)
+    proc = tool_cache.run("tileirdisasm", ["-g", "kernel.tileirbc"],
+                          inputs={"kernel.tileirbc": bytecode}, timeout=_TOOL_TIMEOUT)
     if proc.returncode != 0:
         raise tool_failure("tileirdisasm", proc)
     return proc.stdout.decode("utf-8", "replace")
@@ -255,22 +254,22 @@ def tileiras_args(src: str, out: str, remarks: str, arch: str, opt_level: int) -
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _tileiras(bytecode: bytes, arch: str, opt_level: int) -> tuple[bytes, str]:
-    with tempfile.TemporaryDirectory(prefix="tile_lab_") as tmp:
-        src, out, remarks = (Path(tmp) / n for n in ("kernel.tileirbc", "kernel.cubin",
-                                                     "remarks.yaml"))
-        src.write_bytes(bytecode)
-        proc = run_tool("tileiras", tileiras_args(str(src), str(out), str(remarks), arch,
-                                                  opt_level), timeout=_TOOL_TIMEOUT)
-        if proc.returncode != 0:
-            stderr = proc.stderr.decode("utf-8", "replace").replace(tmp + os.sep, "")
-            message, where = compat.parse_tileiras_stderr(stderr)
-            location = source_location(*where) if where else None
-            raise CompileError(f"tileiras failed for {arch}: {message.strip()}", location,
-                               hint="tileiras is cuTile's optimizing assembler; the line "
-                                    "shown is where it reports the problem")
-        cubin = out.read_bytes()
-        remarks_text = remarks.read_text("utf-8", "replace") if remarks.exists() else ""
-    return cubin, remarks_text
+    src, out, remarks = "kernel.tileirbc", "kernel.cubin", "remarks.yaml"
+    # tileiras runs ptxas for its last step: a new ptxas is a new cache key too
+    proc = tool_cache.run("tileiras", tileiras_args(src, out, remarks, arch, opt_level),
+                          inputs={src: bytecode}, outputs=(out, remarks), also=("ptxas",),
+                          timeout=_TOOL_TIMEOUT)
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode("utf-8", "replace").replace(proc.workdir + os.sep, "")
+        message, where = compat.parse_tileiras_stderr(stderr)
+        location = source_location(*where) if where else None
+        raise CompileError(f"tileiras failed for {arch}: {message.strip()}", location,
+                           hint="tileiras is cuTile's optimizing assembler; the line "
+                                "shown is where it reports the problem")
+    if out not in proc.files:
+        raise CompileError(f"tileiras wrote no cubin for {arch}")
+    remarks_text = proc.files.get(remarks, b"").decode("utf-8", "replace")
+    return proc.files[out], remarks_text
 
 
 _DOC_START = re.compile(r"^---\s*!(\w+)")

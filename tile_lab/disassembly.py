@@ -15,19 +15,18 @@ import linecache
 import os
 import re
 import struct
-import tempfile
 import threading
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 
+from . import tool_cache
 from .artifacts import StageText
 from .errors import ToolchainError
 from .stage_rows import sass_offset
-from .toolchain import run_tool, tool_failure
+from .toolchain import tool_failure
 
 _TOOL_TIMEOUT = 300.0  # seconds, as for the other tools of the pipeline
-_CACHE_SIZE = 64  # memoised by input bytes, as the other tools' outputs
+_CACHE_SIZE = 64  # memoised by input bytes (and on disk: tool_cache), as the other tools' outputs
 
 
 def clear_cache() -> None:
@@ -47,16 +46,14 @@ def sass_from_cubin(cubin: bytes, arch: str, *, filename: str | None = None) -> 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _nvdisasm(cubin: bytes, arch: str) -> str:
-    with tempfile.TemporaryDirectory(prefix="tile_lab_") as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        # -g: source lines, -gp: PTX lines (one run: nvdisasm's start-up costs ~0.5 s CPU).
-        # Dataflow analysis stays on: without it BRX branch targets go unlabelled.
-        proc = run_tool("nvdisasm", ["-c", "-g", "-gp", str(path)], timeout=_TOOL_TIMEOUT)
-        if proc.returncode != 0:
-            # without the temporary directory, the message is the same on every run
-            err = tool_failure("nvdisasm", proc).message.replace(tmp + os.sep, "")
-            raise ToolchainError(f"disassembling the {arch} cubin: {err}")
+    # -g: source lines, -gp: PTX lines (one run: nvdisasm's start-up costs ~0.5 s CPU).
+    # Dataflow analysis stays on: without it BRX branch targets go unlabelled.
+    proc = tool_cache.run("nvdisasm", ["-c", "-g", "-gp", "kernel.cubin"],
+                          inputs={"kernel.cubin": cubin}, timeout=_TOOL_TIMEOUT)
+    if proc.returncode != 0:
+        # without the temporary directory, the message is the same on every run
+        err = tool_failure("nvdisasm", proc).message.replace(proc.workdir + os.sep, "")
+        raise ToolchainError(f"disassembling the {arch} cubin: {err}")
     return proc.stdout.decode("utf-8", "replace")
 
 

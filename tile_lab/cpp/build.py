@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-import tempfile
+import shutil
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -80,12 +80,28 @@ class _Paths:
         return text.replace(str(self.tmpdir), ".")
 
 
-def _run_nvcc(args: list[str], paths: _Paths, source: str) -> None:
-    from ..toolchain import run_tool
+def _run_nvcc(source: str, arch: str, defines: tuple[str, ...], includes: tuple[str, ...],
+              filename: str) -> tuple[bytes, _Paths]:
+    """nvcc's Tile IR bytecode for ``source``, and the paths it was compiled under.
 
-    proc = run_tool("nvcc", args, timeout=_NVCC_TIMEOUT)
-    if proc.returncode == 0:
-        return
+    The run (or an earlier one's output, from the disk cache) happened in ``paths.tmpdir``:
+    nvcc writes that folder into the bytecode's locations, so line maps and scrubbing use it.
+    """
+    from .. import tool_cache
+
+    args = ["-std=c++20", "-enable-tile", "-tilebc", f"-arch={arch}", "-lineinfo", *defines,
+            *(f"-I{d}" for d in includes), DEFAULT_FILENAME, "-o", "kernel.tilebc"]
+    # nvcc preprocesses with the host compiler: a new one is a new cache key too
+    host = shutil.which("g++") or ""
+    extra = src.include_fingerprint(source, includes)
+    if extra is not None and host:
+        st = os.stat(host)
+        extra += f"host:{os.path.realpath(host)}:{st.st_size}:{st.st_mtime_ns}".encode()
+    proc = tool_cache.run("nvcc", args, inputs={DEFAULT_FILENAME: source.encode()},
+                          outputs=("kernel.tilebc",), timeout=_NVCC_TIMEOUT, extra=extra)
+    paths = _Paths(Path(proc.workdir), filename)
+    if proc.returncode == 0 and "kernel.tilebc" in proc.files:
+        return proc.files["kernel.tilebc"], paths
     _check_nvcc_version()  # an nvcc without CUDA Tile C++ fails with a riddle ('ilebc')
     output = (proc.stderr + proc.stdout).decode("utf-8", "replace")
     if re.search(r"(gcc|g\+\+|cc1plus)[^\n]*(not found|No such file)", output):
@@ -144,23 +160,16 @@ def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str
     from ..disassembly import sass_from_cubin
     from ..toolchain import tool_version
 
-    with tempfile.TemporaryDirectory(prefix="tile_lab_cpp_") as tmp:
-        paths = _Paths(Path(tmp), filename)
-        paths.source.write_text(source)
-        tilebc = paths.tmpdir / "kernel.tilebc"
-        _run_nvcc(["-std=c++20", "-enable-tile", "-tilebc", f"-arch={arch}", "-lineinfo",
-                   *defines, *(f"-I{d}" for d in includes), str(paths.source),
-                   "-o", str(tilebc)], paths, source)
-        bytecode = tilebc.read_bytes()
-        user_file = str(paths.source)  # the line maps keep only lines of this file
-        # the disassembler and the optimizing assembler are independent: overlap them
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            tileir_future = pool.submit(disassemble_tileir, bytecode, filename=user_file)
-            cubin, remarks_yaml = _run_tileiras(bytecode, arch, paths, source)
-            tileir = _scrubbed(tileir_future.result(), paths)
-        sass = _scrubbed(sass_from_cubin(cubin, arch, filename=user_file), paths)
-        remarks = tuple(replace(r, message=paths.scrub(r.message))
-                        for r in parse_remarks(remarks_yaml, filename=user_file))
+    bytecode, paths = _run_nvcc(source, arch, defines, includes, filename)
+    user_file = str(paths.source)  # the line maps keep only lines of this file
+    # the disassembler and the optimizing assembler are independent: overlap them
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        tileir_future = pool.submit(disassemble_tileir, bytecode, filename=user_file)
+        cubin, remarks_yaml = _run_tileiras(bytecode, arch, paths, source)
+        tileir = _scrubbed(tileir_future.result(), paths)
+    sass = _scrubbed(sass_from_cubin(cubin, arch, filename=user_file), paths)
+    remarks = tuple(replace(r, message=paths.scrub(r.message))
+                    for r in parse_remarks(remarks_yaml, filename=user_file))
 
     symbols = entry_symbols(tileir.rows)
     if src.match_symbol(symbols, kernel_name) is None:

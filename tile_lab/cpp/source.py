@@ -7,6 +7,8 @@ Plain text scanning (no compiler): enough to find ``__tile_global__`` kernels in
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from pathlib import Path
 
 from ..errors import CompileError, SourceLocation
 
@@ -142,3 +144,37 @@ def match_symbol(symbols: list[str], kernel_name: str) -> str | None:
         return kernel_name
     found = [s for s in symbols if symbol_base_name(s) == kernel_name]
     return found[0] if found else None
+
+
+_INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include\b[ \t]*(.*)$", re.MULTILINE)
+_INCLUDE_NAME_RE = re.compile(r'^(?:"([^"\n]+)"|<([^>\n]+)>)')
+
+
+def include_fingerprint(source: str, include_dirs: Sequence[str]) -> bytes | None:
+    """The bytes of every header ``source`` includes from ``include_dirs`` (transitively),
+    with their names: what nvcc's output depends on besides the source and the toolkit's
+    own headers. None when an ``#include`` names its file through a macro (no text scan
+    can follow it: such a compile is never cached)."""
+    out: list[bytes] = []
+    seen: set[str] = set()
+    todo: list[tuple[str, str | None]] = [(source, None)]  # (text, folder it is in)
+    while todo:
+        text, here = todo.pop()
+        for m in _INCLUDE_RE.finditer(strip_comments(text)):
+            name_m = _INCLUDE_NAME_RE.match(m.group(1).strip())
+            if name_m is None:
+                return None
+            quoted, name = name_m.group(1) is not None, name_m.group(1) or name_m.group(2)
+            folders = ([here] if quoted and here else []) + list(include_dirs)
+            found = next((p for p in (Path(f) / name for f in folders) if p.is_file()), None)
+            if found is None:  # the toolkit's (cuda_tile.h) or the system's
+                out.append(f"<{name}>\0".encode())
+                continue
+            key = str(found.resolve())
+            if key in seen:
+                continue
+            seen.add(key)
+            data = found.read_bytes()
+            out.append(f"{key}:{len(data)}\0".encode() + data)
+            todo.append((data.decode("utf-8", "replace"), str(found.parent)))
+    return b"".join(out)
