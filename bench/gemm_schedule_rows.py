@@ -88,7 +88,8 @@ def skinny_configs(m: int) -> list[dict[str, Any]]:
     first = ([wide(128, 4), wide(64, 4), wide(64, 6), wide(128, 2), wide(128, 6),
               wide(256, 2), wide(64, 8), wide(128, 3)] if tm == 128
              else [wide(128, 4), wide(64, 4)])
-    return first + [
+    return [
+        *first,
         sched(tm, 64, "streamk", tk=256, lat=4, warps=8),
         sched(tm, 64, "streamk", tk=256, lat=4, warps=w),
         sched(tm, 64, "streamk", tk=256, lat=8, warps=8),
