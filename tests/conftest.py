@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -179,3 +180,16 @@ def check_case(request):
     from test_emulator_harness import check_gpu, check_numpy
 
     return check_numpy if request.param == "numpy" else check_gpu
+
+
+@pytest.fixture
+def ctrl_c_delivered():
+    """Ctrl-C (``_thread.interrupt_main``, SIGINT) reaches this test's main thread as
+    KeyboardInterrupt, as in a terminal or a notebook kernel. A run started in the background
+    (``cmd &`` in a script, nohup) inherits SIGINT ignored, and ``interrupt_main`` then does
+    nothing: a test of Ctrl-C would spin until its time limit."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -5,6 +5,11 @@ When a cuTile upgrade moves or changes one of them, the failure shows up here, n
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import cuda.tile as ct
 import kernels_inspect as K
 import pytest
@@ -190,3 +195,37 @@ def test_a_device_array_whose_interface_raises_keyerror_is_not_a_host_array():
             raise KeyError("torch.float8_e4m3fn")
 
     assert compat._host_array((Float8OnCuda(),)) is False
+
+
+@pytest.mark.timeout(120)
+def test_a_ctrl_c_during_the_first_front_end_check_is_not_lost(tmp_path):
+    """cuTile's first front-end call imports torch inside its C extension, which clears the
+    KeyboardInterrupt a Ctrl-C raises there: the check must import torch from Python first.
+    (A fresh process: the import must not have happened yet.)"""
+    pytest.importorskip("torch")
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(
+        "import signal, sys, _thread\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "import kernels_inspect as K\n"
+        "from tile_lab import _cutile_compat as compat\n"
+        "from tile_lab.signature import signature_from_spec\n"
+        f"sig = signature_from_spec(K.vector_add, {VADD_SPEC!r}).kernel_signature\n"
+        "class Watch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch':\n"
+        "            _thread.interrupt_main()  # Ctrl-C as torch's import begins\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        "try:\n"
+        "    compat.check_frontend(K.vector_add, sig)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+        "else:\n"
+        "    print('not interrupted')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    here = Path(__file__).resolve().parent
+    env["PYTHONPATH"] = os.pathsep.join((str(here.parent), str(here)))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=100, env=env)
+    assert proc.stdout.strip() == "interrupted", proc.stdout + proc.stderr

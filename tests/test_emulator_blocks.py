@@ -57,7 +57,7 @@ def test_env_var_sets_the_limit(monkeypatch):
         blocks.current_limits()
 
 
-def test_ctrl_c_stops_between_blocks_and_names_the_block():
+def test_ctrl_c_stops_between_blocks_and_names_the_block(ctrl_c_delivered):
     n = 200_000
     x = np.zeros(n, np.int32)
     timer = threading.Timer(0.5, _thread.interrupt_main)  # Ctrl-C half a second in
@@ -117,7 +117,7 @@ def spin_in_block_5(x, tile: ct.Constant[int]):
 SPIN_LINE = spin_in_block_5._pyfunc.__code__.co_firstlineno + 6  # `t = t + 1`
 
 
-def test_one_ctrl_c_stops_a_block_that_never_ends_naming_the_block_and_line():
+def test_one_ctrl_c_stops_a_block_that_never_ends_naming_the_block_and_line(ctrl_c_delivered):
     x = np.zeros(64, np.float32)
     sent = []
 
