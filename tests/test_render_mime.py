@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="pip install -e '.[test]' 
 COLORS_CSS = Path(__file__).resolve().parents[1] / "labextension" / "style" / "colors.css"
 
 
+@cache  # the schema is checked and compiled once; a validator keeps no state between uses
 def _validator():
     schema = mime_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
