@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -32,10 +33,29 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _type_checking_only(tree: ast.AST) -> set[int]:
+class _Parsed:
+    """A file's syntax tree and all its nodes in ``ast.walk`` order."""
+
+    def __init__(self, text: str) -> None:
+        self.tree = ast.parse(text)
+        self.nodes = tuple(ast.walk(self.tree))
+
+
+@cache
+def _parse_text(text: str) -> _Parsed:
+    return _Parsed(text)
+
+
+def _parsed(path: Path) -> _Parsed:
+    """The file parsed once per run however many rules read it (keyed by its text, so the
+    rules' tests that rewrite a file in tmp_path see what they wrote). Rules only read it."""
+    return _parse_text(path.read_text())
+
+
+def _type_checking_only(parsed: _Parsed) -> set[int]:
     """ids of the import nodes under ``if TYPE_CHECKING:`` (never run, so never a circle)."""
     out: set[int] = set()
-    for node in ast.walk(tree):
+    for node in parsed.nodes:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
     return out
@@ -46,12 +66,17 @@ def _imports(name: str, path: Path, *, runtime_only: bool = False
     """(imported module, imported names, line) for every import in the file, including the
     ones inside functions (lazy imports make circles too); ``runtime_only`` leaves out the
     ones under ``if TYPE_CHECKING:``."""
-    is_pkg = path.name == "__init__.py"
+    return list(_imports_of(name, path.name == "__init__.py", path.read_text(), runtime_only))
+
+
+@cache
+def _imports_of(name: str, is_pkg: bool, text: str, runtime_only: bool
+                ) -> tuple[tuple[str, list[str], int], ...]:
     here = name.split(".") if is_pkg else name.split(".")[:-1]
-    tree = ast.parse(path.read_text())
-    skip = _type_checking_only(tree) if runtime_only else set()
+    parsed = _parse_text(text)
+    skip = _type_checking_only(parsed) if runtime_only else set()
     out = []
-    for node in ast.walk(tree):
+    for node in parsed.nodes:
         if id(node) in skip:
             continue
         if isinstance(node, ast.ImportFrom):
@@ -66,7 +91,7 @@ def _imports(name: str, path: Path, *, runtime_only: bool = False
         elif isinstance(node, ast.Import):
             out += [(a.name, [], node.lineno) for a in node.names
                     if a.name.startswith("tile_lab")]
-    return out
+    return tuple(out)
 
 
 def _resolve(target: str, names: list[str], modules: dict[str, Path]) -> list[str]:
@@ -208,7 +233,7 @@ def _param_count(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 def test_no_public_function_takes_more_than_ten_parameters():
     wide = set()
     for path in sorted(PKG.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _parsed(path).nodes:
             public = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
                 not node.name.startswith("_") or node.name == "__init__")
             if public and _param_count(node) > MAX_PARAMS:
@@ -296,9 +321,10 @@ def _stage_regexes(path: Path) -> list[str]:
     ``import re as r``, ``from re import compile``) whose pattern text (its string constants,
     f-string parts, and module-level string constants it names) carries a STAGE_MARKERS
     marker."""
-    tree = ast.parse(path.read_text())
+    parsed = _parsed(path)
+    tree = parsed.tree
     modules, funcs, consts = set(), set(), {}
-    for node in ast.walk(tree):
+    for node in parsed.nodes:
         if isinstance(node, ast.Import):
             modules |= {a.asname or a.name for a in node.names if a.name == "re"}
         elif isinstance(node, ast.ImportFrom) and node.module == "re":
@@ -308,7 +334,7 @@ def _stage_regexes(path: Path) -> list[str]:
                 and isinstance(node.targets[0], ast.Name)):
             consts[node.targets[0].id] = node.value
     found = []
-    for node in ast.walk(tree):
+    for node in parsed.nodes:
         if not isinstance(node, ast.Call):
             continue
         f = node.func
@@ -396,9 +422,9 @@ def _under(module: str, packages: Sequence[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
+def _docstrings(parsed: _Parsed) -> set[int]:
     kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    return {id(node.body[0].value) for node in ast.walk(tree)
+    return {id(node.body[0].value) for node in parsed.nodes
             if isinstance(node, kinds) and node.body and isinstance(node.body[0], ast.Expr)
             and isinstance(node.body[0].value, ast.Constant)}
 
@@ -410,9 +436,9 @@ def _html_outside_render(modules: dict[str, Path]) -> list[str]:
     for m, path in sorted(modules.items()):
         if _under(m, (RENDER,)):
             continue
-        tree = ast.parse(path.read_text())
-        docs = _docstrings(tree)
-        for node in ast.walk(tree):
+        parsed = _parsed(path)
+        docs = _docstrings(parsed)
+        for node in parsed.nodes:
             if (isinstance(node, ast.Constant) and isinstance(node.value, str)
                     and id(node) not in docs and (tag := HTML_TAG.search(node.value))):
                 found.append(f"{m}:{node.lineno}: {tag.group(0)}")
@@ -576,7 +602,7 @@ def _string_imports(path: Path) -> list[int]:
     """Lines of ``importlib.import_module(...)``, ``__import__(...)`` or
     ``importlib.util.spec_from_*`` calls in the file."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _parsed(path).nodes:
         if isinstance(node, ast.Call):
             called = ast.unparse(node.func)
             if called.split(".")[-1] in ("import_module", "__import__") or \

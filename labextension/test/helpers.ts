@@ -36,3 +36,23 @@ export function profileSchema(): Record<string, any> {
   const file = path.resolve(__dirname, '..', '..', '..', 'tile_lab', 'render', 'profile_schema.json');
   return JSON.parse(fs.readFileSync(file, 'utf8'));
 }
+
+/** `root` and every element under it, in document order: the allowlist checks' walk
+ * (jsdom's querySelectorAll('*') and `attributes`/`classList` wrappers made those checks
+ * most of the hostile tests' time). */
+export function elementsOf(root: Element): Element[] {
+  const out: Element[] = [];
+  const walk = (e: Element): void => {
+    out.push(e);
+    for (let c = e.firstElementChild; c; c = c.nextElementSibling) {
+      walk(c);
+    }
+  };
+  walk(root);
+  return out;
+}
+
+/** The class names of `e` (its class attribute split as classList splits it). */
+export function classesOf(e: Element): string[] {
+  return (e.getAttribute('class') ?? '').split(/[\t\n\f\r ]+/).filter(c => c !== '');
+}

@@ -11,7 +11,7 @@ import * as path from 'path';
 
 import { InvalidViewData, parseInspection } from '../src/model';
 import { InspectionView, renderError } from '../src/view';
-import { fixtureJson, newDocument } from './helpers';
+import { classesOf, elementsOf, fixtureJson, newDocument } from './helpers';
 
 /** CSS escapes and functions that sanitizers miss, positioning, markup, prototype keys. */
 export const HOSTILE = [
@@ -41,29 +41,31 @@ const CSS_CLASSES = fs.readFileSync(
   path.resolve(__dirname, '..', '..', 'style', 'base.css'), 'utf8') +
   fs.readFileSync(path.resolve(__dirname, '..', '..', 'style', 'colors.css'), 'utf8');
 
-/** Every node of the rendered view is one the view builds; returns the problems. */
-function allowlistProblems(root: Element): string[] {
+/** Every element in `elements` (a rendered view's, elementsOf) is one the view builds;
+ * returns the problems. */
+function allowlistProblems(elements: Element[]): string[] {
   const problems: string[] = [];
-  for (const e of [root, ...root.querySelectorAll('*')]) {
+  for (const e of elements) {
     if (!ELEMENTS.has(e.tagName)) {
       problems.push(`element <${e.tagName}>`);
     }
-    for (const a of Array.from(e.attributes)) {
-      if (!ATTRIBUTES.has(a.name)) {
-        problems.push(`attribute ${a.name}="${a.value}" on <${e.tagName}>`);
+    const names = e.getAttributeNames();
+    for (const name of names) {
+      if (!ATTRIBUTES.has(name)) {
+        problems.push(`attribute ${name}="${e.getAttribute(name)}" on <${e.tagName}>`);
       }
     }
-    for (const c of Array.from(e.classList)) {
+    for (const c of classesOf(e)) {
       if (!CLASS_NAME.test(c)) {
         problems.push(`class ${JSON.stringify(c)}`);
       }
     }
-    const pane = e.getAttribute('data-pane');
+    const pane = names.includes('data-pane') ? e.getAttribute('data-pane') : null;
     if (pane !== null && !/^[a-z][a-z0-9_]{0,31}$/.test(pane)) {
       problems.push(`data-pane ${JSON.stringify(pane)}`);
     }
     for (const n of ['data-line', 'data-row']) {
-      const v = e.getAttribute(n);
+      const v = names.includes(n) ? e.getAttribute(n) : null;
       if (v !== null && !/^\d+$/.test(v)) {
         problems.push(`${n} ${JSON.stringify(v)}`);
       }
@@ -72,9 +74,21 @@ function allowlistProblems(root: Element): string[] {
   return problems;
 }
 
+/** One document for every render (a new jsdom per render was most of this file's time);
+ * each render starts from an empty body. */
+const DOC = newDocument();
+
+/** The fixture, read once; each test and placement gets its own copy. */
+const FIXTURE = fixtureJson();
+
+function fixtureCopy(): Record<string, any> {
+  return structuredClone(FIXTURE);
+}
+
 /** Render like the MIME renderer does: the view, or the error box for refused data. */
 function render(raw: unknown): { node: HTMLElement; refused: boolean } {
-  const doc = newDocument();
+  const doc = DOC;
+  doc.body.replaceChildren();
   try {
     const view = new InspectionView(parseInspection(raw), doc, { copy: async () => undefined });
     doc.body.appendChild(view.node);
@@ -126,11 +140,13 @@ test('hostile values in every field render as text or are refused, never as mark
   let refused = 0;
   for (const h of HOSTILE) {
     for (const [field, place] of placements(h)) {
-      const raw = fixtureJson() as any;
+      const raw = fixtureCopy() as any;
       place(raw);
       const out = render(raw);
-      assert.deepEqual(allowlistProblems(out.node), [], `${field} = ${h}`);
-      assert.equal(out.node.querySelectorAll('[style]').length, 0, `${field} = ${h}: a style`);
+      // one walk of the view for both checks
+      const elements = elementsOf(out.node);
+      assert.deepEqual(allowlistProblems(elements), [], `${field} = ${h}`);
+      assert.equal(elements.filter(e => e.hasAttribute('style')).length, 0, `${field} = ${h}: a style`);
       if (out.refused) {
         refused++;
       } else {
@@ -144,7 +160,7 @@ test('hostile values in every field render as text or are refused, never as mark
 
 test('the hostile text reaches the page as text, unchanged', () => {
   for (const h of HOSTILE) {
-    const raw = fixtureJson() as any;
+    const raw = fixtureCopy() as any;
     raw.kernel_name = h;
     raw.remarks[0].message = h;
     const { node } = render(raw);
@@ -154,7 +170,7 @@ test('the hostile text reaches the page as text, unchanged', () => {
 });
 
 test('a stage named constructor is titled "constructor", not by Object.prototype', () => {
-  const raw = fixtureJson() as any;
+  const raw = fixtureCopy() as any;
   raw.stages.constructor = { text: 'x', line_map: [5] };
   raw.stages.toString = { text: 'y', line_map: [null] };
   raw.show.push('constructor', 'hasownproperty');
@@ -177,7 +193,7 @@ test('a stage named constructor is titled "constructor", not by Object.prototype
 });
 
 test('a show list naming a prototype key shows no pane for it', () => {
-  const raw = fixtureJson() as any;
+  const raw = fixtureCopy() as any;
   raw.show = ['source', 'constructor', 'valueof'];
   const { node, refused } = render(raw);
   assert.equal(refused, false);

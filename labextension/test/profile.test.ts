@@ -18,8 +18,18 @@ export function profileValidator() {
   return ajv.compile(profileSchema());
 }
 
-function render(raw: unknown = profileFixtureJson()): ProfileView {
-  const doc = newDocument();
+/** One document for every render (each starts from an empty body) and the fixture read once;
+ * each render gets its own copy. */
+const DOC = newDocument();
+const FIXTURE = profileFixtureJson();
+
+function fixtureCopy(): Record<string, any> {
+  return structuredClone(FIXTURE);
+}
+
+function render(raw: unknown = fixtureCopy()): ProfileView {
+  const doc = DOC;
+  doc.body.replaceChildren();
   const view = new ProfileView(parseProfile(raw), doc, { copy: async () => undefined });
   doc.body.appendChild(view.node);
   return view;
@@ -129,14 +139,14 @@ test('the two configs side by side: both labels, the cliff spills', () => {
   assert.equal(last.querySelectorAll('td')[2].textContent, ''); // none in the best config
   assert.ok(last.querySelectorAll('td')[3].querySelector('.tl-seg'));
   // without a comparison, no side by side
-  const raw = profileFixtureJson();
+  const raw = fixtureCopy();
   delete raw.comparison;
   assert.equal(render(raw).node.querySelector('.tl-compare'), null);
 });
 
 /** The fixture with `profiles` configs of `lines` source lines each, and `hot` hot lines. */
 function big(profiles: number, lines: number, hot: number): Record<string, any> {
-  const raw = profileFixtureJson();
+  const raw = fixtureCopy();
   const entry = raw.comparison[0];
   const keyed = <T>(f: (i: number) => T) =>
     Object.fromEntries(Array.from({ length: lines }, (_, i) => [String(i + 1), f(i + 1)]));
