@@ -28,6 +28,8 @@ from . import source as src
 
 _DEFINE_NAME_RE = re.compile(r"^[A-Za-z_]\w*$")
 DEFAULT_FILENAME = "kernel.cu"
+# the source file named bare, as nvcc names it when run on that name: "kernel.cu(11): error"
+_BARE_SOURCE = re.compile(r"(?<![\w./-])" + re.escape(DEFAULT_FILENAME) + r"(?=[(:])")
 _NVCC_TIMEOUT = 300.0  # seconds; the C++ front end instantiates many templates
 NVCC_MIN = (13, 4)  # the nvcc tile_lab's C++ cells are built and tested with (-enable-tile)
 
@@ -75,6 +77,8 @@ class _Paths:
     def scrub(self, text: str) -> str:
         """Temporary and install paths replaced: the same text on every machine and run."""
         text = text.replace(str(self.source), self.filename)
+        # nvcc runs on the role name (tool_cache): its messages say "kernel.cu(11): error"
+        text = _BARE_SOURCE.sub(lambda _m: self.filename, text)
         for inc in self.include_dirs:
             text = text.replace(inc, "<cuda>/include")
         return text.replace(str(self.tmpdir), ".")

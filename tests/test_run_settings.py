@@ -1,6 +1,6 @@
-"""tests/conftest.py's run settings: how many workers the whole suite gets, and the shared
-bytecode folder where the environment forbids bytecode next to the sources; and
-tests/cpu_account.py's per-file sums."""
+"""tests/run_settings.py, what tests/conftest.py sets for the run: how many workers the whole
+suite gets, and the shared bytecode folder where the environment forbids bytecode next to the
+sources; and tests/cpu_account.py's per-file sums."""
 
 from __future__ import annotations
 
@@ -9,36 +9,36 @@ import os
 import subprocess
 import sys
 
-import conftest
 import cpu_account
 import pytest
+import run_settings
 
 
 def test_two_workers_per_core_unless_told(monkeypatch):
     monkeypatch.delenv("TILE_LAB_TEST_WORKERS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    assert conftest.worker_count() == 4
+    assert run_settings.worker_count() == 4
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    assert conftest.worker_count() == 8
+    assert run_settings.worker_count() == 8
     monkeypatch.setenv("TILE_LAB_TEST_WORKERS", "3")
-    assert conftest.worker_count() == 3
+    assert run_settings.worker_count() == 3
 
 
 def test_bytecode_goes_to_one_shared_folder_only_where_it_was_forbidden():
-    assert conftest.share_bytecode({}) is None  # bytecode next to the sources: left alone
+    assert run_settings.share_bytecode({}) is None  # bytecode next to the sources: left alone
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin"}
-    prefix = conftest.share_bytecode(env)
+    prefix = run_settings.share_bytecode(env)
     assert prefix and os.path.isdir(prefix) and not prefix.startswith(os.getcwd())
     assert env == {"PATH": "/bin", "PYTHONPYCACHEPREFIX": prefix}
     told = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/elsewhere"}
-    assert conftest.share_bytecode(dict(told)) is None  # a prefix given is the user's choice
+    assert run_settings.share_bytecode(dict(told)) is None  # a prefix given is the user's choice
 
 
 @pytest.mark.timeout(120)
 def test_a_child_writes_its_bytecode_there_and_not_beside_the_source(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    prefix = conftest.share_bytecode(env)
+    prefix = run_settings.share_bytecode(env)
     module = tmp_path / "some_module_for_bytecode.py"
     module.write_text("X = 1\n")
     subprocess.run([sys.executable, "-c", "import some_module_for_bytecode"], cwd=tmp_path,
