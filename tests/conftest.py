@@ -6,9 +6,10 @@
   nbval (e.g. ``pytest -m gpu tests`` on a GPU machine with only the runtime dependencies);
 * the header says up front which groups of tests will skip on this machine, and why;
 * the whole suite (``pytest`` with no paths: pyproject's ``testpaths``) runs on every core
-  with pytest-xdist (``-n auto --dist loadfile``: a file's tests, a notebook's cells and its
-  geometry item stay on one worker, in order, so module fixtures such as the Ray instance and
-  the JupyterLab server start once). A run given paths stays in one process unless it passes
+  with pytest-xdist (``--dist loadfile``: a file's tests, a notebook's cells and its
+  geometry item stay on one worker, in order, so module fixtures such as the Ray instance
+  start once; the files of ``run_settings.SPREAD_FILES`` go test by test; the units longest
+  first, from ``tests/scope_seconds.json``). A run given paths stays in one process unless it passes
   ``-n``; ``-p no:xdist`` or ``-n 0`` turns it off;
 * while tests run, a line every minute says what each worker is running and for how long
   (``progress.py``);
@@ -32,7 +33,13 @@ import cpu_account
 import progress
 import pytest
 from gpu_presence import gpu_available
-from run_settings import share_bytecode, worker_count
+from run_settings import (
+    expected_seconds,
+    longest_first,
+    make_scheduler,
+    share_bytecode,
+    worker_count,
+)
 
 # Plots render headless in tests; notebooks choose their own backend.
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -61,8 +68,8 @@ def pytest_cmdline_main(config):
         config.option.numprocesses = worker_count()
     if config.option.numprocesses and config.option.dist == "no":
         config.option.dist = "loadfile"
-        # files in collection order (the slow ones first, below), not xdist's default of
-        # the files with the most tests first, which left the one-test size file to the end
+        # units of work in collection order (the longest first, below), not xdist's default
+        # of the files with the most tests first, which left the one-test size file to the end
         config.option.loadscopereorder = False
 
 
@@ -114,20 +121,21 @@ def pytest_report_header(config):
 
 @pytest.hookimpl(trylast=True)  # after notebooks/conftest.py placed the geometry items
 def pytest_collection_modifyitems(config, items):
-    """The files holding the longest tests first (marked ``slow``), then the notebooks, then
-    the rest, each file's tests together and in their order: with the files spread over
-    workers, none of the long ones is left to run alone at the end."""
-    def rank(item) -> int:
-        if item.get_closest_marker("slow"):
-            return 0
-        return 1 if type(item).__module__.startswith("nbval") else 2
-
-    first: dict[str, int] = {}
-    for item in items:
-        file = item.nodeid.split("::")[0]
-        first[file] = min(first.get(file, 3), rank(item))
-    items.sort(key=lambda item: first[item.nodeid.split("::")[0]])  # stable: order kept
+    """The longest units of work first (``run_settings.longest_first``: a file, or a test of
+    a file whose tests spread), each file's tests together and in their order: with the units
+    spread over workers, none of the long ones is left to run alone at the end."""
+    slow = {item.nodeid for item in items if item.get_closest_marker("slow")}
+    order = {nodeid: i for i, nodeid in enumerate(
+        longest_first([item.nodeid for item in items], expected_seconds(), slow))}
+    items.sort(key=lambda item: order[item.nodeid])
     _skip_gpu(items)
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: runs without xdist too
+def pytest_xdist_make_scheduler(config, log):
+    if config.option.dist == "loadfile":  # the whole suite's (set above); -d loadscope etc. win
+        return make_scheduler(config, log)
+    return None
 
 
 def _skip_gpu(items):

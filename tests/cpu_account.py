@@ -7,6 +7,8 @@ tileiras, a subprocess test's Python), and its wall time. Children still alive w
 test ends (a server a module fixture keeps) are charged to the test that reaps them.
 ``python tests/cpu_account.py DIR`` sums it per file, largest first: what to make cheaper
 to shorten the suite on a machine with few cores, where CPU, not waiting, sets the time.
+``python tests/cpu_account.py DIR --scopes`` writes the wall time of each unit of work, the
+scheduler's ``tests/scope_seconds.json``.
 """
 
 from __future__ import annotations
@@ -66,7 +68,23 @@ def summarize(directory: Path) -> list[tuple[str, float, float, float, int]]:
     return sorted(rows, key=lambda r: -(r[1] + r[2]))
 
 
+def scope_seconds(directory: Path) -> dict[str, float]:
+    """Wall seconds per unit of work (``run_settings.scope_of``), longest first: what
+    ``tests/scope_seconds.json`` holds for the scheduler's order."""
+    from run_settings import scope_of
+
+    sums: dict[str, float] = defaultdict(float)
+    for path in sorted(directory.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            sums[scope_of(record["nodeid"])] += record["wall"]
+    return {k: round(v, 1) for k, v in sorted(sums.items(), key=lambda kv: -kv[1])}
+
+
 if __name__ == "__main__":
+    if sys.argv[2:] == ["--scopes"]:  # DIR --scopes > tests/scope_seconds.json
+        print(json.dumps(scope_seconds(Path(sys.argv[1])), indent=0))
+        raise SystemExit
     rows = summarize(Path(sys.argv[1]))
     print(f"{'file':60} {'self':>7} {'child':>7} {'wall':>7} {'tests':>5}")
     for file, own, child, wall, count in rows:
