@@ -8,9 +8,8 @@
 * the whole suite (``pytest`` with no paths: pyproject's ``testpaths``) runs on every core
   with pytest-xdist (``--dist loadfile``: a file's tests, a notebook's cells and its
   geometry item stay on one worker, in order, so module fixtures such as the Ray instance
-  start once; the files of ``run_settings.SPREAD_FILES`` go test by test; the units longest
-  first, from ``tests/scope_seconds.json``). A run given paths stays in one process unless it passes
-  ``-n``; ``-p no:xdist`` or ``-n 0`` turns it off;
+  start once; the files longest first, from ``tests/scope_seconds.json``). A run given
+  paths stays in one process unless it passes ``-n``; ``-p no:xdist`` or ``-n 0`` turns it off;
 * while tests run, a line every minute says what each worker is running and for how long
   (``progress.py``);
 * the compile tools' disk cache (``tile_lab.tool_cache``) is one folder for the whole run,
@@ -36,7 +35,6 @@ from gpu_presence import gpu_available
 from run_settings import (
     expected_seconds,
     longest_first,
-    make_scheduler,
     share_bytecode,
     worker_count,
 )
@@ -68,8 +66,8 @@ def pytest_cmdline_main(config):
         config.option.numprocesses = worker_count()
     if config.option.numprocesses and config.option.dist == "no":
         config.option.dist = "loadfile"
-        # units of work in collection order (the longest first, below), not xdist's default
-        # of the files with the most tests first, which left the one-test size file to the end
+        # files in collection order (the longest first, below), not xdist's default of the
+        # files with the most tests first, which left the one-test size file to the end
         config.option.loadscopereorder = False
 
 
@@ -121,21 +119,14 @@ def pytest_report_header(config):
 
 @pytest.hookimpl(trylast=True)  # after notebooks/conftest.py placed the geometry items
 def pytest_collection_modifyitems(config, items):
-    """The longest units of work first (``run_settings.longest_first``: a file, or a test of
-    a file whose tests spread), each file's tests together and in their order: with the units
-    spread over workers, none of the long ones is left to run alone at the end."""
+    """The longest files first (``run_settings.longest_first``), each file's tests together
+    and in their order: with the files spread over workers, none of the long ones is left to
+    run alone at the end."""
     slow = {item.nodeid for item in items if item.get_closest_marker("slow")}
     order = {nodeid: i for i, nodeid in enumerate(
         longest_first([item.nodeid for item in items], expected_seconds(), slow))}
     items.sort(key=lambda item: order[item.nodeid])
     _skip_gpu(items)
-
-
-@pytest.hookimpl(optionalhook=True)  # an xdist hook: runs without xdist too
-def pytest_xdist_make_scheduler(config, log):
-    if config.option.dist == "loadfile":  # the whole suite's (set above); -d loadscope etc. win
-        return make_scheduler(config, log)
-    return None
 
 
 def _skip_gpu(items):

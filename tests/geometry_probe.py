@@ -1,11 +1,12 @@
 """Is a picture true to its geometry? Measure SVG/HTML pictures in headless Chromium.
 
-:func:`measure` lays many pictures out on one page at notebook width (one Chromium start for
-all of them), runs ``geometry_probe.js`` in it and returns each picture's problems: negative,
-zero or NaN sizes; text overlapping text; text outside its picture or cut by its pane; an
-outline drawn through a label; a picture collapsed to a strip; a block tuple wrapping across
-lines. Each problem names the element (tag, its text or its tooltip). Used by the render
-geometry tests and by ``notebooks/conftest.py`` on every picture the tutorials display.
+:func:`measure` lays many pictures out on one page at notebook width (in the test process's
+shared probe browser, else one Chromium start for all of them), runs ``geometry_probe.js``
+in it and returns each picture's problems: negative, zero or NaN sizes; text overlapping
+text; text outside its picture or cut by its pane; an outline drawn through a label; a
+picture collapsed to a strip; a block tuple wrapping across lines. Each problem names the
+element (tag, its text or its tooltip). Used by the render geometry tests and by
+``notebooks/conftest.py`` on every picture the tutorials display.
 
 Matplotlib figures are checked from matplotlib's own text extents (``geometry_mpl.py``).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -72,6 +74,9 @@ def measure(pictures: list[tuple[str, str]], chromium: str) -> dict[str, list[st
     with tempfile.TemporaryDirectory(prefix="tl-geo-") as tmp:
         page = Path(tmp) / "page.html"
         page.write_text("".join(parts), encoding="utf-8")
+        text = _in_shared_browser(page, chromium)
+        if text is not None:
+            return _problems(json.loads(text), pictures)
         proc = subprocess.run(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--disable-background-networking", "--disable-component-update",
@@ -86,5 +91,39 @@ def measure(pictures: list[tuple[str, str]], chromium: str) -> dict[str, list[st
     if found is None:
         raise RuntimeError(f"Chromium gave no geometry (rc {proc.returncode}): "
                            f"{proc.stderr[-2000:]}")
-    raw = json.loads(html.unescape(found.group(1)))
+    return _problems(json.loads(html.unescape(found.group(1))), pictures)
+
+
+def _problems(raw: dict, pictures: list[tuple[str, str]]) -> dict[str, list[str]]:
     return {label: raw.get(str(i), ["not measured"]) for i, (label, _) in enumerate(pictures)}
+
+
+def _in_shared_browser(page: Path, chromium: str) -> str | None:
+    """The page's result text, read in this process's shared probe browser
+    (``browser_probe.mjs`` through ``browser_env.shared_browser``: a Chromium start is ~2 s of
+    CPU, and the notebooks' checks alone started ~20 a run); None where Node or
+    playwright-core is missing (then Chromium's command line measures it, as it did)."""
+    import shutil
+
+    import browser_env
+
+    if shutil.which("node") is None or not (browser_env.EXT / "node_modules" /
+                                            "playwright-core").is_dir():
+        return None
+    browser_env.shared_browser("probe", chromium)
+    jobs = page.with_name("jobs.json")
+    # the window the command line gave: 1000 x 900 at scale 1 (scrollbars hidden: headless)
+    jobs.write_text(json.dumps([{
+        "page": str(page), "width": WIDTH, "height": 900, "prepare": None, "hover": None,
+        "evaluate": "document.getElementById('tl-geo-result').textContent",
+        "screenshot": None}]), encoding="utf-8")
+    proc = subprocess.run(
+        ["node", str(HERE / "browser_probe.mjs")], capture_output=True, text=True,
+        timeout=300, env={**os.environ, "TILE_LAB_EXT": str(browser_env.EXT),
+                          "TILE_LAB_CHROMIUM": chromium, "TILE_LAB_JOBS": str(jobs)})
+    if proc.returncode != 0:
+        raise RuntimeError(f"the probe browser gave no geometry: {proc.stderr[-2000:]}")
+    value = json.loads(proc.stdout.strip().splitlines()[-1])[0]["value"]
+    if not value:
+        raise RuntimeError("the geometry script wrote no result (did it throw?)")
+    return value

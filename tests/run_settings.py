@@ -40,20 +40,19 @@ def share_bytecode(env: dict[str, str] = os.environ) -> str | None:
     return prefix
 
 
-# Scheduling the whole suite over workers. Files go to workers whole (a file's module
-# fixtures, such as the Ray instance, start once), except these, whose tests share nothing
-# costly and go one by one: the size test's groups each wait minutes on JupyterLab.
-SPREAD_FILES = frozenset({"tests/test_labextension_size.py"})
-# Each scope's wall time in a whole run (``python tests/cpu_account.py DIR --scopes``, from a
-# run with ``TILE_LAB_TEST_CPU=DIR``): the longest start first, so that none is left to run
-# alone at the end (longest-processing-time-first). Only the order depends on it.
+# The order of the whole suite's files (xdist's units of work: a file's module fixtures, such
+# as the Ray instance, start once): each file's wall time in a whole run (``python
+# tests/cpu_account.py DIR --scopes``, from a run with ``TILE_LAB_TEST_CPU=DIR``), the longest
+# first, so that none is left to run alone at the end (longest-processing-time-first). Only
+# the order depends on it. (Splitting the longest, the size test, into four tests spread over
+# workers was measured and dropped: on 2 cores each group paid its own JupyterLab page and
+# server, 204 s of CPU against 149 s as one test, and the run took longer.)
 SCOPE_SECONDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scope_seconds.json")
 
 
 def scope_of(nodeid: str) -> str:
-    """The unit of work a test belongs to: its file, or the test itself in SPREAD_FILES."""
-    file = nodeid.split("::", 1)[0]
-    return nodeid if file in SPREAD_FILES else file
+    """The unit of work a test belongs to: its file."""
+    return nodeid.split("::", 1)[0]
 
 
 def expected_seconds(path: str = SCOPE_SECONDS) -> dict[str, float]:
@@ -68,9 +67,9 @@ def expected_seconds(path: str = SCOPE_SECONDS) -> dict[str, float]:
 
 def longest_first(nodeids: list[str], known: dict[str, float],
                   slow: set[str] = frozenset()) -> list[str]:
-    """``nodeids`` regrouped by scope, the scopes in order of expected wall time, longest
-    first (each scope's tests in their order). A scope not in ``known`` (a new file) counts
-    0.5 s a test, 30 s more where a test of it is in ``slow``."""
+    """``nodeids`` regrouped by file, the files in order of expected wall time, longest first
+    (each file's tests in their order). A file not in ``known`` (a new one) counts 0.5 s a
+    test, 30 s more where a test of it is in ``slow``."""
     scopes: dict[str, list[str]] = {}
     for nodeid in nodeids:
         scopes.setdefault(scope_of(nodeid), []).append(nodeid)
@@ -83,15 +82,3 @@ def longest_first(nodeids: list[str], known: dict[str, float],
 
     order = sorted(scopes, key=lambda s: -weight(s))  # stable: equal weights keep their order
     return [nodeid for scope in order for nodeid in scopes[scope]]
-
-
-def make_scheduler(config, log):  # (xdist is optional: its types are not imported here)
-    """xdist's file scheduler with :func:`scope_of` as its unit of work, the units in the
-    collection's order (made longest-first by ``tests/conftest.py``)."""
-    from xdist.scheduler import LoadFileScheduling
-
-    class SpreadScheduling(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return scope_of(nodeid)
-
-    return SpreadScheduling(config, log)

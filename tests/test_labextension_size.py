@@ -9,17 +9,16 @@ opened again, up to three times, only while the case is over, the quickest of ea
 counting); its wall time
 (PerformanceObserver 'longtask') is recorded beside it. Where the view cut data to the
 schema's limits it says so; hovering the line that 200 k rows map to runs no long task (every
-task under 50 ms of main-thread CPU time, traced as the openings are); nothing throws. The
-cases run in four groups (GROUPS), each a test: one server per test process
-(tests/lab_server.py: shared with the other UI tests), one browser, and per group one
-JupyterLab page and one kernel.
+task under 50 ms of main-thread CPU time, traced as the openings are); nothing throws. One
+server (tests/lab_server.py: shared with the other UI tests), one browser and one kernel
+serve every case.
 Scrolling that 200 k-row pane runs no task over 100 ms (CPU time, traced). No bound here is
 on wall time, which other jobs on the machine stretch.
 The HTML fallback of a 198 k-row SASS is opened as a plain page too (no Jupyter): cut to
 its static limit with a notice, quick to open, its click-to-pin working; and so is the same
 inspection as ``tile_lab.export`` writes it (one offline page under a strict CSP).
 
-Numbers go to test-artifacts/size-<group>.json. Skips (saying why) without Node, playwright-core,
+Numbers go to test-artifacts/size.json. Skips (saying why) without Node, playwright-core,
 Chromium or the built extension, as tests/test_labextension.py does.
 """
 
@@ -145,31 +144,16 @@ def _exported_page(root: Path, insp) -> str:
     return "export_big.html"
 
 
-HTML_PAGES = ("HTML fallback, SASS 198 k rows", "exported page, SASS 198 k rows")
-# The cases in four groups, each a test of its own (one driver, one JupyterLab page): the
-# whole suite's scheduler (tests/run_settings.py) spreads them over workers, where as one test
-# they were its longest pole (5 min of waiting on JupyterLab beside three other workers).
-GROUPS = {
-    "sources": ("source 5.2 M lines", "source 512 k lines"),
-    "comparison": ("comparison 8 x 100 k lines",),
-    "sass": ("SASS 198 k rows", "SASS 200 k rows on one line"),
-    "remarks and pages": ("remarks 100 k", *HTML_PAGES),
-}
-
-
-# up to 12 openings of up to 10 MB notebooks (4: every case within its bound at the first
-# pair): the slowest group, the 7.7 MB comparison, takes about a minute alone on a 2-core box
+# 14 to 38 openings of up to 10 MB notebooks in one browser (14: every case within its bound
+# at the first pair): 13 min on a 2-core machine running ~8 other jobs
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("group", list(GROUPS))
-def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server, group) -> None:  # noqa: F811
+def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # noqa: F811
     url, root = lab_server
     node = browser_env.node()
     node_module("playwright-core")
     chromium = browser_env.chromium("ui")
-    names = GROUPS[group]
-    cases = {name: spec for name, spec in CASES.items() if name in names}
     plan = []
-    for name, (mime, make, _cut, hover) in cases.items():
+    for name, (mime, make, _cut, hover) in CASES.items():
         payload = json.dumps(make())
         # each case after its control, the pair again (up to three times) only while the
         # case is over the bound: the quickest opening of each counts (size.mjs says why)
@@ -177,11 +161,12 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server, group) -> No
                      "control": _write(root, f"{name} control", payload, CONTROL_MIME),
                      **({"hover": hover} if hover else {})})
         del payload
-    if HTML_PAGES[0] in names:
-        insp = _big_inspection()
-        plan.append({"name": HTML_PAGES[0], "path": _html_page(root, insp), "kind": "html"})
-        plan.append({"name": HTML_PAGES[1], "path": _exported_page(root, insp), "kind": "html"})
-        del insp
+    insp = _big_inspection()
+    plan.append({"name": "HTML fallback, SASS 198 k rows", "path": _html_page(root, insp),
+                 "kind": "html"})
+    plan.append({"name": "exported page, SASS 198 k rows", "path": _exported_page(root, insp),
+                 "kind": "html"})
+    del insp
     env = dict(os.environ, TILE_LAB_URL=url, TILE_LAB_CHROMIUM=chromium,
                TILE_LAB_CASES=json.dumps(plan),
                TILE_LAB_OVER_CONTROL_MS=str(OVER_CONTROL_MS),
@@ -190,12 +175,12 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server, group) -> No
     proc = _run([node, "ui-test/size.mjs"], timeout=1700, env=env)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / f"size-{group.replace(' ', '_')}.json").write_text(json.dumps(out, indent=1))
+    (ARTIFACTS / "size.json").write_text(json.dumps(out, indent=1))
     res = out["results"]
     print("size (cpu, wall, notices):",
           json.dumps({k: (v.get("cpu"), v["longest"], v["notice"]) for k, v in res.items()}))
     assert out["pageErrors"] == [] and out["consoleErrors"] == [], out
-    for name, (_mime, _make, cut, hover) in cases.items():
+    for name, (_mime, _make, cut, hover) in CASES.items():
         case, control = res[name], res[f"{name} (control)"]
         assert case["cpu"] <= control["cpu"] + OVER_CONTROL_MS, (name, case, control)
         assert case["rows"] > 0, (name, case)
@@ -210,7 +195,7 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server, group) -> No
             assert case["scroll"]["cpu"] <= 100, case["scroll"]
             assert 0 < case["scroll"]["drawnAfter"] <= 200, case["scroll"]
             assert case["status"].startswith(f"Line {hover}: Source 1 · Tile IR 1 · SASS 200,000")
-    for page in HTML_PAGES if HTML_PAGES[0] in names else ():
+    for page in ("HTML fallback, SASS 198 k rows", "exported page, SASS 198 k rows"):
         html = res[page]
         assert html["notice"] == 1 and html["pinned"] >= 2, (page, html)
         assert html["rows"] <= 10_100, (page, html)

@@ -59,47 +59,16 @@ def test_cpu_account_sums_per_file_most_cpu_first(tmp_path):
     assert rows[1] == ("tests/test_a.py", 1.5, 2.0, 6.0, 2)
 
 
-SIZE = "tests/test_labextension_size.py"
-
-
-def test_a_unit_of_work_is_a_file_except_where_its_tests_spread():
-    assert SIZE in run_settings.SPREAD_FILES
-    assert run_settings.scope_of("tests/test_a.py::t[1]") == "tests/test_a.py"
-    assert run_settings.scope_of(f"{SIZE}::t[sass]") == f"{SIZE}::t[sass]"
-    assert run_settings.scope_of("notebooks/n.ipynb::Cell 3") == "notebooks/n.ipynb"
-
-
-def test_longest_units_first_each_files_tests_together_in_order():
+def test_longest_files_first_each_files_tests_together_in_order():
     ids = ["tests/test_a.py::t1", "tests/test_b.py::t1", "tests/test_a.py::t2",
-           f"{SIZE}::t[x]", f"{SIZE}::t[y]", "tests/test_new.py::t1", "tests/test_new.py::t2",
-           "tests/test_slow_new.py::t1"]
-    known = {"tests/test_a.py": 5.0, "tests/test_b.py": 50.0, f"{SIZE}::t[y]": 100.0,
-             f"{SIZE}::t[x]": 0.2}
+           "tests/test_new.py::t1", "tests/test_new.py::t2", "tests/test_slow_new.py::t1",
+           "notebooks/n.ipynb::Cell 0", "notebooks/n.ipynb::Cell 1"]
+    known = {"tests/test_a.py": 5.0, "tests/test_b.py": 50.0, "notebooks/n.ipynb": 100.0}
     order = run_settings.longest_first(ids, known, slow={"tests/test_slow_new.py::t1"})
-    assert order == [f"{SIZE}::t[y]", "tests/test_b.py::t1", "tests/test_slow_new.py::t1",
+    assert order == ["notebooks/n.ipynb::Cell 0", "notebooks/n.ipynb::Cell 1",
+                     "tests/test_b.py::t1", "tests/test_slow_new.py::t1",
                      "tests/test_a.py::t1", "tests/test_a.py::t2",
-                     "tests/test_new.py::t1", "tests/test_new.py::t2", f"{SIZE}::t[x]"]
-
-
-def test_the_scheduler_spreads_only_those_files():
-    pytest.importorskip("xdist")
-    sched = run_settings.make_scheduler(_FakeConfig(), None)
-    assert sched._split_scope(f"{SIZE}::t[x]") != sched._split_scope(f"{SIZE}::t[y]")
-    assert sched._split_scope("tests/test_a.py::t1") == sched._split_scope("tests/test_a.py::t2")
-
-
-class _FakeConfig:
-    """What xdist's scheduler reads of the config at construction."""
-
-    class option:
-        loadscopereorder = False
-        maxschedchunk = None
-        numprocesses = 2
-        tx = ("popen", "popen")
-        dist = "loadfile"
-
-    def getvalue(self, name):
-        return getattr(self.option, name)
+                     "tests/test_new.py::t1", "tests/test_new.py::t2"]
 
 
 def test_the_recorded_scope_times_name_units_of_this_suite():
@@ -113,6 +82,7 @@ def test_the_recorded_scope_times_name_units_of_this_suite():
 def test_cpu_account_gives_each_units_wall_time(tmp_path):
     lines = [dict(nodeid="tests/test_a.py::t1", self=1.0, children=2.0, wall=5.0),
              dict(nodeid="tests/test_a.py::t2", self=0.5, children=0.0, wall=1.0),
-             dict(nodeid=f"{SIZE}::t[x]", self=0.1, children=9.0, wall=9.5)]
+             dict(nodeid="notebooks/n.ipynb::Cell 0", self=0.1, children=9.0, wall=9.5)]
     (tmp_path / "gw0-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    assert cpu_account.scope_seconds(tmp_path) == {f"{SIZE}::t[x]": 9.5, "tests/test_a.py": 6.0}
+    assert cpu_account.scope_seconds(tmp_path) == {"notebooks/n.ipynb": 9.5,
+                                                   "tests/test_a.py": 6.0}

@@ -132,19 +132,16 @@ try {
     }
   });
   await page.addInitScript(OBSERVE);
-  // the one kernel every notebook opens on (JupyterLab is not loaded for plain pages alone)
-  let kernel = null;
-  if (cases.some(c => c.kind !== 'html')) {
-    await page.goto(`${url}/lab`, { waitUntil: 'domcontentloaded' });
-    await page.waitForFunction(() => window.jupyterapp?.shell, null, { timeout: 120_000 });
-    await page.waitForSelector('.jp-LauncherCard, .jp-Launcher', { timeout: 120_000 }).catch(() => undefined);
-    kernel = await page.evaluate(async () => {
-      const k = await window.jupyterapp.serviceManager.kernels.startNew({ name: 'python3' });
-      return { id: k.id };
-    });
-    await settle(page, 2000);
-    step('JupyterLab is up');
-  }
+  await page.goto(`${url}/lab`, { waitUntil: 'domcontentloaded' });
+  await page.waitForFunction(() => window.jupyterapp?.shell, null, { timeout: 120_000 });
+  await page.waitForSelector('.jp-LauncherCard, .jp-Launcher', { timeout: 120_000 }).catch(() => undefined);
+  // the one kernel every notebook opens on
+  const kernel = await page.evaluate(async () => {
+    const k = await window.jupyterapp.serviceManager.kernels.startNew({ name: 'python3' });
+    return { id: k.id };
+  });
+  await settle(page, 2000);
+  step('JupyterLab is up');
   /** Open notebook `c.path` (a case, or a control), measure, close it. */
   const openOne = async c => {
     const cdp = profiles ? await page.context().newCDPSession(page) : null;
