@@ -8,7 +8,7 @@ the effective rate (TFLOPS) and bytes moved per second if A, B and C are each re
 once, the stall reasons over the whole kernel, and the hottest source lines with their top
 stalls. It says what limits a row; it measures no ratio (``gpu_gemm_sweep.py`` does).
 
-    python bench/gpu_gemm_profile_rows.py --sweep notebooks/data/gemm_sweep.json.gz \\
+    python bench/gpu_gemm_profile_rows.py --sweep notebooks/data/gemm_sweep_h200.json.gz \\
         [--rows SPEC] [--out DIR]                 # writes DIR/gemm_sweep_profiles.json
 
 On a machine without a GPU or ``ncu`` it says what is missing and exits 2.
@@ -121,7 +121,7 @@ def profile_row(row: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sweep", default="notebooks/data/gemm_sweep.json.gz")
+    p.add_argument("--sweep", default="notebooks/data/gemm_sweep_h200.json.gz")
     p.add_argument("--rows", default=None, help="rows to profile (as gpu_gemm_sweep.py "
                    "--rows); default: every row below 1.0x in either regime")
     p.add_argument("--out", default=".")
