@@ -30,6 +30,8 @@ choices for such rows can be screened (``bench/gpu_gemm_sweep.py --screen``).
 
 import cuda.tile as ct
 
+from tile_lab.examples.gemm import grouped_tile
+
 ZERO = ct.PaddingMode.ZERO
 
 
@@ -195,13 +197,34 @@ def gemm_splitk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[
                 ct.atomic_xchg(ARRIVED, tile, 0)
 
 
+def _fix_up(C, W, ARRIVED, acc, t, bm, bn, b, blocks, total, k_tiles, TM, TN, R, TMA):
+    # Stream-K's fix-up for tile t of the stream-K range, out of acc's registers: every
+    # contributor stores its partial in its slot (no branch on acc: with two uses of acc under
+    # a branch the compiler spilled 128x128 tiles in the K loop), and the last to arrive sums
+    # the slots piece by piece (a (TM/R, TN) sum and one loaded piece live, never acc).
+    base = t * k_tiles
+    lo = first_block(base, blocks, total)
+    hi = first_block(base + k_tiles - 1, blocks, total)
+    ct.store(W, index=(slot_of(b, t, blocks, total, k_tiles), 0, 0),
+             tile=acc.reshape((1, TM, TN)), allow_tma=False)
+    # acq_rel (the default): this block's slot is visible before its arrival counts, and the
+    # last arriver sees every slot after reading the count
+    if ct.atomic_add(ARRIVED, t, 1) == hi - lo:
+        for p in range(_pieces_inside(C.shape[0], bm, TM, R)):
+            part = ct.full((TM // R, TN), 0, dtype=ct.float32)
+            for other in range(lo, hi + 1):
+                part += ct.load(W, index=(slot_of(other, t, blocks, total, k_tiles), p, 0),
+                                shape=(1, TM // R, TN), allow_tma=False).reshape((TM // R, TN))
+            _store_piece(C, bm, bn, p, R, part, TMA)
+        ct.atomic_xchg(ARRIVED, t, 0)
+
+
 @ct.kernel
 def gemm_streamk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int],
                       TK: ct.Constant[int], LAT: ct.Constant[int], TMA: ct.Constant[int]):
     # gemm_streamk whose contributors all store their partial; the last arriver sums the
-    # slots piece by piece (a (TM/R, TN) sum and one loaded piece live, never acc).
-    # W: float32 (2 * blocks, TM, TN); ARRIVED: int32, one per output tile, zero between
-    # launches.
+    # slots piece by piece (_fix_up). W: float32 (2 * blocks, TM, TN); ARRIVED: int32, one per
+    # output tile, zero between launches.
     num_m = ct.cdiv(A.shape[0], TM)
     num_n = ct.cdiv(B.shape[1], TN)
     k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
@@ -216,21 +239,58 @@ def gemm_streamk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant
         base = tile * k_tiles
         acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
                       ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, TMA)
-        lo = first_block(base, blocks, total)
-        hi = first_block(base + k_tiles - 1, blocks, total)
-        # no branch on acc (a tile whole in one block goes through its slot too): with two
-        # uses of acc under a branch the compiler spilled 128x128 tiles in the K loop
-        ct.store(W, index=(slot_of(b, tile, blocks, total, k_tiles), 0, 0),
-                 tile=acc.reshape((1, TM, TN)), allow_tma=False)
-        if ct.atomic_add(ARRIVED, tile, 1) == hi - lo:
-            for p in range(_pieces_inside(A.shape[0], bm, TM, R)):
-                part = ct.full((TM // R, TN), 0, dtype=ct.float32)
-                for other in range(lo, hi + 1):
-                    part += ct.load(W, index=(slot_of(other, tile, blocks, total, k_tiles),
-                                              p, 0), shape=(1, TM // R, TN),
-                                    allow_tma=False).reshape((TM // R, TN))
-                _store_piece(C, bm, bn, p, R, part, TMA)
-            ct.atomic_xchg(ARRIVED, tile, 0)
+        _fix_up(C, W, ARRIVED, acc, tile, bm, bn, b, blocks, total, k_tiles, TM, TN, R, TMA)
+
+
+def _stream_k_tiles(tiles, blocks, SK_WAVES):
+    # The hybrid's stream-K tiles (dp_streamk_split is the host's copy of this arithmetic).
+    tail = tiles % blocks
+    waves = ct.maximum(0, ct.minimum(SK_WAVES - 1, tiles // blocks - 1))
+    return ct.where(tail > 0, tail + waves * blocks, 0)
+
+
+def dp_streamk_split(tiles: int, blocks: int, sk_waves: int) -> tuple[int, int]:
+    """(data-parallel tiles, stream-K tiles) of :func:`gemm_dp_streamk`: the partial last
+    wave (``tiles % blocks``) plus up to ``sk_waves - 1`` full waves before it go to stream-K,
+    while at least one full wave stays data-parallel; whole waves are all data-parallel."""
+    tail = tiles % blocks
+    sk = tail + max(0, min(sk_waves - 1, tiles // blocks - 1)) * blocks if tail else 0
+    return tiles - sk, sk
+
+
+@ct.kernel
+def gemm_dp_streamk(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int],
+                    TK: ct.Constant[int], GROUP: ct.Constant[int], LAT: ct.Constant[int],
+                    SK_WAVES: ct.Constant[int]):
+    # Data-parallel + stream-K (TMA on: aligned rows). Persistent blocks (grid <= tiles) first
+    # compute whole output tiles 0 .. tiles - sk - 1 in the grouped order, as gemm_splitk
+    # SPLIT=1 does (its own acc, stored to C: the same code as the plain persistent GEMM);
+    # then the last sk tiles (dp_streamk_split) are flattened into (tile, K step) iterations,
+    # divided evenly over all blocks, and cut tiles fixed up (_fix_up). W: float32
+    # (2 * blocks, TM, TN); ARRIVED: int32, one per stream-K tile, zero between launches.
+    num_m = ct.cdiv(A.shape[0], TM)
+    num_n = ct.cdiv(B.shape[1], TN)
+    k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
+    blocks = ct.num_blocks(0)
+    b = ct.bid(0)
+    sk = _stream_k_tiles(num_m * num_n, blocks, SK_WAVES)
+    dp = num_m * num_n - sk
+    for tile in range(b, dp, blocks):
+        bm, bn = grouped_tile(tile, num_m, num_n, GROUP)
+        acc = _k_range(A, B, bm, bn, 0, k_tiles, TM, TN, TK, LAT, 1)
+        store_c(C, bm, bn, acc, 1)
+    total = sk * k_tiles
+    start = b * total // blocks
+    end = (b + 1) * total // blocks
+    R = _pieces(TM, TN, 8192)
+    # a block with an empty range (fewer iterations than blocks) takes no tile: it would
+    # otherwise count itself into a tile it holds no part of
+    for t in range(start // k_tiles, ct.where(end > start, ct.cdiv(end, k_tiles), 0)):
+        bm, bn = grouped_tile(dp + t, num_m, num_n, GROUP)
+        base = t * k_tiles
+        acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
+                      ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, 1)
+        _fix_up(C, W, ARRIVED, acc, t, bm, bn, b, blocks, total, k_tiles, TM, TN, R, 1)
 
 
 def streamk_grid(m: int, n: int, k: int, tm: int, tn: int, tk: int, slots: int) -> tuple[int]:
