@@ -11,13 +11,14 @@ timed work (``gpu_gemm_sweep.py`` tunes over them with ``tile_lab.Schedules``).
   padded to 16 bytes (and read through a view of its first N columns, which TMA can take), C
   written directly without TMA (``pad_b``) or into a padded buffer copied back (``pad_bc``).
   The copies are inside the timed callable, so the tuner weighs them against the no-TMA kernels.
-* ``dp_streamk``: ``gemm_schedules.gemm_dp_streamk``, data-parallel + stream-K, for aligned
-  rows whose tiles end in a partial wave: 4096³, 8192×2048×8192 and 4000³ have 256 tiles of
-  256×256 for 66 2-CTA slots, 3.88 waves, so the last wave is 88% full and ~3% of the GPU's
-  time idles (the rows cuBLAS won by 1-1.5%). The first 198 tiles (3 full waves) run whole,
-  grouped, as ``splitk`` SPLIT 1 does; the last 58 tiles' (tile, K step) iterations are divided
-  evenly over all 66 blocks. Its ``SPLIT`` value is the kernel's SK_WAVES (1: only the partial
-  wave is stream-K; 2: one full wave more, so every block's stream-K share is >= 1 tile).
+* ``dp_streamk``: ``gemm_schedules.gemm_dp_streamk`` + ``streamk_fixup`` (data-parallel +
+  stream-K, two launches, both timed) for aligned rows whose tiles end in a partial wave:
+  4096³, 8192×2048×8192 and 4000³ have 256 tiles of 256×256 for 66 2-CTA slots, 3.88 waves,
+  so the last wave is 88% full and ~3% of the time idles (the rows cuBLAS won by 1-1.5%). The
+  first 198 tiles (3 full waves) run whole, grouped, as ``splitk`` SPLIT 1 does; the last 58
+  tiles' (tile, K step) iterations are divided evenly over all 66 blocks, whose partials a
+  second launch sums into C. Its ``SPLIT`` value is the kernel's SK_WAVES (1: only the
+  partial wave is stream-K; 2: one full wave more, so each block's share is >= 1 tile).
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def grid(m: int, n: int, k: int, c: dict[str, Any], sms: int) -> tuple[int]:
 
     if c["schedule"] in ("streamk", "streamk_wide"):
         return streamk_grid(m, n, k, c["TM"], c["TN"], c["TK"], slots(c, sms))
-    if c["schedule"] == "dp_streamk":  # SPLIT is its SK_WAVES: one block per slot or tile
+    if c["schedule"] == "dp_streamk":  # one block per slot or tile (SPLIT is its SK_WAVES)
         return splitk_grid(m, n, c["TM"], c["TN"], 1, slots(c, sms))
     return splitk_grid(m, n, c["TM"], c["TN"], c["SPLIT"], slots(c, sms))
 
@@ -160,6 +161,21 @@ class Operands:
         c = self.t["c"]
         return self._buf("cp", (self.m, padded(self.n)), c.dtype, zero=False)
 
+    def streamk_slots(self, c: Any) -> Any:
+        """dp_streamk's workspace: SK_WAVES + 1 partial tiles per block of launch 1."""
+        g = grid(self.m, self.n, self.k, c, self.sms)[0]
+        shape = ((c["SPLIT"] + 1) * g, c["TM"], c["TN"])
+        return self._buf(("dpsk", *shape), shape, __import__("torch").float32, zero=False)
+
+    def fixup(self, c: Any) -> tuple[tuple[int], tuple[Any, ...]]:
+        """dp_streamk's second launch: its grid ((0,) when the waves are whole) and args."""
+        from tile_lab.examples.gemm_schedules import dp_streamk_grids
+
+        first, second = dp_streamk_grids(self.m, self.n, c["TM"], c["TN"], c["SPLIT"],
+                                         slots(c, self.sms))
+        return second, (self.t["a"], self.t["c"], self.streamk_slots(c), first[0], c["TM"],
+                        c["TN"], c["TK"], c["GROUP"], c["SPLIT"])
+
     def args(self, c: Any) -> tuple[Any, ...]:
         import torch
 
@@ -179,11 +195,8 @@ class Operands:
                           torch.float32)
             return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["TMA"])
         if s == "dp_streamk":  # TMA always on (aligned rows); SPLIT is its SK_WAVES
-            g = grid(self.m, self.n, self.k, c, self.sms)[0]
-            w = self._buf(("sk", g, c["TM"], c["TN"]), (2 * g, c["TM"], c["TN"]),
-                          torch.float32)
-            return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["GROUP"], c["LAT"],
-                    c["SPLIT"])
+            return (t["a"], t["b"], t["c"], self.streamk_slots(c), *tiles, c["GROUP"],
+                    c["LAT"], c["SPLIT"])
         b = self.padded_b()[:, :self.n] if s in ("pad_b", "pad_bc") else t["b"]
         out = self.padded_c()[:, :self.n] if s == "pad_bc" else t["c"]
         return (t["a"], b, out, t["w"], arrived, *tiles, c["GROUP"], c["LAT"], c["SPLIT"])
@@ -200,6 +213,18 @@ class Operands:
         launch = kernel_work(kernel, grid(self.m, self.n, self.k, c, self.sms), self.args(c),
                              name=name)
         s = c["schedule"]
+        if s == "dp_streamk":
+            from gemm_kernels import streamk_fixup
+
+            fix_grid, fix_args = self.fixup(c)
+            if not fix_grid[0]:
+                return launch
+            fix = kernel_work(streamk_fixup, fix_grid, fix_args, name=f"{name} fix-up")
+
+            def both() -> None:
+                launch.run()
+                fix.run()
+            return TimedWork(name, both)
         if s not in ("pad_b", "pad_bc"):
             return launch
 

@@ -197,34 +197,13 @@ def gemm_splitk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[
                 ct.atomic_xchg(ARRIVED, tile, 0)
 
 
-def _fix_up(C, W, ARRIVED, acc, t, bm, bn, b, blocks, total, k_tiles, TM, TN, R, TMA):
-    # Stream-K's fix-up for tile t of the stream-K range, out of acc's registers: every
-    # contributor stores its partial in its slot (no branch on acc: with two uses of acc under
-    # a branch the compiler spilled 128x128 tiles in the K loop), and the last to arrive sums
-    # the slots piece by piece (a (TM/R, TN) sum and one loaded piece live, never acc).
-    base = t * k_tiles
-    lo = first_block(base, blocks, total)
-    hi = first_block(base + k_tiles - 1, blocks, total)
-    ct.store(W, index=(slot_of(b, t, blocks, total, k_tiles), 0, 0),
-             tile=acc.reshape((1, TM, TN)), allow_tma=False)
-    # acq_rel (the default): this block's slot is visible before its arrival counts, and the
-    # last arriver sees every slot after reading the count
-    if ct.atomic_add(ARRIVED, t, 1) == hi - lo:
-        for p in range(_pieces_inside(C.shape[0], bm, TM, R)):
-            part = ct.full((TM // R, TN), 0, dtype=ct.float32)
-            for other in range(lo, hi + 1):
-                part += ct.load(W, index=(slot_of(other, t, blocks, total, k_tiles), p, 0),
-                                shape=(1, TM // R, TN), allow_tma=False).reshape((TM // R, TN))
-            _store_piece(C, bm, bn, p, R, part, TMA)
-        ct.atomic_xchg(ARRIVED, t, 0)
-
-
 @ct.kernel
 def gemm_streamk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int],
                       TK: ct.Constant[int], LAT: ct.Constant[int], TMA: ct.Constant[int]):
     # gemm_streamk whose contributors all store their partial; the last arriver sums the
-    # slots piece by piece (_fix_up). W: float32 (2 * blocks, TM, TN); ARRIVED: int32, one per
-    # output tile, zero between launches.
+    # slots piece by piece (a (TM/R, TN) sum and one loaded piece live, never acc).
+    # W: float32 (2 * blocks, TM, TN); ARRIVED: int32, one per output tile, zero between
+    # launches.
     num_m = ct.cdiv(A.shape[0], TM)
     num_n = ct.cdiv(B.shape[1], TN)
     k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
@@ -239,7 +218,21 @@ def gemm_streamk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant
         base = tile * k_tiles
         acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
                       ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, TMA)
-        _fix_up(C, W, ARRIVED, acc, tile, bm, bn, b, blocks, total, k_tiles, TM, TN, R, TMA)
+        lo = first_block(base, blocks, total)
+        hi = first_block(base + k_tiles - 1, blocks, total)
+        # no branch on acc (a tile whole in one block goes through its slot too): with two
+        # uses of acc under a branch the compiler spilled 128x128 tiles in the K loop
+        ct.store(W, index=(slot_of(b, tile, blocks, total, k_tiles), 0, 0),
+                 tile=acc.reshape((1, TM, TN)), allow_tma=False)
+        if ct.atomic_add(ARRIVED, tile, 1) == hi - lo:
+            for p in range(_pieces_inside(A.shape[0], bm, TM, R)):
+                part = ct.full((TM // R, TN), 0, dtype=ct.float32)
+                for other in range(lo, hi + 1):
+                    part += ct.load(W, index=(slot_of(other, tile, blocks, total, k_tiles),
+                                              p, 0), shape=(1, TM // R, TN),
+                                    allow_tma=False).reshape((TM // R, TN))
+                _store_piece(C, bm, bn, p, R, part, TMA)
+            ct.atomic_xchg(ARRIVED, tile, 0)
 
 
 def _stream_k_tiles(tiles, blocks, SK_WAVES):
@@ -258,16 +251,28 @@ def dp_streamk_split(tiles: int, blocks: int, sk_waves: int) -> tuple[int, int]:
     return tiles - sk, sk
 
 
+def _sk_range(b, blocks, total):
+    # Block b's stream-K iterations [start, end): `total` split evenly over min(blocks, total)
+    # blocks (a block beyond those, or any block when total is 0, gets an empty range).
+    workers = ct.maximum(1, ct.minimum(blocks, total))
+    return (ct.minimum(b, workers) * total // workers,
+            ct.minimum(b + 1, workers) * total // workers, workers)
+
+
 @ct.kernel
-def gemm_dp_streamk(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[int],
+def gemm_dp_streamk(A, B, C, W, TM: ct.Constant[int], TN: ct.Constant[int],
                     TK: ct.Constant[int], GROUP: ct.Constant[int], LAT: ct.Constant[int],
                     SK_WAVES: ct.Constant[int]):
-    # Data-parallel + stream-K (TMA on: aligned rows). Persistent blocks (grid <= tiles) first
-    # compute whole output tiles 0 .. tiles - sk - 1 in the grouped order, as gemm_splitk
-    # SPLIT=1 does (its own acc, stored to C: the same code as the plain persistent GEMM);
-    # then the last sk tiles (dp_streamk_split) are flattened into (tile, K step) iterations,
-    # divided evenly over all blocks, and cut tiles fixed up (_fix_up). W: float32
-    # (2 * blocks, TM, TN); ARRIVED: int32, one per stream-K tile, zero between launches.
+    # Data-parallel + stream-K, launch 1 of 2 (TMA on: aligned rows; streamk_fixup is
+    # launch 2). Persistent blocks (grid <= tiles) compute whole output tiles 0 .. tiles-sk-1
+    # in the grouped order into C, as gemm_splitk SPLIT=1 does; then the last sk tiles
+    # (dp_streamk_split) are flattened into (tile, K step) iterations divided evenly over
+    # the blocks, and each block stores the partial of the j-th tile its range touches (at
+    # most SK_WAVES + 1) in slot b * (SK_WAVES + 1) + j of W (float32, ((SK_WAVES + 1) *
+    # blocks, TM, TN)). No atomics: with tileiras 1.7.0 any release atomic reachable after a
+    # K loop (even one block-scoped counter after gemm_persistent's loop) serializes the
+    # HGMMAs and spills the accumulator (1936 LDL/STL at 256x256 on a 2-CTA cluster), so the
+    # cut tiles are summed by a second launch instead of by their last contributor.
     num_m = ct.cdiv(A.shape[0], TM)
     num_n = ct.cdiv(B.shape[1], TN)
     k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
@@ -279,18 +284,52 @@ def gemm_dp_streamk(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[i
         bm, bn = grouped_tile(tile, num_m, num_n, GROUP)
         acc = _k_range(A, B, bm, bn, 0, k_tiles, TM, TN, TK, LAT, 1)
         store_c(C, bm, bn, acc, 1)
-    total = sk * k_tiles
-    start = b * total // blocks
-    end = (b + 1) * total // blocks
-    R = _pieces(TM, TN, 8192)
-    # a block with an empty range (fewer iterations than blocks) takes no tile: it would
-    # otherwise count itself into a tile it holds no part of
-    for t in range(start // k_tiles, ct.where(end > start, ct.cdiv(end, k_tiles), 0)):
+    start, end, _ = _sk_range(b, blocks, sk * k_tiles)
+    for t in range(start // k_tiles, ct.cdiv(end, k_tiles)):
         bm, bn = grouped_tile(dp + t, num_m, num_n, GROUP)
         base = t * k_tiles
         acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
                       ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, 1)
-        _fix_up(C, W, ARRIVED, acc, t, bm, bn, b, blocks, total, k_tiles, TM, TN, R, 1)
+        ct.store(W, index=(b * (SK_WAVES + 1) + t - start // k_tiles, 0, 0),
+                 tile=acc.reshape((1, TM, TN)))
+
+
+@ct.kernel
+def streamk_fixup(A, C, W, BLOCKS, TM: ct.Constant[int], TN: ct.Constant[int],
+                  TK: ct.Constant[int], GROUP: ct.Constant[int], SK_WAVES: ct.Constant[int]):
+    # Launch 2 of the hybrid: one block per (stream-K tile, row piece) (grid: sk * R, from
+    # dp_streamk_split and R = TM*TN/8192 pieces); it sums the piece over the slots of the
+    # tile's contributors and writes C. BLOCKS: launch 1's grid. The stream order of the two
+    # launches makes launch 1's partials visible here: no counter, nothing to reset.
+    num_m = ct.cdiv(C.shape[0], TM)
+    num_n = ct.cdiv(C.shape[1], TN)
+    k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
+    sk = _stream_k_tiles(num_m * num_n, BLOCKS, SK_WAVES)
+    R = _pieces(TM, TN, 8192)
+    t = ct.bid(0) // R
+    p = ct.bid(0) % R
+    bm, bn = grouped_tile(num_m * num_n - sk + t, num_m, num_n, GROUP)
+    total = sk * k_tiles
+    _, _, workers = _sk_range(0, BLOCKS, total)
+    base = t * k_tiles
+    if p < _pieces_inside(C.shape[0], bm, TM, R):
+        part = ct.full((TM // R, TN), 0, dtype=ct.float32)
+        for x in range(first_block(base, workers, total),
+                       first_block(base + k_tiles - 1, workers, total) + 1):
+            j = t - x * total // workers // k_tiles  # the tile's place in x's range
+            part += ct.load(W, index=(x * (SK_WAVES + 1) + j, p, 0), shape=(1, TM // R, TN),
+                            allow_tma=False).reshape((TM // R, TN))
+        _store_piece(C, bm, bn, p, R, part, 1)
+
+
+def dp_streamk_grids(m: int, n: int, tm: int, tn: int, sk_waves: int,
+                     slots: int) -> tuple[tuple[int], tuple[int]]:
+    """The hybrid's two grids: launch 1 one block per slot (never more than tiles), launch 2
+    one block per (stream-K tile, row piece); (0,) when the tiles fill whole waves."""
+    tiles = -(-m // tm) * -(-n // tn)
+    blocks = max(1, min(slots, tiles))
+    pieces = (tm * tn + 8191) // 8192
+    return (blocks,), (dp_streamk_split(tiles, blocks, sk_waves)[1] * pieces,)
 
 
 def streamk_grid(m: int, n: int, k: int, tm: int, tn: int, tk: int, slots: int) -> tuple[int]:
