@@ -50,6 +50,11 @@ def test_rows_ending_in_a_partial_wave_try_the_hybrid_second_to_fourth():
         assert [(c["schedule"], c["LAT"], c["SPLIT"]) for c in configs[1:4]] == [
             ("dp_streamk", 4, 1), ("dp_streamk", 5, 1), ("dp_streamk", 4, 2)]
         assert configs[4:9] == list(sw.LARGE[1:6])
+        # one tunable: dp_streamk's SK_WAVES rides on the SPLIT knob, named so in the record
+        assert gsr.schedules().knob_kinds(sw.space_for(configs))["SPLIT"] == "constant"
+        text = sw.describe(dict(config=configs[3]))
+        assert text.startswith("dp_streamk (whole tiles for the full waves")
+        assert text.endswith("SK_WAVES 2") and "split-K" not in text
     # 1024 tiles (15.5 waves) and the 16384x16384x4096 row: their lists as before
     for shape in ((8192, 8192, 8192), (8192, 8192, 2048), (16384, 16384, 4096)):
         configs, _ = sw.candidates(sw.GemmRow("fp16", *shape), max_configs=9)

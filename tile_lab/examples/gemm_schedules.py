@@ -23,6 +23,13 @@ writing C piece by piece, so ``acc`` is dead while it reduces. The split-K varia
 as a constant (a power of two) and loads a piece of all SPLIT planes in one 3-D tile, so its
 reduction is one load per piece, not one per plane.
 
+:func:`gemm_dp_streamk` + :func:`streamk_fixup` are the data-parallel + stream-K hybrid for
+large outputs whose tiles end in a partial wave (256 tiles of 256x256 on 66 2-CTA slots: 3.88
+waves): the full waves run whole tiles, the partial wave's (tile, K step) iterations are
+spread over all blocks, and a second launch sums the cut tiles' partials. Two launches, no
+arrival counter: with tileiras 1.7.0 a release atomic anywhere after a K loop serializes the
+HGMMAs and spills the 256x256 accumulator (see the kernel).
+
 ``TMA`` = 0 asks for B's loads and C's stores without TMA (``allow_tma=False``): what a row
 stride that is not a multiple of 16 bytes needs anyway, made explicit so the compiler's other
 choices for such rows can be screened (``bench/gpu_gemm_sweep.py --screen``).
