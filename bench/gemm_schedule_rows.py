@@ -11,14 +11,15 @@ timed work (``gpu_gemm_sweep.py`` tunes over them with ``tile_lab.Schedules``).
   padded to 16 bytes (and read through a view of its first N columns, which TMA can take), C
   written directly without TMA (``pad_b``) or into a padded buffer copied back (``pad_bc``).
   The copies are inside the timed callable, so the tuner weighs them against the no-TMA kernels.
-* ``dp_streamk``: ``gemm_schedules.gemm_dp_streamk`` + ``streamk_fixup`` (data-parallel +
-  stream-K, two launches, both timed) for aligned rows whose tiles end in a partial wave:
-  4096³, 8192×2048×8192 and 4000³ have 256 tiles of 256×256 for 66 2-CTA slots, 3.88 waves,
-  so the last wave is 88% full and ~3% of the time idles (the rows cuBLAS won by 1-1.5%). The
-  first 198 tiles (3 full waves) run whole, grouped, as ``splitk`` SPLIT 1 does; the last 58
-  tiles' (tile, K step) iterations are divided evenly over all 66 blocks, whose partials a
-  second launch sums into C. Its ``SPLIT`` value is the kernel's SK_WAVES (1: only the
-  partial wave is stream-K; 2: one full wave more, so each block's share is >= 1 tile).
+* ``dp_streamk``: ``gemm_schedules.gemm_dp_streamk`` (PHASE 0, then 1) + ``streamk_fixup``
+  (data-parallel + stream-K, three launches, all timed) for aligned rows whose tiles end in a
+  partial wave: 4096³, 8192×2048×8192 and 4000³ have 256 tiles of 256×256 for 66 2-CTA slots,
+  3.88 waves, so the last wave is 88% full and ~3% of the time idles (the rows cuBLAS won by
+  1-1.5%). The first 198 tiles (3 full waves) run whole, grouped, as ``splitk`` SPLIT 1 does;
+  the last 58 tiles' (tile, K step) iterations are divided evenly over all 66 blocks (second
+  launch), whose partials a third launch sums into C. Its ``SPLIT`` value is the kernel's
+  SK_WAVES (1: only the partial wave is stream-K; 2: one full wave more, so each block's
+  share is >= 1 tile).
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ class Operands:
         return self._buf(("dpsk", *shape), shape, __import__("torch").float32, zero=False)
 
     def fixup(self, c: Any) -> tuple[tuple[int], tuple[Any, ...]]:
-        """dp_streamk's second launch: its grid ((0,) when the waves are whole) and args."""
+        """dp_streamk's last launch: its grid ((0,) when the waves are whole) and args."""
         from tile_lab.examples.gemm_schedules import dp_streamk_grids
 
         first, second = dp_streamk_grids(self.m, self.n, c["TM"], c["TN"], c["SPLIT"],
@@ -196,7 +197,7 @@ class Operands:
             return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["TMA"])
         if s == "dp_streamk":  # TMA always on (aligned rows); SPLIT is its SK_WAVES
             return (t["a"], t["b"], t["c"], self.streamk_slots(c), *tiles, c["GROUP"],
-                    c["LAT"], c["SPLIT"])
+                    c["LAT"], c["SPLIT"], 0)  # PHASE 0; work() adds PHASE 1
         b = self.padded_b()[:, :self.n] if s in ("pad_b", "pad_bc") else t["b"]
         out = self.padded_c()[:, :self.n] if s == "pad_bc" else t["c"]
         return (t["a"], b, out, t["w"], arrived, *tiles, c["GROUP"], c["LAT"], c["SPLIT"])
@@ -217,14 +218,17 @@ class Operands:
             from gemm_kernels import streamk_fixup
 
             fix_grid, fix_args = self.fixup(c)
-            if not fix_grid[0]:
+            if not fix_grid[0]:  # whole waves: PHASE 0 is all there is
                 return launch
+            g = grid(self.m, self.n, self.k, c, self.sms)
+            partials = kernel_work(kernel, g, (*self.args(c)[:-1], 1), name=f"{name} sk")
             fix = kernel_work(streamk_fixup, fix_grid, fix_args, name=f"{name} fix-up")
 
-            def both() -> None:
+            def three() -> None:
                 launch.run()
+                partials.run()
                 fix.run()
-            return TimedWork(name, both)
+            return TimedWork(name, three)
         if s not in ("pad_b", "pad_bc"):
             return launch
 

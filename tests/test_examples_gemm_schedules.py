@@ -201,7 +201,7 @@ def test_the_hybrid_splits_off_the_partial_wave():
     assert dp_streamk_split(70, 66, 2) == (66, 4)  # under two waves: one stays whole
     assert [dp_streamk_split(12, b, s) for b, s, _ in HYBRID.values()] == [
         want for _, _, want in HYBRID.values()]
-    # launch 2: one block per (stream-K tile, piece of 32 rows); none for whole waves
+    # the fix-up: one block per (stream-K tile, piece of 32 rows); none for whole waves
     assert dp_streamk_grids(4096, 4096, 256, 256, 1, 66) == ((66,), (58 * 8,))
     assert dp_streamk_grids(8192, 8192, 256, 256, 1, 1024) == ((1024,), (0,))
 
@@ -209,7 +209,9 @@ def test_the_hybrid_splits_off_the_partial_wave():
 def _hybrid(a, b, c, w, blocks, sk_waves, *, fixup=True):
     m, n = c.shape
     tm = tn = tk = 32
-    tile_lab.emulate(gemm_dp_streamk, (blocks,), (a, b, c, w, tm, tn, tk, 2, 2, sk_waves))
+    for phase in (0, 1):  # whole tiles into C, then the stream-K partials into W
+        tile_lab.emulate(gemm_dp_streamk, (blocks,),
+                         (a, b, c, w, tm, tn, tk, 2, 2, sk_waves, phase))
     grid = dp_streamk_grids(m, n, tm, tn, sk_waves, blocks)[1]
     if fixup and grid[0]:
         tile_lab.emulate(streamk_fixup, grid, (a, c, w, blocks, tm, tn, tk, 2, sk_waves))
@@ -231,9 +233,9 @@ def test_dp_streamk_matches_numpy_twice(case):
     assert np.isnan(w).all() == (sk == 0)
 
 
-def test_the_hybrid_fixup_reads_only_slots_written_by_launch_1():
+def test_the_hybrid_fixup_reads_only_slots_written_by_phase_1():
     # the control: a workspace slot read before it was written is NaN, and shows in C. Here
-    # launch 2 runs on a fresh NaN workspace (launch 1 wrote another): exactly the two
+    # the fix-up runs on a fresh NaN workspace (PHASE 1 wrote another): exactly the two
     # stream-K tiles (the last two in the grouped order, GROUP 2) come out NaN
     m, n, k = 72, 100, 200
     a, b, ref = _operands((m, n, k), np.float16)

@@ -81,9 +81,10 @@ def _emulate(m, n, k, c, ops):
     if c["schedule"] in ("pad_b", "pad_bc"):  # what work() does around the launch, on NumPy
         ops.padded_b()[:, :n] = ops.t["b"]
     tile_lab.emulate(kernel, gsr.grid(m, n, k, c, sms=3), args)
-    if c["schedule"] == "dp_streamk":  # work()'s second launch, when there is a partial wave
+    if c["schedule"] == "dp_streamk":  # work()'s other launches, when a wave is partial
         fix_grid, fix_args = ops.fixup(c)
         if fix_grid[0]:
+            tile_lab.emulate(kernel, gsr.grid(m, n, k, c, sms=3), (*args[:-1], 1))
             tile_lab.emulate(gk.streamk_fixup, fix_grid, fix_args)
     if c["schedule"] == "pad_bc":
         ops.t["c"][:] = ops.padded_c()[:, :n]
@@ -126,8 +127,9 @@ def test_the_record_says_which_schedule_won_and_why():
 
 
 def test_the_hybrid_runs_its_two_launches_through_the_operands():
-    # 72x100 in 32x32 tiles = 12 tiles on 5 slots (sms=5): 10 whole, 2 stream-K, summed by the
-    # second launch from the workspace the operands made (SK_WAVES+1 slots per block)
+    # 72x100 in 32x32 tiles = 12 tiles on 5 slots (sms=5): 10 whole (PHASE 0), 2 stream-K
+    # (PHASE 1), summed by the fix-up from the workspace the operands made (SK_WAVES+1 slots
+    # per block)
     m, n, k = 72, 100, 96
     rng = np.random.default_rng(2)
     t = dict(a=rng.standard_normal((m, k)).astype(np.float16),
@@ -140,6 +142,8 @@ def test_the_hybrid_runs_its_two_launches_through_the_operands():
     assert ops.streamk_slots(c).shape == (10, 32, 32)
     ops.streamk_slots(c)[:] = np.nan
     kernel = gsr.schedules().for_config(c)
-    tile_lab.emulate(kernel, gsr.grid(m, n, k, c, sms=5), ops.args(c))
+    assert ops.args(c)[-1] == 0  # PHASE 0: what the tuner compiles and the screen screens
+    for phase in (0, 1):
+        tile_lab.emulate(kernel, gsr.grid(m, n, k, c, sms=5), (*ops.args(c)[:-1], phase))
     tile_lab.emulate(gk.streamk_fixup, *ops.fixup(c))
     np.testing.assert_allclose(t["c"].astype(np.float32), ref, atol=0.05, rtol=1e-2)

@@ -48,7 +48,7 @@ def test_rows_ending_in_a_partial_wave_try_the_hybrid_second_to_fourth():
         assert configs[0] == sw.LARGE[0]
         assert configs[1:4] == sw.hybrid_configs()
         assert [(c["schedule"], c["LAT"], c["SPLIT"]) for c in configs[1:4]] == [
-            ("dp_streamk", 4, 1), ("dp_streamk", 5, 1), ("dp_streamk", 4, 2)]
+            ("dp_streamk", 4, 1), ("dp_streamk", 6, 1), ("dp_streamk", 4, 2)]
         assert configs[4:9] == list(sw.LARGE[1:6])
         # one tunable: dp_streamk's SK_WAVES rides on the SPLIT knob, named so in the record
         assert gsr.schedules().knob_kinds(sw.space_for(configs))["SPLIT"] == "constant"

@@ -26,9 +26,9 @@ reduction is one load per piece, not one per plane.
 :func:`gemm_dp_streamk` + :func:`streamk_fixup` are the data-parallel + stream-K hybrid for
 large outputs whose tiles end in a partial wave (256 tiles of 256x256 on 66 2-CTA slots: 3.88
 waves): the full waves run whole tiles, the partial wave's (tile, K step) iterations are
-spread over all blocks, and a second launch sums the cut tiles' partials. Two launches, no
-arrival counter: with tileiras 1.7.0 a release atomic anywhere after a K loop serializes the
-HGMMAs and spills the 256x256 accumulator (see the kernel).
+spread over all blocks, and a last launch sums the cut tiles' partials. Three launches, no
+arrival counter: with tileiras 1.7.0 two MMA loops in one kernel lose the MMA pipelining, and
+a release atomic after a K loop spills the 256x256 accumulator (see the kernel).
 
 ``TMA`` = 0 asks for B's loads and C's stores without TMA (``allow_tma=False``): what a row
 stride that is not a multiple of 16 bytes needs anyway, made explicit so the compiler's other
@@ -269,17 +269,18 @@ def _sk_range(b, blocks, total):
 @ct.kernel
 def gemm_dp_streamk(A, B, C, W, TM: ct.Constant[int], TN: ct.Constant[int],
                     TK: ct.Constant[int], GROUP: ct.Constant[int], LAT: ct.Constant[int],
-                    SK_WAVES: ct.Constant[int]):
-    # Data-parallel + stream-K, launch 1 of 2 (TMA on: aligned rows; streamk_fixup is
-    # launch 2). Persistent blocks (grid <= tiles) compute whole output tiles 0 .. tiles-sk-1
-    # in the grouped order into C, as gemm_splitk SPLIT=1 does; then the last sk tiles
-    # (dp_streamk_split) are flattened into (tile, K step) iterations divided evenly over
-    # the blocks, and each block stores the partial of the j-th tile its range touches (at
+                    SK_WAVES: ct.Constant[int], PHASE: ct.Constant[int]):
+    # Data-parallel + stream-K (TMA on: aligned rows), three launches on one grid of
+    # persistent blocks (<= tiles), then streamk_fixup. PHASE 0: whole output tiles
+    # 0 .. tiles-sk-1 in the grouped order into C, as gemm_splitk SPLIT=1 does. PHASE 1: the
+    # last sk tiles (dp_streamk_split) flattened into (tile, K step) iterations divided evenly
+    # over the blocks; each block stores the partial of the j-th tile its range touches (at
     # most SK_WAVES + 1) in slot b * (SK_WAVES + 1) + j of W (float32, ((SK_WAVES + 1) *
-    # blocks, TM, TN)). No atomics: with tileiras 1.7.0 any release atomic reachable after a
-    # K loop (even one block-scoped counter after gemm_persistent's loop) serializes the
-    # HGMMAs and spills the accumulator (1936 LDL/STL at 256x256 on a 2-CTA cluster), so the
-    # cut tiles are summed by a second launch instead of by their last contributor.
+    # blocks, TM, TN)). Why three launches, with tileiras 1.7.0 at 256x256 on a 2-CTA
+    # cluster: a kernel with two MMA loops (both phases in one launch, or one loop with a
+    # C-or-W epilogue) waits for every HGMMA before the next (no MMA pipelining), and a
+    # release atomic reachable after a K loop (an arrival counter) also spills the
+    # accumulator (1245 LDL/STL); one phase per launch compiles to the pipelined loop.
     num_m = ct.cdiv(A.shape[0], TM)
     num_n = ct.cdiv(B.shape[1], TN)
     k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
@@ -287,27 +288,29 @@ def gemm_dp_streamk(A, B, C, W, TM: ct.Constant[int], TN: ct.Constant[int],
     b = ct.bid(0)
     sk = _stream_k_tiles(num_m * num_n, blocks, SK_WAVES)
     dp = num_m * num_n - sk
-    for tile in range(b, dp, blocks):
-        bm, bn = grouped_tile(tile, num_m, num_n, GROUP)
-        acc = _k_range(A, B, bm, bn, 0, k_tiles, TM, TN, TK, LAT, 1)
-        store_c(C, bm, bn, acc, 1)
-    start, end, _ = _sk_range(b, blocks, sk * k_tiles)
-    for t in range(start // k_tiles, ct.cdiv(end, k_tiles)):
-        bm, bn = grouped_tile(dp + t, num_m, num_n, GROUP)
-        base = t * k_tiles
-        acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
-                      ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, 1)
-        ct.store(W, index=(b * (SK_WAVES + 1) + t - start // k_tiles, 0, 0),
-                 tile=acc.reshape((1, TM, TN)))
+    if PHASE == 0:
+        for tile in range(b, dp, blocks):
+            bm, bn = grouped_tile(tile, num_m, num_n, GROUP)
+            acc = _k_range(A, B, bm, bn, 0, k_tiles, TM, TN, TK, LAT, 1)
+            store_c(C, bm, bn, acc, 1)
+    else:
+        start, end, _ = _sk_range(b, blocks, sk * k_tiles)
+        for t in range(start // k_tiles, ct.cdiv(end, k_tiles)):
+            bm, bn = grouped_tile(dp + t, num_m, num_n, GROUP)
+            base = t * k_tiles
+            acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
+                          ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, 1)
+            ct.store(W, index=(b * (SK_WAVES + 1) + t - start // k_tiles, 0, 0),
+                     tile=acc.reshape((1, TM, TN)))
 
 
 @ct.kernel
 def streamk_fixup(A, C, W, BLOCKS, TM: ct.Constant[int], TN: ct.Constant[int],
                   TK: ct.Constant[int], GROUP: ct.Constant[int], SK_WAVES: ct.Constant[int]):
-    # Launch 2 of the hybrid: one block per (stream-K tile, row piece) (grid: sk * R, from
+    # The hybrid's last launch: one block per (stream-K tile, row piece) (grid: sk * R, from
     # dp_streamk_split and R = TM*TN/8192 pieces); it sums the piece over the slots of the
-    # tile's contributors and writes C. BLOCKS: launch 1's grid. The stream order of the two
-    # launches makes launch 1's partials visible here: no counter, nothing to reset.
+    # tile's contributors and writes C. BLOCKS: gemm_dp_streamk's grid. The stream order of
+    # the launches makes PHASE 1's partials visible here: no counter, nothing to reset.
     num_m = ct.cdiv(C.shape[0], TM)
     num_n = ct.cdiv(C.shape[1], TN)
     k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
@@ -331,8 +334,9 @@ def streamk_fixup(A, C, W, BLOCKS, TM: ct.Constant[int], TN: ct.Constant[int],
 
 def dp_streamk_grids(m: int, n: int, tm: int, tn: int, sk_waves: int,
                      slots: int) -> tuple[tuple[int], tuple[int]]:
-    """The hybrid's two grids: launch 1 one block per slot (never more than tiles), launch 2
-    one block per (stream-K tile, row piece); (0,) when the tiles fill whole waves."""
+    """The hybrid's grids: gemm_dp_streamk's (both phases) one block per slot, never more than
+    tiles; streamk_fixup's one block per (stream-K tile, row piece), (0,) when the tiles fill
+    whole waves (then PHASE 1 and the fix-up are not launched)."""
     tiles = -(-m // tm) * -(-n // tn)
     blocks = max(1, min(slots, tiles))
     pieces = (tm * tn + 8191) // 8192
