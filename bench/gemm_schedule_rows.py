@@ -11,6 +11,15 @@ timed work (``gpu_gemm_sweep.py`` tunes over them with ``tile_lab.Schedules``).
   padded to 16 bytes (and read through a view of its first N columns, which TMA can take), C
   written directly without TMA (``pad_b``) or into a padded buffer copied back (``pad_bc``).
   The copies are inside the timed callable, so the tuner weighs them against the no-TMA kernels.
+* ``dp_streamk``: ``gemm_schedules.gemm_dp_streamk`` (PHASE 0, then 1) + ``streamk_fixup``
+  (data-parallel + stream-K, three launches, all timed) for aligned rows whose tiles end in a
+  partial wave: 4096³, 8192×2048×8192 and 4000³ have 256 tiles of 256×256 for 66 2-CTA slots,
+  3.88 waves, so the last wave is 88% full and ~3% of the time idles (the rows cuBLAS won by
+  1-1.5%). The first 198 tiles (3 full waves) run whole, grouped, as ``splitk`` SPLIT 1 does;
+  the last 58 tiles' (tile, K step) iterations are divided evenly over all 66 blocks (second
+  launch), whose partials a third launch sums into C. Its ``SPLIT`` value is the kernel's
+  SK_WAVES (1: only the partial wave is stream-K; 2: one full wave more, so each block's
+  share is >= 1 tile).
 """
 
 from __future__ import annotations
@@ -18,13 +27,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-SCHEDULES = ("splitk", "splitk_ws", "streamk", "splitk_wide", "streamk_wide", "pad_b",
-             "pad_bc")
+SCHEDULES = ("splitk", "splitk_ws", "streamk", "splitk_wide", "streamk_wide", "dp_streamk",
+             "pad_b", "pad_bc")
 WHY = {"splitk": "persistent split-K (atomics)",
        "splitk_ws": "split-K through a per-slice workspace",
        "streamk": "stream-K",
        "splitk_wide": "split-K through a workspace, reduced in row pieces",
        "streamk_wide": "stream-K, fix-up reduced in row pieces",
+       "dp_streamk": "whole tiles for the full waves, stream-K for the partial last wave",
        "pad_b": "B copied to 16-byte rows (copy timed), C stored without TMA",
        "pad_bc": "B and C through 16-byte-row copies (copies timed)"}
 
@@ -32,6 +42,7 @@ WHY = {"splitk": "persistent split-K (atomics)",
 def schedules() -> Any:
     """The sweep's tunable: a ``tile_lab.Schedules`` over the kernels above."""
     from gemm_kernels import (
+        gemm_dp_streamk,
         gemm_splitk,
         gemm_splitk_wide,
         gemm_splitk_ws,
@@ -43,6 +54,7 @@ def schedules() -> Any:
 
     return Schedules(splitk=gemm_splitk, splitk_ws=gemm_splitk_ws, streamk=gemm_streamk,
                      splitk_wide=gemm_splitk_wide, streamk_wide=gemm_streamk_wide,
+                     dp_streamk=gemm_dp_streamk,
                      pad_b=gemm_splitk, pad_bc=gemm_splitk)
 
 
@@ -122,6 +134,8 @@ def grid(m: int, n: int, k: int, c: dict[str, Any], sms: int) -> tuple[int]:
 
     if c["schedule"] in ("streamk", "streamk_wide"):
         return streamk_grid(m, n, k, c["TM"], c["TN"], c["TK"], slots(c, sms))
+    if c["schedule"] == "dp_streamk":  # one block per slot or tile (SPLIT is its SK_WAVES)
+        return splitk_grid(m, n, c["TM"], c["TN"], 1, slots(c, sms))
     return splitk_grid(m, n, c["TM"], c["TN"], c["SPLIT"], slots(c, sms))
 
 
@@ -148,6 +162,21 @@ class Operands:
         c = self.t["c"]
         return self._buf("cp", (self.m, padded(self.n)), c.dtype, zero=False)
 
+    def streamk_slots(self, c: Any) -> Any:
+        """dp_streamk's workspace: SK_WAVES + 1 partial tiles per block of launch 1."""
+        g = grid(self.m, self.n, self.k, c, self.sms)[0]
+        shape = ((c["SPLIT"] + 1) * g, c["TM"], c["TN"])
+        return self._buf(("dpsk", *shape), shape, __import__("torch").float32, zero=False)
+
+    def fixup(self, c: Any) -> tuple[tuple[int], tuple[Any, ...]]:
+        """dp_streamk's last launch: its grid ((0,) when the waves are whole) and args."""
+        from tile_lab.examples.gemm_schedules import dp_streamk_grids
+
+        first, second = dp_streamk_grids(self.m, self.n, c["TM"], c["TN"], c["SPLIT"],
+                                         slots(c, self.sms))
+        return second, (self.t["a"], self.t["c"], self.streamk_slots(c), first[0], c["TM"],
+                        c["TN"], c["TK"], c["GROUP"], c["SPLIT"])
+
     def args(self, c: Any) -> tuple[Any, ...]:
         import torch
 
@@ -166,6 +195,9 @@ class Operands:
             w = self._buf(("sk", g, c["TM"], c["TN"]), (2 * g, c["TM"], c["TN"]),
                           torch.float32)
             return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["TMA"])
+        if s == "dp_streamk":  # TMA always on (aligned rows); SPLIT is its SK_WAVES
+            return (t["a"], t["b"], t["c"], self.streamk_slots(c), *tiles, c["GROUP"],
+                    c["LAT"], c["SPLIT"], 0)  # PHASE 0; work() adds PHASE 1
         b = self.padded_b()[:, :self.n] if s in ("pad_b", "pad_bc") else t["b"]
         out = self.padded_c()[:, :self.n] if s == "pad_bc" else t["c"]
         return (t["a"], b, out, t["w"], arrived, *tiles, c["GROUP"], c["LAT"], c["SPLIT"])
@@ -182,6 +214,21 @@ class Operands:
         launch = kernel_work(kernel, grid(self.m, self.n, self.k, c, self.sms), self.args(c),
                              name=name)
         s = c["schedule"]
+        if s == "dp_streamk":
+            from gemm_kernels import streamk_fixup
+
+            fix_grid, fix_args = self.fixup(c)
+            if not fix_grid[0]:  # whole waves: PHASE 0 is all there is
+                return launch
+            g = grid(self.m, self.n, self.k, c, self.sms)
+            partials = kernel_work(kernel, g, (*self.args(c)[:-1], 1), name=f"{name} sk")
+            fix = kernel_work(streamk_fixup, fix_grid, fix_args, name=f"{name} fix-up")
+
+            def three() -> None:
+                launch.run()
+                partials.run()
+                fix.run()
+            return TimedWork(name, three)
         if s not in ("pad_b", "pad_bc"):
             return launch
 

@@ -12,7 +12,9 @@ a short list of configs (tiles, cluster size ``num_ctas``, ``num_worker_warps``,
 occupancy, GROUP, SPLIT) chosen from what is known (``bench/KERNELS.md``,
 ``notebooks/data/tuning_gemm_8192*.json``): 256×256 tiles on a 2-CTA cluster with 8 worker warps
 lead for large squares; split-K variants are added where the output tiles fill less than 80% of
-the last wave (tall-skinny M, few tiles); configs whose sm_90 SASS spills (the screen below) are
+the last wave (tall-skinny M, few tiles); data-parallel + stream-K (``dp_streamk``) second to
+fourth where 256x256 tiles end in a partial wave within 4 waves (4096³, 8192x2048x8192, 4000³:
+256 tiles on 66 2-CTA slots, 3.88 waves); configs whose sm_90 SASS spills (the screen below) are
 left out before any launch; at most ``--max-configs`` per row.
 
 Protocol: ``tile_lab.tune`` races the configs in the burst regime (3 samples each, the
@@ -129,6 +131,27 @@ def wave_fill(units: int, slots_: int) -> float:
     return units / (math.ceil(units / slots_) * slots_)
 
 
+def waves(m: int, n: int, c: dict[str, Any], sms: int = H100_SMS) -> int:
+    return math.ceil(tiles(m, n, c) / slots(c, sms))
+
+
+# Data-parallel + stream-K (gemm_schedule_rows: dp_streamk) goes second to fourth for aligned
+# rows whose tiles end in a partial wave, within 4 waves of the 256x256 2-CTA tile: 4096³,
+# 8192x2048x8192 and 4000³ (256 tiles, 66 slots: 3.88 waves, ~3% of the time idle at the end;
+# cuBLAS won them by 1-1.5%). 8192³ and 8192x8192x2048 (1024 tiles, 15.5 waves) and 16384² x
+# 4096 (4096 tiles, 62.1 waves) have the same or a smaller idle share (wave fill 0.97, 0.98)
+# but already beat cuBLAS (1.008-1.013x): their lists, and so their tuned winners, stay as
+# they were.
+HYBRID_MAX_WAVES = 4
+
+
+def hybrid_configs() -> list[dict[str, Any]]:
+    """The 8192³ winner's tile (256x256x64, 2-CTA, 8 warps, GROUP 8) as dp_streamk: LAT 4 and
+    6 with only the partial wave stream-K (SPLIT = SK_WAVES 1), LAT 4 with one wave more."""
+    return [dict(LARGE[0], schedule="dp_streamk", LAT=lat, SPLIT=sk)
+            for lat, sk in ((4, 1), (6, 1), (4, 2))]
+
+
 def grid_for(m: int, n: int, c: dict[str, int], sms: int = H100_SMS) -> tuple[int]:
     """The persistent grid: one block per slot, never more blocks than work units."""
     return (min(tiles(m, n, c) * c["SPLIT"], slots(c, sms)),)
@@ -180,6 +203,8 @@ def candidates(row: GemmRow, *, sms: int = H100_SMS, max_configs: int = 8,
         pool = gsr.skinny_configs(m) + pool
     elif m <= 256:  # 256x256 on a 2-CTA cluster still fills the GPU at N >= 16384: it first
         pool = pool[:3] + gsr.skinny_configs(m) + pool[3:]
+    elif best_fill < 1.0 and waves(m, n, LARGE[0], sms) <= HYBRID_MAX_WAVES:
+        pool = pool[:1] + hybrid_configs() + pool[1:]
     for c in pool:
         if c["TM"] > max(64, 2 ** math.ceil(math.log2(m))) or c["TN"] > max(64, n):
             dropped.append(dict(config=c, reason=f"tile {c['TM']}x{c['TN']} larger than the "
@@ -214,8 +239,11 @@ def describe(tuning: dict[str, Any]) -> str:
     c = tuning["config"]
     text = (f"{c['TM']}×{c['TN']}×{c['TK']}, {c['num_ctas']}-CTA, {c['num_worker_warps']} "
             f"warps, LAT {c['LAT']}, occ {c['occupancy']}, GROUP {c['GROUP']}")
-    text += f", split-K {c['SPLIT']}" if c["SPLIT"] > 1 else ""
     schedule = c.get("schedule", "splitk")
+    if schedule == "dp_streamk":
+        text += f", SK_WAVES {c['SPLIT']}"
+    elif c["SPLIT"] > 1:
+        text += f", split-K {c['SPLIT']}"
     why = gsr.WHY[schedule]
     if schedule == "splitk_wide" and c["SPLIT"] == 1:
         # SPLIT 1 takes the kernel's no-workspace branch: naming the workspace would mislead

@@ -12,11 +12,15 @@ import pytest
 import tile_lab
 from tile_lab.examples.gemm_schedules import (
     _pieces,
+    dp_streamk_grids,
+    dp_streamk_split,
+    gemm_dp_streamk,
     gemm_splitk_wide,
     gemm_splitk_ws,
     gemm_streamk,
     gemm_streamk_wide,
     splitk_grid,
+    streamk_fixup,
     streamk_grid,
 )
 
@@ -172,3 +176,75 @@ def test_a_dirty_counter_breaks_the_wide_kernels(kernel):
     assert not np.allclose(tile, ref[:tm, :tn], atol=0.5)
     np.testing.assert_allclose(c[tm:, :tn].astype(np.float32), ref[tm:, :tn],
                                atol=0.02 * np.abs(ref).max(), rtol=0)
+
+
+# Data-parallel + stream-K on 12 output tiles (3x4 of 32x32 over a 72x100 output: ragged in M
+# and N) of 7 K steps (K = 200 at TK 32, the last step ragged):
+# blocks, SK_WAVES -> (data-parallel tiles, stream-K tiles) and what the stream-K part does.
+HYBRID = {
+    "5-blocks": (5, 1, (10, 2)),   # 14 iterations on 5 blocks: each tail tile over 3 blocks
+    "7-blocks": (7, 1, (7, 5)),    # 35 on 7: 5 each, tiles cut between 2 blocks
+    "11-blocks": (11, 1, (11, 1)),  # 7 on 11: 4 blocks with an empty range, 1 tile on 7
+    "5-blocks-sk2": (5, 2, (5, 7)),  # one wave more: 49 on 5, ~2 tiles a block, some whole
+    "4-blocks": (4, 1, (12, 0)),   # 12 % 4 == 0: plain data-parallel
+    "12-blocks-sk2": (12, 2, (12, 0)),  # one block per tile: no partial wave
+}
+
+
+def test_the_hybrid_splits_off_the_partial_wave():
+    # 256 tiles of 256x256 on 66 2-CTA slots: 3 full waves whole, 58 tiles stream-K (or one
+    # wave more with SK_WAVES 2); 1024 tiles: 15 waves whole; whole waves: no stream-K
+    assert dp_streamk_split(256, 66, 1) == (198, 58)
+    assert dp_streamk_split(256, 66, 2) == (132, 124)
+    assert dp_streamk_split(1024, 66, 2) == (924, 100)
+    assert dp_streamk_split(264, 66, 2) == (264, 0)
+    assert dp_streamk_split(70, 66, 2) == (66, 4)  # under two waves: one stays whole
+    assert [dp_streamk_split(12, b, s) for b, s, _ in HYBRID.values()] == [
+        want for _, _, want in HYBRID.values()]
+    # the fix-up: one block per (stream-K tile, piece of 32 rows); none for whole waves
+    assert dp_streamk_grids(4096, 4096, 256, 256, 1, 66) == ((66,), (58 * 8,))
+    assert dp_streamk_grids(8192, 8192, 256, 256, 1, 1024) == ((1024,), (0,))
+
+
+def _hybrid(a, b, c, w, blocks, sk_waves, *, fixup=True):
+    m, n = c.shape
+    tm = tn = tk = 32
+    for phase in (0, 1):  # whole tiles into C, then the stream-K partials into W
+        tile_lab.emulate(gemm_dp_streamk, (blocks,),
+                         (a, b, c, w, tm, tn, tk, 2, 2, sk_waves, phase))
+    grid = dp_streamk_grids(m, n, tm, tn, sk_waves, blocks)[1]
+    if fixup and grid[0]:
+        tile_lab.emulate(streamk_fixup, grid, (a, c, w, blocks, tm, tn, tk, 2, sk_waves))
+
+
+@pytest.mark.parametrize("case", list(HYBRID), ids=list(HYBRID))
+def test_dp_streamk_matches_numpy_twice(case):
+    blocks, sk_waves, (_, sk) = HYBRID[case]
+    m, n, k = 72, 100, 200
+    dtype = ml_dtypes.bfloat16 if case == "7-blocks" else np.float16
+    a, b, ref = _operands((m, n, k), dtype)
+    c = np.zeros((m, n), dtype)
+    w = np.full(((sk_waves + 1) * blocks, 32, 32), np.nan, np.float32)  # stale until written
+    for _ in range(2):
+        c[:] = np.nan
+        _hybrid(a, b, c, w, blocks, sk_waves)
+        _check(c, ref, dtype)
+    # the stream-K part went through the workspace; whole waves never touch it
+    assert np.isnan(w).all() == (sk == 0)
+
+
+def test_the_hybrid_fixup_reads_only_slots_written_by_phase_1():
+    # the control: a workspace slot read before it was written is NaN, and shows in C. Here
+    # the fix-up runs on a fresh NaN workspace (PHASE 1 wrote another): exactly the two
+    # stream-K tiles (the last two in the grouped order, GROUP 2) come out NaN
+    m, n, k = 72, 100, 200
+    a, b, ref = _operands((m, n, k), np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    w = np.full((10, 32, 32), np.nan, np.float32)
+    _hybrid(a, b, c, w.copy(), 5, 1, fixup=False)
+    tile_lab.emulate(streamk_fixup, dp_streamk_grids(m, n, 32, 32, 1, 5)[1],
+                     (a, c, w, 5, 32, 32, 32, 2, 1))
+    bad = np.isnan(c.astype(np.float32))
+    # tiles 10 and 11 of 12 in the grouped order: row block 2 (rows 64-71), columns 64-99
+    assert bad[64:, 64:].all() and not bad[:64].any() and not bad[:, :64].any()
+    _check(c[:64], ref[:64], np.float16)

@@ -15,6 +15,7 @@ import pytest
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
 sys.path.insert(0, BENCH)
 
+import gemm_kernels as gk  # noqa: E402
 import gemm_schedule_rows as gsr  # noqa: E402
 import gpu_gemm_sweep as sw  # noqa: E402
 
@@ -80,6 +81,11 @@ def _emulate(m, n, k, c, ops):
     if c["schedule"] in ("pad_b", "pad_bc"):  # what work() does around the launch, on NumPy
         ops.padded_b()[:, :n] = ops.t["b"]
     tile_lab.emulate(kernel, gsr.grid(m, n, k, c, sms=3), args)
+    if c["schedule"] == "dp_streamk":  # work()'s other launches, when a wave is partial
+        fix_grid, fix_args = ops.fixup(c)
+        if fix_grid[0]:
+            tile_lab.emulate(kernel, gsr.grid(m, n, k, c, sms=3), (*args[:-1], 1))
+            tile_lab.emulate(gk.streamk_fixup, fix_grid, fix_args)
     if c["schedule"] == "pad_bc":
         ops.t["c"][:] = ops.padded_c()[:, :n]
 
@@ -118,3 +124,26 @@ def test_the_record_says_which_schedule_won_and_why():
     assert "(b) padded copies won, 900.0 us padded (copies timed) vs 1200.0 us" in why["note"]
     result.successes.append(_success("streamk", 800.0))
     assert "(a) no TMA won" in sw._why(sw.GemmRow("fp16", 8191, 8191, 1000), result)["note"]
+
+
+def test_the_hybrid_runs_its_two_launches_through_the_operands():
+    # 72x100 in 32x32 tiles = 12 tiles on 5 slots (sms=5): 10 whole (PHASE 0), 2 stream-K
+    # (PHASE 1), summed by the fix-up from the workspace the operands made (SK_WAVES+1 slots
+    # per block)
+    m, n, k = 72, 100, 96
+    rng = np.random.default_rng(2)
+    t = dict(a=rng.standard_normal((m, k)).astype(np.float16),
+             b=rng.standard_normal((k, n)).astype(np.float16),
+             c=np.zeros((m, n), np.float16), w=np.zeros((1, 1), np.float32))
+    ref = t["a"].astype(np.float32) @ t["b"].astype(np.float32)
+    ops = sw.NumpyOperands(t, m, n, k, 5)
+    c = gsr.sched(32, 32, "dp_streamk", tk=32, lat=2, split=1)
+    assert gsr.grid(m, n, k, c, sms=5) == (5,) and ops.fixup(c)[0] == (2,)
+    assert ops.streamk_slots(c).shape == (10, 32, 32)
+    ops.streamk_slots(c)[:] = np.nan
+    kernel = gsr.schedules().for_config(c)
+    assert ops.args(c)[-1] == 0  # PHASE 0: what the tuner compiles and the screen screens
+    for phase in (0, 1):
+        tile_lab.emulate(kernel, gsr.grid(m, n, k, c, sms=5), (*ops.args(c)[:-1], phase))
+    tile_lab.emulate(gk.streamk_fixup, *ops.fixup(c))
+    np.testing.assert_allclose(t["c"].astype(np.float32), ref, atol=0.05, rtol=1e-2)

@@ -41,6 +41,27 @@ def test_large_squares_start_from_the_known_winner_and_stay_within_max_configs()
     assert len(configs) + len(dropped) == len(sw.LARGE)
 
 
+def test_rows_ending_in_a_partial_wave_try_the_hybrid_second_to_fourth():
+    # 256 tiles of 256x256 on 66 2-CTA slots: 3.88 waves, the last 88% full
+    for shape in ((4096, 4096, 4096), (8192, 2048, 8192), (4000, 4000, 4000)):
+        configs, _ = sw.candidates(sw.GemmRow("bf16", *shape), max_configs=9)
+        assert configs[0] == sw.LARGE[0]
+        assert configs[1:4] == sw.hybrid_configs()
+        assert [(c["schedule"], c["LAT"], c["SPLIT"]) for c in configs[1:4]] == [
+            ("dp_streamk", 4, 1), ("dp_streamk", 6, 1), ("dp_streamk", 4, 2)]
+        assert configs[4:9] == list(sw.LARGE[1:6])
+        # one tunable: dp_streamk's SK_WAVES rides on the SPLIT knob, named so in the record
+        assert gsr.schedules().knob_kinds(sw.space_for(configs))["SPLIT"] == "constant"
+        text = sw.describe(dict(config=configs[3]))
+        assert text.startswith("dp_streamk (whole tiles for the full waves")
+        assert text.endswith("SK_WAVES 2") and "split-K" not in text
+    # 1024 tiles (15.5 waves) and the 16384x16384x4096 row: their lists as before
+    for shape in ((8192, 8192, 8192), (8192, 8192, 2048), (16384, 16384, 4096)):
+        configs, _ = sw.candidates(sw.GemmRow("fp16", *shape), max_configs=9)
+        assert configs == list(sw.LARGE), shape
+    assert sw.waves(4096, 4096, sw.LARGE[0]) == 4 and sw.waves(8192, 8192, sw.LARGE[0]) == 16
+
+
 def test_tall_skinny_gets_split_k_and_no_tile_taller_than_the_matrix():
     row = sw.GemmRow("bf16", 128, 8192, 8192)
     configs, dropped = sw.candidates(row, max_configs=32)
@@ -222,6 +243,21 @@ def test_split_k_kernel_on_the_gpu_matches_torch_on_consecutive_launches(dtype):
         configs = [sw.cfg(**t, split=s) for t in sw.SPLIT_TILES for s in (1, 2, 4)]
         # and the new schedules (stream-K, workspace split-K, padded copies) on the same rows
         configs += gsr.skinny_configs(row.m)[:4] + gsr.unaligned_configs()[:4]
+        ops = backend._operands(row, configs)
+        for c in configs:
+            assert backend._verified(ops, c) < 1e-2, (row.name, c)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_hybrid_on_the_gpu_matches_torch_on_consecutive_launches(dtype):
+    """dp_streamk's two launches on real hardware (TMA partial stores, then the fix-up launch
+    reading them): 256 ragged tiles of 256x256 (58 stream-K on 66 slots of an H100/H200) and
+    81 tiles, each config twice in a row against torch.matmul."""
+    pytest.importorskip("torch")
+    backend = sw.GemmBackend()
+    for row in (sw.GemmRow(dtype, 4000, 4000, 512), sw.GemmRow(dtype, 2200, 2200, 1000)):
+        configs = sw.hybrid_configs()
         ops = backend._operands(row, configs)
         for c in configs:
             assert backend._verified(ops, c) < 1e-2, (row.name, c)

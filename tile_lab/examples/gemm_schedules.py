@@ -23,12 +23,21 @@ writing C piece by piece, so ``acc`` is dead while it reduces. The split-K varia
 as a constant (a power of two) and loads a piece of all SPLIT planes in one 3-D tile, so its
 reduction is one load per piece, not one per plane.
 
+:func:`gemm_dp_streamk` + :func:`streamk_fixup` are the data-parallel + stream-K hybrid for
+large outputs whose tiles end in a partial wave (256 tiles of 256x256 on 66 2-CTA slots: 3.88
+waves): the full waves run whole tiles, the partial wave's (tile, K step) iterations are
+spread over all blocks, and a last launch sums the cut tiles' partials. Three launches, no
+arrival counter: with tileiras 1.7.0 two MMA loops in one kernel lose the MMA pipelining, and
+a release atomic after a K loop spills the 256x256 accumulator (see the kernel).
+
 ``TMA`` = 0 asks for B's loads and C's stores without TMA (``allow_tma=False``): what a row
 stride that is not a multiple of 16 bytes needs anyway, made explicit so the compiler's other
 choices for such rows can be screened (``bench/gpu_gemm_sweep.py --screen``).
 """
 
 import cuda.tile as ct
+
+from tile_lab.examples.gemm import grouped_tile
 
 ZERO = ct.PaddingMode.ZERO
 
@@ -231,6 +240,107 @@ def gemm_streamk_wide(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant
                                     allow_tma=False).reshape((TM // R, TN))
                 _store_piece(C, bm, bn, p, R, part, TMA)
             ct.atomic_xchg(ARRIVED, tile, 0)
+
+
+def _stream_k_tiles(tiles, blocks, SK_WAVES):
+    # The hybrid's stream-K tiles (dp_streamk_split is the host's copy of this arithmetic).
+    tail = tiles % blocks
+    waves = ct.maximum(0, ct.minimum(SK_WAVES - 1, tiles // blocks - 1))
+    return ct.where(tail > 0, tail + waves * blocks, 0)
+
+
+def dp_streamk_split(tiles: int, blocks: int, sk_waves: int) -> tuple[int, int]:
+    """(data-parallel tiles, stream-K tiles) of :func:`gemm_dp_streamk`: the partial last
+    wave (``tiles % blocks``) plus up to ``sk_waves - 1`` full waves before it go to stream-K,
+    while at least one full wave stays data-parallel; whole waves are all data-parallel."""
+    tail = tiles % blocks
+    sk = tail + max(0, min(sk_waves - 1, tiles // blocks - 1)) * blocks if tail else 0
+    return tiles - sk, sk
+
+
+def _sk_range(b, blocks, total):
+    # Block b's stream-K iterations [start, end): `total` split evenly over min(blocks, total)
+    # blocks (a block beyond those, or any block when total is 0, gets an empty range).
+    workers = ct.maximum(1, ct.minimum(blocks, total))
+    return (ct.minimum(b, workers) * total // workers,
+            ct.minimum(b + 1, workers) * total // workers, workers)
+
+
+@ct.kernel
+def gemm_dp_streamk(A, B, C, W, TM: ct.Constant[int], TN: ct.Constant[int],
+                    TK: ct.Constant[int], GROUP: ct.Constant[int], LAT: ct.Constant[int],
+                    SK_WAVES: ct.Constant[int], PHASE: ct.Constant[int]):
+    # Data-parallel + stream-K (TMA on: aligned rows), three launches on one grid of
+    # persistent blocks (<= tiles), then streamk_fixup. PHASE 0: whole output tiles
+    # 0 .. tiles-sk-1 in the grouped order into C, as gemm_splitk SPLIT=1 does. PHASE 1: the
+    # last sk tiles (dp_streamk_split) flattened into (tile, K step) iterations divided evenly
+    # over the blocks; each block stores the partial of the j-th tile its range touches (at
+    # most SK_WAVES + 1) in slot b * (SK_WAVES + 1) + j of W (float32, ((SK_WAVES + 1) *
+    # blocks, TM, TN)). Why three launches, with tileiras 1.7.0 at 256x256 on a 2-CTA
+    # cluster: a kernel with two MMA loops (both phases in one launch, or one loop with a
+    # C-or-W epilogue) waits for every HGMMA before the next (no MMA pipelining), and a
+    # release atomic reachable after a K loop (an arrival counter) also spills the
+    # accumulator (1245 LDL/STL); one phase per launch compiles to the pipelined loop.
+    num_m = ct.cdiv(A.shape[0], TM)
+    num_n = ct.cdiv(B.shape[1], TN)
+    k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
+    blocks = ct.num_blocks(0)
+    b = ct.bid(0)
+    sk = _stream_k_tiles(num_m * num_n, blocks, SK_WAVES)
+    dp = num_m * num_n - sk
+    if PHASE == 0:
+        for tile in range(b, dp, blocks):
+            bm, bn = grouped_tile(tile, num_m, num_n, GROUP)
+            acc = _k_range(A, B, bm, bn, 0, k_tiles, TM, TN, TK, LAT, 1)
+            store_c(C, bm, bn, acc, 1)
+    else:
+        start, end, _ = _sk_range(b, blocks, sk * k_tiles)
+        for t in range(start // k_tiles, ct.cdiv(end, k_tiles)):
+            bm, bn = grouped_tile(dp + t, num_m, num_n, GROUP)
+            base = t * k_tiles
+            acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
+                          ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, 1)
+            ct.store(W, index=(b * (SK_WAVES + 1) + t - start // k_tiles, 0, 0),
+                     tile=acc.reshape((1, TM, TN)))
+
+
+@ct.kernel
+def streamk_fixup(A, C, W, BLOCKS, TM: ct.Constant[int], TN: ct.Constant[int],
+                  TK: ct.Constant[int], GROUP: ct.Constant[int], SK_WAVES: ct.Constant[int]):
+    # The hybrid's last launch: one block per (stream-K tile, row piece) (grid: sk * R, from
+    # dp_streamk_split and R = TM*TN/8192 pieces); it sums the piece over the slots of the
+    # tile's contributors and writes C. BLOCKS: gemm_dp_streamk's grid. The stream order of
+    # the launches makes PHASE 1's partials visible here: no counter, nothing to reset.
+    num_m = ct.cdiv(C.shape[0], TM)
+    num_n = ct.cdiv(C.shape[1], TN)
+    k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
+    sk = _stream_k_tiles(num_m * num_n, BLOCKS, SK_WAVES)
+    R = _pieces(TM, TN, 8192)
+    t = ct.bid(0) // R
+    p = ct.bid(0) % R
+    bm, bn = grouped_tile(num_m * num_n - sk + t, num_m, num_n, GROUP)
+    total = sk * k_tiles
+    _, _, workers = _sk_range(0, BLOCKS, total)
+    base = t * k_tiles
+    if p < _pieces_inside(C.shape[0], bm, TM, R):
+        part = ct.full((TM // R, TN), 0, dtype=ct.float32)
+        for x in range(first_block(base, workers, total),
+                       first_block(base + k_tiles - 1, workers, total) + 1):
+            j = t - x * total // workers // k_tiles  # the tile's place in x's range
+            part += ct.load(W, index=(x * (SK_WAVES + 1) + j, p, 0), shape=(1, TM // R, TN),
+                            allow_tma=False).reshape((TM // R, TN))
+        _store_piece(C, bm, bn, p, R, part, 1)
+
+
+def dp_streamk_grids(m: int, n: int, tm: int, tn: int, sk_waves: int,
+                     slots: int) -> tuple[tuple[int], tuple[int]]:
+    """The hybrid's grids: gemm_dp_streamk's (both phases) one block per slot, never more than
+    tiles; streamk_fixup's one block per (stream-K tile, row piece), (0,) when the tiles fill
+    whole waves (then PHASE 1 and the fix-up are not launched)."""
+    tiles = -(-m // tm) * -(-n // tn)
+    blocks = max(1, min(slots, tiles))
+    pieces = (tm * tn + 8191) // 8192
+    return (blocks,), (dp_streamk_split(tiles, blocks, sk_waves)[1] * pieces,)
 
 
 def streamk_grid(m: int, n: int, k: int, tm: int, tn: int, tk: int, slots: int) -> tuple[int]:
