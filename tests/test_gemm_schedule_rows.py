@@ -126,7 +126,7 @@ def test_the_record_says_which_schedule_won_and_why():
     assert "(a) no TMA won" in sw._why(sw.GemmRow("fp16", 8191, 8191, 1000), result)["note"]
 
 
-def test_the_hybrid_runs_its_two_launches_through_the_operands():
+def test_the_hybrid_runs_its_three_launches_through_the_operands():
     # 72x100 in 32x32 tiles = 12 tiles on 5 slots (sms=5): 10 whole (PHASE 0), 2 stream-K
     # (PHASE 1), summed by the fix-up from the workspace the operands made (SK_WAVES+1 slots
     # per block)
