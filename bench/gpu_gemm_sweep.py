@@ -12,10 +12,11 @@ a short list of configs (tiles, cluster size ``num_ctas``, ``num_worker_warps``,
 occupancy, GROUP, SPLIT) chosen from what is known (``bench/KERNELS.md``,
 ``notebooks/data/tuning_gemm_8192*.json``): 256×256 tiles on a 2-CTA cluster with 8 worker warps
 lead for large squares; split-K variants are added where the output tiles fill less than 80% of
-the last wave (tall-skinny M, few tiles); data-parallel + stream-K (``dp_streamk``) second to
-fourth where 256x256 tiles end in a partial wave within 4 waves (4096³, 8192x2048x8192, 4000³:
-256 tiles on 66 2-CTA slots, 3.88 waves); configs whose sm_90 SASS spills (the screen below) are
-left out before any launch; at most ``--max-configs`` per row.
+the last wave (tall-skinny M, few tiles); data-parallel + stream-K (``dp_streamk``) last
+where 256x256 tiles end in a partial wave within 4 waves (4096³, 8192x2048x8192, 4000³: 256
+tiles on 66 2-CTA slots, 3.88 waves; it lost to gemm_splitk by 12% on the H200); configs
+whose sm_90 SASS spills (the screen below) are left out before any launch; at most
+``--max-configs`` per row.
 
 Protocol: ``tile_lab.tune`` races the configs in the burst regime (3 samples each, the
 contenders 10 more; compiles in worker processes); the fastest config whose output matches
@@ -135,13 +136,16 @@ def waves(m: int, n: int, c: dict[str, Any], sms: int = H100_SMS) -> int:
     return math.ceil(tiles(m, n, c) / slots(c, sms))
 
 
-# Data-parallel + stream-K (gemm_schedule_rows: dp_streamk) goes second to fourth for aligned
-# rows whose tiles end in a partial wave, within 4 waves of the 256x256 2-CTA tile: 4096³,
-# 8192x2048x8192 and 4000³ (256 tiles, 66 slots: 3.88 waves, ~3% of the time idle at the end;
-# cuBLAS won them by 1-1.5%). 8192³ and 8192x8192x2048 (1024 tiles, 15.5 waves) and 16384² x
-# 4096 (4096 tiles, 62.1 waves) have the same or a smaller idle share (wave fill 0.97, 0.98)
-# but already beat cuBLAS (1.008-1.013x): their lists, and so their tuned winners, stay as
-# they were.
+# Data-parallel + stream-K (gemm_schedule_rows: dp_streamk) for aligned rows whose tiles end
+# in a partial wave, within 4 waves of the 256x256 2-CTA tile: 4096³, 8192x2048x8192 and
+# 4000³ (256 tiles, 66 slots: 3.88 waves, ~3% of the time idle at the end; cuBLAS wins them
+# by 1-1.5%). Measured on the H200 (bench/results/gemm_hybrid_trial_h200.json.gz) it lost on
+# all six rows: 204-209 us against gemm_splitk's 181-185 at 4096³, 393-401 against 345-356
+# at 8192x2048x8192 (its three launches, the fp32 partials and the fix-up cost more than the
+# ~3% of idle they recover), so it comes after the 8 other configs (the sweep's
+# --max-configs 9 tunes its first, 11 all three). 8192³ and 8192x8192x2048 (1024 tiles,
+# 15.5 waves) and 16384² x 4096 (4096 tiles) already beat cuBLAS (1.008-1.013x): their
+# lists stay as they were.
 HYBRID_MAX_WAVES = 4
 
 
@@ -204,7 +208,7 @@ def candidates(row: GemmRow, *, sms: int = H100_SMS, max_configs: int = 8,
     elif m <= 256:  # 256x256 on a 2-CTA cluster still fills the GPU at N >= 16384: it first
         pool = pool[:3] + gsr.skinny_configs(m) + pool[3:]
     elif best_fill < 1.0 and waves(m, n, LARGE[0], sms) <= HYBRID_MAX_WAVES:
-        pool = pool[:1] + hybrid_configs() + pool[1:]
+        pool = pool + hybrid_configs()
     for c in pool:
         if c["TM"] > max(64, 2 ** math.ceil(math.log2(m))) or c["TN"] > max(64, n):
             dropped.append(dict(config=c, reason=f"tile {c['TM']}x{c['TN']} larger than the "

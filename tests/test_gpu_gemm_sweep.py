@@ -41,23 +41,24 @@ def test_large_squares_start_from_the_known_winner_and_stay_within_max_configs()
     assert len(configs) + len(dropped) == len(sw.LARGE)
 
 
-def test_rows_ending_in_a_partial_wave_try_the_hybrid_second_to_fourth():
-    # 256 tiles of 256x256 on 66 2-CTA slots: 3.88 waves, the last 88% full
+def test_rows_ending_in_a_partial_wave_try_the_hybrid_after_the_rest():
+    # 256 tiles of 256x256 on 66 2-CTA slots: 3.88 waves, the last 88% full; the hybrid lost
+    # there on the H200, so it comes after every other config
     for shape in ((4096, 4096, 4096), (8192, 2048, 8192), (4000, 4000, 4000)):
-        configs, _ = sw.candidates(sw.GemmRow("bf16", *shape), max_configs=9)
-        assert configs[0] == sw.LARGE[0]
-        assert configs[1:4] == sw.hybrid_configs()
-        assert [(c["schedule"], c["LAT"], c["SPLIT"]) for c in configs[1:4]] == [
+        configs, _ = sw.candidates(sw.GemmRow("bf16", *shape), max_configs=8)
+        assert configs == list(sw.LARGE)
+        configs, _ = sw.candidates(sw.GemmRow("bf16", *shape), max_configs=12)
+        assert configs[-3:] == sw.hybrid_configs()
+        assert [(c["schedule"], c["LAT"], c["SPLIT"]) for c in configs[-3:]] == [
             ("dp_streamk", 4, 1), ("dp_streamk", 6, 1), ("dp_streamk", 4, 2)]
-        assert configs[4:9] == list(sw.LARGE[1:6])
         # one tunable: dp_streamk's SK_WAVES rides on the SPLIT knob, named so in the record
         assert gsr.schedules().knob_kinds(sw.space_for(configs))["SPLIT"] == "constant"
-        text = sw.describe(dict(config=configs[3]))
+        text = sw.describe(dict(config=configs[-1]))
         assert text.startswith("dp_streamk (whole tiles for the full waves")
         assert text.endswith("SK_WAVES 2") and "split-K" not in text
     # 1024 tiles (15.5 waves) and the 16384x16384x4096 row: their lists as before
     for shape in ((8192, 8192, 8192), (8192, 8192, 2048), (16384, 16384, 4096)):
-        configs, _ = sw.candidates(sw.GemmRow("fp16", *shape), max_configs=9)
+        configs, _ = sw.candidates(sw.GemmRow("fp16", *shape), max_configs=12)
         assert configs == list(sw.LARGE), shape
     assert sw.waves(4096, 4096, sw.LARGE[0]) == 4 and sw.waves(8192, 8192, sw.LARGE[0]) == 16
 
