@@ -196,8 +196,8 @@ class Operands:
                           torch.float32)
             return (t["a"], t["b"], t["c"], w, arrived, *tiles, c["LAT"], c["TMA"])
         if s == "dp_streamk":  # TMA always on (aligned rows); SPLIT is its SK_WAVES
-            return (t["a"], t["b"], t["c"], self.streamk_slots(c), *tiles, c["GROUP"],
-                    c["LAT"], c["SPLIT"], 0)  # PHASE 0; work() adds PHASE 1
+            return (t["a"], t["b"], t["c"], *tiles, c["GROUP"], c["LAT"], c["SPLIT"],
+                    0)  # PHASE 0 into C; work() adds PHASE 1 into the workspace
         b = self.padded_b()[:, :self.n] if s in ("pad_b", "pad_bc") else t["b"]
         out = self.padded_c()[:, :self.n] if s == "pad_bc" else t["c"]
         return (t["a"], b, out, t["w"], arrived, *tiles, c["GROUP"], c["LAT"], c["SPLIT"])
@@ -221,7 +221,9 @@ class Operands:
             if not fix_grid[0]:  # whole waves: PHASE 0 is all there is
                 return launch
             g = grid(self.m, self.n, self.k, c, self.sms)
-            partials = kernel_work(kernel, g, (*self.args(c)[:-1], 1), name=f"{name} sk")
+            first = self.args(c)
+            partials = kernel_work(kernel, g, (*first[:2], self.streamk_slots(c), *first[3:-1],
+                                               1), name=f"{name} sk")
             fix = kernel_work(streamk_fixup, fix_grid, fix_args, name=f"{name} fix-up")
 
             def three() -> None:

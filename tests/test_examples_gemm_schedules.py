@@ -209,9 +209,9 @@ def test_the_hybrid_splits_off_the_partial_wave():
 def _hybrid(a, b, c, w, blocks, sk_waves, *, fixup=True):
     m, n = c.shape
     tm = tn = tk = 32
-    for phase in (0, 1):  # whole tiles into C, then the stream-K partials into W
+    for phase, out in ((0, c), (1, w)):  # whole tiles into C, then the partials into W
         tile_lab.emulate(gemm_dp_streamk, (blocks,),
-                         (a, b, c, w, tm, tn, tk, 2, 2, sk_waves, phase))
+                         (a, b, out, tm, tn, tk, 2, 2, sk_waves, phase))
     grid = dp_streamk_grids(m, n, tm, tn, sk_waves, blocks)[1]
     if fixup and grid[0]:
         tile_lab.emulate(streamk_fixup, grid, (a, c, w, blocks, tm, tn, tk, 2, sk_waves))

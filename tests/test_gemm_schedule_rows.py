@@ -143,7 +143,10 @@ def test_the_hybrid_runs_its_three_launches_through_the_operands():
     ops.streamk_slots(c)[:] = np.nan
     kernel = gsr.schedules().for_config(c)
     assert ops.args(c)[-1] == 0  # PHASE 0: what the tuner compiles and the screen screens
-    for phase in (0, 1):
-        tile_lab.emulate(kernel, gsr.grid(m, n, k, c, sms=5), (*ops.args(c)[:-1], phase))
+    first = ops.args(c)
+    assert first[2] is t["c"]  # PHASE 0 writes C, PHASE 1 the workspace
+    for phase, out in ((0, t["c"]), (1, ops.streamk_slots(c))):
+        tile_lab.emulate(kernel, gsr.grid(m, n, k, c, sms=5),
+                         (*first[:2], out, *first[3:-1], phase))
     tile_lab.emulate(gk.streamk_fixup, *ops.fixup(c))
     np.testing.assert_allclose(t["c"].astype(np.float32), ref, atol=0.05, rtol=1e-2)

@@ -267,20 +267,22 @@ def _sk_range(b, blocks, total):
 
 
 @ct.kernel
-def gemm_dp_streamk(A, B, C, W, TM: ct.Constant[int], TN: ct.Constant[int],
+def gemm_dp_streamk(A, B, OUT, TM: ct.Constant[int], TN: ct.Constant[int],
                     TK: ct.Constant[int], GROUP: ct.Constant[int], LAT: ct.Constant[int],
                     SK_WAVES: ct.Constant[int], PHASE: ct.Constant[int]):
     # Data-parallel + stream-K (TMA on: aligned rows), three launches on one grid of
-    # persistent blocks (<= tiles), then streamk_fixup. PHASE 0: whole output tiles
-    # 0 .. tiles-sk-1 in the grouped order into C, as gemm_splitk SPLIT=1 does. PHASE 1: the
-    # last sk tiles (dp_streamk_split) flattened into (tile, K step) iterations divided evenly
-    # over the blocks; each block stores the partial of the j-th tile its range touches (at
-    # most SK_WAVES + 1) in slot b * (SK_WAVES + 1) + j of W (float32, ((SK_WAVES + 1) *
-    # blocks, TM, TN)). Why three launches, with tileiras 1.7.0 at 256x256 on a 2-CTA
-    # cluster: a kernel with two MMA loops (both phases in one launch, or one loop with a
-    # C-or-W epilogue) waits for every HGMMA before the next (no MMA pipelining), and a
-    # release atomic reachable after a K loop (an arrival counter) also spills the
-    # accumulator (1245 LDL/STL); one phase per launch compiles to the pipelined loop.
+    # persistent blocks (<= tiles), then streamk_fixup. PHASE 0 (OUT is C): whole output
+    # tiles 0 .. tiles-sk-1 in the grouped order into C, as gemm_splitk SPLIT=1 does. PHASE 1
+    # (OUT is the workspace W, float32 ((SK_WAVES + 1) * blocks, TM, TN)): the last sk tiles
+    # (dp_streamk_split) flattened into (tile, K step) iterations divided evenly over the
+    # blocks; each block stores the partial of the j-th tile its range touches (at most
+    # SK_WAVES + 1) in slot b * (SK_WAVES + 1) + j of W. (C and W share one parameter: a
+    # phase writes one of them, and the kernel stays within ten parameters.) Why three
+    # launches, with tileiras 1.7.0 at 256x256 on a 2-CTA cluster: a kernel with two MMA
+    # loops (both phases in one launch, or one loop with a C-or-W epilogue) waits for every
+    # HGMMA before the next (no MMA pipelining), and a release atomic reachable after a K
+    # loop (an arrival counter) also spills the accumulator (1245 LDL/STL); one phase per
+    # launch compiles to the pipelined loop.
     num_m = ct.cdiv(A.shape[0], TM)
     num_n = ct.cdiv(B.shape[1], TN)
     k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
@@ -292,7 +294,7 @@ def gemm_dp_streamk(A, B, C, W, TM: ct.Constant[int], TN: ct.Constant[int],
         for tile in range(b, dp, blocks):
             bm, bn = grouped_tile(tile, num_m, num_n, GROUP)
             acc = _k_range(A, B, bm, bn, 0, k_tiles, TM, TN, TK, LAT, 1)
-            store_c(C, bm, bn, acc, 1)
+            store_c(OUT, bm, bn, acc, 1)
     else:
         start, end, _ = _sk_range(b, blocks, sk * k_tiles)
         for t in range(start // k_tiles, ct.cdiv(end, k_tiles)):
@@ -300,7 +302,7 @@ def gemm_dp_streamk(A, B, C, W, TM: ct.Constant[int], TN: ct.Constant[int],
             base = t * k_tiles
             acc = _k_range(A, B, bm, bn, ct.maximum(start, base) - base,
                           ct.minimum(end, base + k_tiles) - base, TM, TN, TK, LAT, 1)
-            ct.store(W, index=(b * (SK_WAVES + 1) + t - start // k_tiles, 0, 0),
+            ct.store(OUT, index=(b * (SK_WAVES + 1) + t - start // k_tiles, 0, 0),
                      tile=acc.reshape((1, TM, TN)))
 
 
