@@ -17,7 +17,6 @@ On a machine without a GPU or ``ncu`` it says what is missing and exits 2.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -25,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from gpu_gemm_profile_rows import pick, profile_summary
+from gpu_gemm_profile_rows import pick, profile_summary, run_profiles
 from sweep_common import read_payload
 
 HINTS = ("num_ctas", "num_worker_warps", "occupancy")
@@ -65,24 +64,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", default=".")
     ns = p.parse_args(argv)
     chosen = pick(read_payload(ns.grid)["rows"], ns.rows)
-    try:
-        from tile_lab.gpu.device import require_gpu
-        require_gpu("gpu_attention_profile_rows.py")
-    except Exception as e:  # NoGPUError / missing CuPy: say what is missing
-        print(f"gpu_attention_profile_rows.py: {e}", file=sys.stderr)
-        sys.exit(2)
-    results = []
-    for row in chosen:
-        try:
-            s = profile_row(row)
-        except Exception as e:  # one row's failure is data, not the end of the run
-            s = dict(row=row["name"], error=f"{type(e).__name__}: {e}")
-        results.append(s)
-        print(json.dumps(s), flush=True)
-    path = os.path.join(ns.out, "attention_grid_profiles.json")
-    with open(path, "w") as f:
-        json.dump(dict(grid=os.path.basename(ns.grid), profiles=results), f, indent=1)
-    print(f"saved {path}")
+    run_profiles("gpu_attention_profile_rows.py", chosen, profile_row,
+                 os.path.join(ns.out, "attention_grid_profiles.json"),
+                 dict(grid=os.path.basename(ns.grid)))
 
 
 if __name__ == "__main__":

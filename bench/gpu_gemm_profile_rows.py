@@ -21,6 +21,7 @@ import json
 import os
 import sys
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -126,25 +127,34 @@ def main(argv: list[str] | None = None) -> None:
                    "--rows); default: every row below 1.0x in either regime")
     p.add_argument("--out", default=".")
     ns = p.parse_args(argv)
-    rows = read_payload(ns.sweep)["rows"]
-    chosen = pick(rows, ns.rows)
+    chosen = pick(read_payload(ns.sweep)["rows"], ns.rows)
+    run_profiles("gpu_gemm_profile_rows.py", chosen, profile_row,
+                 os.path.join(ns.out, "gemm_sweep_profiles.json"),
+                 dict(sweep=os.path.basename(ns.sweep)))
+
+
+def run_profiles(script: str, chosen: list[dict[str, Any]],
+                 profile_one: Callable[[dict[str, Any]], dict[str, Any]], path: str,
+                 header: dict[str, Any]) -> None:
+    """Both profile scripts' run: say what is missing and exit 2 without a GPU, else profile
+    each chosen row (a row's failure is kept as data, not the end of the run), print each
+    summary and save them to ``path`` under ``header``."""
     try:
         from tile_lab.gpu.device import require_gpu
-        require_gpu("gpu_gemm_profile_rows.py")
+        require_gpu(script)
     except Exception as e:  # NoGPUError / missing CuPy: say what is missing
-        print(f"gpu_gemm_profile_rows.py: {e}", file=sys.stderr)
+        print(f"{script}: {e}", file=sys.stderr)
         sys.exit(2)
     results = []
     for row in chosen:
         try:
-            s = profile_row(row)
+            s = profile_one(row)
         except Exception as e:  # one row's failure is data, not the end of the run
             s = dict(row=row["name"], error=f"{type(e).__name__}: {e}")
         results.append(s)
         print(json.dumps(s), flush=True)
-    path = os.path.join(ns.out, "gemm_sweep_profiles.json")
     with open(path, "w") as f:
-        json.dump(dict(sweep=os.path.basename(ns.sweep), profiles=results), f, indent=1)
+        json.dump(dict(header, profiles=results), f, indent=1)
     print(f"saved {path}")
 
 
