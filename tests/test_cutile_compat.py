@@ -5,6 +5,7 @@ When a cuTile upgrade moves or changes one of them, the failure shows up here, n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -197,35 +198,121 @@ def test_a_device_array_whose_interface_raises_keyerror_is_not_a_host_array():
     assert compat._host_array((Float8OnCuda(),)) is False
 
 
+def _run_fresh(tmp_path: Path, name: str, code: str) -> subprocess.CompletedProcess:
+    """``code`` in a fresh Python (nothing imported yet), with tile_lab and tests/ on its path."""
+    script = tmp_path / name
+    script.write_text(code)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    here = Path(__file__).resolve().parent
+    env["PYTHONPATH"] = os.pathsep.join((str(here.parent), str(here)))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=100, env=env)
+
+
 @pytest.mark.timeout(120)
-def test_a_ctrl_c_during_the_first_front_end_check_is_not_lost(tmp_path):
-    """cuTile's first front-end call imports torch inside its C extension, which clears the
-    KeyboardInterrupt a Ctrl-C raises there: the check must import torch from Python first.
-    (A fresh process: the import must not have happened yet.)"""
+def test_the_front_end_leaves_torch_unimported_and_reads_its_dtypes_once_imported(tmp_path):
+    """cuda-tile 1.7's C extension imports torch (2.5-3 s of CPU, and a Ctrl-C landing in that
+    C-level import was lost) on its first dtype question; torch_deferral.py answers without it
+    until torch is imported. A fresh process: compile the front end and the signature of a
+    kernel, nothing imports torch; then import torch, and its dtypes read as cuTile reads them."""
     pytest.importorskip("torch")
-    script = tmp_path / "ctrl_c.py"
-    script.write_text(
-        "import signal, sys, _thread\n"
-        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    proc = _run_fresh(tmp_path, "no_torch.py", (
+        "import sys\n"
+        "import cuda.tile as ct\n"
         "import kernels_inspect as K\n"
         "from tile_lab import _cutile_compat as compat\n"
         "from tile_lab.signature import signature_from_spec\n"
         f"sig = signature_from_spec(K.vector_add, {VADD_SPEC!r}).kernel_signature\n"
-        "class Watch:\n"
+        "compat.check_frontend(K.vector_add, sig)\n"
+        "opts = compat.compiler_options(K.vector_add)\n"
+        "front = compat.compile_frontend(K.vector_add, sig, 'sm_90', opts)\n"
+        "print('compiled', len(front.bytecode) > 0, 'torch' in sys.modules)\n"
+        "import torch\n"
+        "print('torch dtype', compat.native_dtype(torch.bfloat16) is ct.bfloat16)\n"))
+    assert proc.stdout.split("\n")[:2] == ["compiled True False", "torch dtype True"], (
+        proc.stdout + proc.stderr)
+
+
+# every kind of value cuTile's front end classifies: Python scalars and their subclasses (an
+# IntEnum is an int, numpy's float64 a float), numpy scalars (none), strings (exactly str),
+# enums, cuTile's and foreign dtypes (numpy's and ml_dtypes', as types and as dtypes, but not
+# with metadata or byte-swapped), and things that are none of these
+def _values_cutile_classifies() -> list:
+    import enum
+    import fractions
+
+    import ml_dtypes
+    import numpy as np
+
+    class Color(enum.Enum):
+        RED = 1
+
+    class Level(enum.IntEnum):
+        LOW = 1
+
+    class Scale(float, enum.Enum):
+        HALF = 0.5
+
+    class Name(str, enum.Enum):
+        A = "a"
+
+    class MyInt(int):
+        pass
+
+    class MyStr(str):
+        pass
+
+    scalar_types = sorted(set(np.sctypeDict.values()), key=str) + [
+        getattr(ml_dtypes, n) for n in dir(ml_dtypes) if isinstance(getattr(ml_dtypes, n), type)]
+    dtypes = []
+    for t in scalar_types:
+        with contextlib.suppress(TypeError):  # a scalar type numpy has no dtype for
+            dtypes.append(np.dtype(t))
+    return [True, False, 0, -7, 2**70, 1.5, float("nan"), "x", "", MyStr("s"), b"x", None,
+            Color.RED, Color, Level.LOW, Scale.HALF, Name.A, MyInt(3), np.int32(1),
+            np.float64(1), np.float16(1), np.bool_(True), np.array(1), 1j, (1, 2), [1], {},
+            len, divmod, np, Ellipsis, slice(1), object(), fractions.Fraction(1, 2), int,
+            float, str, ct.float16, ct.bool_, ct.bfloat16, np.dtype(">f4"), np.dtype("<i8"),
+            np.dtype(np.float32, metadata={"a": 1}), np.dtype([("a", "f4")]),
+            *scalar_types, *dtypes]
+
+
+def test_answers_without_torch_are_cutiles_own():
+    """Each answer the deferring functions give while torch is not imported is the one cuTile's
+    C functions give (asked here, where torch may be imported: torch's own dtypes cannot exist
+    in a process that has not imported it)."""
+    from tile_lab._cutile_compat import torch_deferral
+
+    c = torch_deferral.c_functions()
+    assert set(c) == {"foreign_dtype_object_to_native", "classify_constant",
+                      "foreign_dtype_object_register"}
+    values = _values_cutile_classifies()
+    assert len(values) > 80
+    for v in values:
+        assert (torch_deferral.answer_without_torch("foreign_dtype_object_to_native", v)
+                is c["foreign_dtype_object_to_native"](v)), v
+        for kernel_arg in (False, True):
+            assert (torch_deferral.answer_without_torch("classify_constant", v, kernel_arg)
+                    is c["classify_constant"](v, kernel_arg)), (v, kernel_arg)
+
+
+@pytest.mark.timeout(120)
+def test_a_dtype_registered_by_hand_is_asked_of_cutile(tmp_path):
+    """A foreign dtype registered with cuTile is only in the C table: from then on every
+    question goes there (here torch cannot be imported at all, as where it is not installed)."""
+    proc = _run_fresh(tmp_path, "register.py", (
+        "import sys\n"
+        "class NoTorch:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
         "        if name == 'torch':\n"
-        "            _thread.interrupt_main()  # Ctrl-C as torch's import begins\n"
-        "        return None\n"
-        "sys.meta_path.insert(0, Watch())\n"
-        "try:\n"
-        "    compat.check_frontend(K.vector_add, sig)\n"
-        "except KeyboardInterrupt:\n"
-        "    print('interrupted')\n"
-        "else:\n"
-        "    print('not interrupted')\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    here = Path(__file__).resolve().parent
-    env["PYTHONPATH"] = os.pathsep.join((str(here.parent), str(here)))
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=100, env=env)
-    assert proc.stdout.strip() == "interrupted", proc.stdout + proc.stderr
+        "            raise ModuleNotFoundError(\"No module named 'torch'\")\n"
+        "sys.meta_path.insert(0, NoTorch())\n"
+        "import cuda.tile as ct\n"
+        "from tile_lab import _cutile_compat as compat\n"
+        "import cuda.tile._cext as cext\n"
+        "class Half: pass\n"
+        "print(compat.native_dtype(Half) is None)\n"
+        "cext.foreign_dtype_object_register(Half, ct.float16)\n"
+        "print(compat.native_dtype(Half) is ct.float16,\n"
+        "      cext.classify_constant(Half, False) is cext.ConstantKind.ForeignDType)\n"))
+    assert proc.stdout.split("\n")[:2] == ["True", "True True"], proc.stdout + proc.stderr

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.metadata
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import FunctionType
@@ -181,24 +180,11 @@ def compile_frontend(kernel: Any, signature: Any, arch: str, options: Any) -> Fr
                           bytecode=bytes(result.bytecode), symbol=sig.symbol)
 
 
-def import_torch_first() -> None:
-    """Import torch (where installed) from Python before cuTile's compiler needs it. Importing
-    ``cuda.tile._compile`` asks cuTile's C extension whether dtypes are torch's, which imports
-    torch (2-3 s) inside C code that clears any error the import raised: a Ctrl-C landing in
-    that import was lost (the run went on, and a spinning kernel never stopped). Imported
-    here, a Ctrl-C interrupts the import as anywhere else. (cuda-tile 1.7.0.)"""
-    import importlib.util
-
-    if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
-        import torch  # noqa: F401
-
-
 def check_frontend(kernel: Any, signature: Any) -> None:
     """Parse and type-check ``kernel`` for one signature with cuTile's front end, stopping
     before Tile IR bytecode: raises cuTile's TileError for anything it rejects. Needs no
     tileiras and no GPU (the bytecode version is cuTile's newest rather than one asked of
     tileiras, and no target arch is checked)."""
-    import_torch_first()
     from cuda.tile._compile import _all_bytecode_versions, compile_tile
 
     compile_tile(kernel._annotated_function, [signature], sm_arch=None,
@@ -488,3 +474,11 @@ def driver_cuda_version() -> tuple[int, int] | None:
     if isinstance(v, int):  # cuDriverGetVersion style: 13000 -> 13.0
         return v // 1000, (v % 1000) // 10
     return None
+
+
+# cuTile's compiler imports torch (2.5-3 s of CPU, inside C code that swallowed a Ctrl-C) on
+# its first dtype question; torch_deferral.py answers without torch until torch is imported:
+# installed before any compile in this process
+from .torch_deferral import defer_torch_import  # noqa: E402
+
+defer_torch_import()
