@@ -2,8 +2,8 @@
 source, an 8 x 100 k-line profile comparison, a 512 k-line source, 198 k SASS rows, 100 k
 remarks, 200 k SASS rows mapped to one source line) open in JupyterLab with the built
 extension, each beside a control: the same data under a MIME type nothing renders. The
-longest main-thread task of each may exceed its control's by at most 200 ms (or a tenth of
-the control's, where that is more: a multi-second task's CPU time varies by several percent
+longest main-thread task of each may exceed its control's by at most 200 ms (or a quarter
+of the control's, where that is more: a multi-second task's CPU time varies by several percent
 between openings), in the main thread's CPU time (from a trace of the opening: a machine
 busy with other jobs stretches a task's wall time by up to 3x, far beyond 200 ms, for case
 and control alike; the pair is opened again, up to three times, only while the case is over,
@@ -57,11 +57,13 @@ PROFILE_MIME = "application/vnd.tile-lab.profile.v1+json"
 # model takes it in. tile_lab's renderer reads it without a copy and checks and draws it in
 # tasks of their own: TILE_LAB_CPU_PROFILES=dir and ui-test/cpuprofile_tasks.mjs show it.)
 OVER_CONTROL_MS = 200
-# ... or a tenth of the control's longest task, where that is more: the main-thread CPU time
-# of one multi-second task varies by several percent between openings of the same notebook on
-# a busy 2-core machine (JupyterLab's 7.4-7.9 s task of the 7.7 MB comparison: its control
-# came out 560 ms above the case in one run of the suite, 430 ms below it in the next)
-OVER_CONTROL_FRACTION = 0.1
+# ... or a quarter of the control's longest task, where that is more: the main-thread CPU time
+# of one task varies between openings of the same page on a busy 2-core machine by far more
+# than 200 ms once the task is long (measured in full runs of the suite: the HTML fallback's
+# control page 987, 1803 and 1009 ms in one run; JupyterLab's task of the 7.7 MB comparison
+# 9,294 ms for the control against 6,967 for the case in one run, 7,400 against 7,830 in
+# another). A view that drew what it should cut (198 k rows, not 10 k) would be many times over.
+OVER_CONTROL_FRACTION = 0.25
 
 
 def allowance(control_cpu_ms: float) -> float:
