@@ -3,12 +3,12 @@ source, an 8 x 100 k-line profile comparison, a 512 k-line source, 198 k SASS ro
 remarks, 200 k SASS rows mapped to one source line) open in JupyterLab with the built
 extension, each beside a control: the same data under a MIME type nothing renders. The
 longest main-thread task of each may exceed its control's by at most 200 ms (or a quarter
-of the control's, where that is more: a multi-second task's CPU time varies by several percent
-between openings), in the main thread's CPU time (from a trace of the opening: a machine
-busy with other jobs stretches a task's wall time by up to 3x, far beyond 200 ms, for case
-and control alike; the pair is opened again, up to three times, only while the case is over,
-the quickest of each counting); its wall time (PerformanceObserver 'longtask') is recorded
-beside it. Where the view cut data to the
+of the control's, where that is more: a long task's CPU time varies by tens of percent
+between openings on a busy machine), in the main thread's CPU time (from a trace of the
+opening: a machine busy with other jobs stretches a task's wall time by up to 3x, far
+beyond 200 ms, for case and control alike; the pair is opened again, up to three times,
+only while the case is over, the quickest of each counting); its wall time
+(PerformanceObserver 'longtask') is recorded beside it. Where the view cut data to the
 schema's limits it says so; hovering the line that 200 k rows map to runs no long task (every
 task under 50 ms of main-thread CPU time, traced as the openings are); nothing throws. One
 server (tests/lab_server.py: shared with the other UI tests), one browser and one kernel
@@ -16,9 +16,10 @@ serve every case.
 Scrolling that 200 k-row pane runs no task over 100 ms (CPU time, traced). No bound here is
 on wall time, which other jobs on the machine stretch.
 The HTML fallback of a 198 k-row SASS is opened as a plain page too (no Jupyter): cut to
-its static limit with a notice, its click-to-pin working, its longest task within the same
-bound of its control's (the same page without the view's scripts); and so is the same
-inspection as ``tile_lab.export`` writes it (one offline page under a strict CSP).
+its static limit with a notice, its click-to-pin working, the main-thread CPU time of its
+opening within the same bound of its control's (the same page without the view's scripts);
+and so is the same inspection as ``tile_lab.export`` writes it (one offline page under a
+strict CSP).
 
 Numbers go to test-artifacts/size.json. Skips (saying why) without Node, playwright-core,
 Chromium or the built extension, as tests/test_labextension.py does.
@@ -229,8 +230,11 @@ def test_worst_cases_open_quickly_and_say_what_they_cut(lab_server) -> None:  # 
         assert html["rows"] <= 10_100, (page, html)
         # the same static HTML without the view's scripts draws the same rows, and nothing pins
         assert control["rows"] == html["rows"] and control.get("pinned", 0) == 0, control
-        # static HTML of 10,000 rows: the view's scripts freeze nothing, in the page's own
-        # main-thread CPU time beside its control's (an absolute bound, 1500 ms, failed on an
-        # idle machine at 1,603 ms; wall times, html["longest"], are recorded: a busy machine
-        # stretches them, 2267 ms once)
-        assert html["cpu"] <= control["cpu"] + allowance(control["cpu"]), (page, html, control)
+        # static HTML of 10,000 rows: the view's scripts add little to the page's own
+        # main-thread work: its whole CPU time in the opening beside its control's (not the
+        # longest task, which the HTML parser cuts by wall-clock budget: 596 and 1,488 ms for
+        # the same control page in one run; an absolute 1500 ms on that failed at 1,603 ms
+        # on an idle machine). Wall times, html["longest"], are recorded: a busy machine
+        # stretches them, 2267 ms once.
+        assert html["totalCpu"] <= control["totalCpu"] + allowance(control["totalCpu"]), (
+            page, html, control)

@@ -80,6 +80,7 @@ export const longestTraced = buffer => {
     .sort((x, y) => x.ts - y.ts || y.dur - x.dur);
   let cpu = 0;
   let wall = 0;
+  let total = 0; // every task's thread time: the page's main-thread work, however it is cut
   let task = null; // the task the next checkpoint may close: {start, end, cpu}
   for (const e of top) {
     if (task && e.ts < task.end) {
@@ -91,9 +92,11 @@ export const longestTraced = buffer => {
     }
     if (e.name === 'ThreadControllerImpl::RunTask') {
       task = { start: e.ts, end: e.ts + e.dur, cpu: e.tdur ?? e.dur };
+      total += task.cpu;
     } else if (e.name === 'BlinkScheduler_PerformMicrotaskCheckpoint' && task) {
       task.end = e.ts + e.dur;
       task.cpu += e.tdur ?? e.dur;
+      total += e.tdur ?? e.dur;
     } else {
       task = null; // another top-level event: the task before it is over
       continue;
@@ -101,7 +104,9 @@ export const longestTraced = buffer => {
     cpu = Math.max(cpu, task.cpu / 1000);
     wall = Math.max(wall, (task.end - task.start) / 1000);
   }
-  return { cpu: Math.round(cpu), tracedWall: Math.round(wall) };
+  return {
+    cpu: Math.round(cpu), tracedWall: Math.round(wall), totalCpu: Math.round(total / 1000),
+  };
 };
 
 const longestSince = (page, t0) =>
@@ -271,22 +276,27 @@ try {
   for (const c of cases) {
     if (c.kind === 'html') {
       // a page of HTML-fallback views, opened on its own (no JupyterLab), after its control
-      // (the same page without the view's scripts); the pair again only while over, as below
+      // (the same page without the view's scripts); the pair again only while over, as below.
+      // Compared: the whole main-thread CPU time of the opening, not its longest task, which
+      // the HTML parser cuts where its wall-clock budget runs out (the same control page's
+      // longest task measured 596 and 1,488 ms in one run)
       for (let n = 0; n < openings; n++) {
         for (const [name, path] of [[`${c.name} (control)`, c.control], [c.name, c.path]]) {
           const r = await openPage({ name, path }, n === 0);
           const prev = results[name];
           if (prev) {
             r.cpuRuns = [...(prev.cpuRuns ?? [prev.cpu]), r.cpu];
+            r.totalCpuRuns = [...(prev.totalCpuRuns ?? [prev.totalCpu]), r.totalCpu];
             r.cpu = Math.min(prev.cpu, r.cpu);
+            r.totalCpu = Math.min(prev.totalCpu, r.totalCpu);
             r.longest = Math.min(prev.longest, r.longest);
             r.pinned = prev.pinned;
           }
           results[name] = r;
           step(`${name}: ${JSON.stringify(r)}`);
         }
-        const control = results[`${c.name} (control)`].cpu;
-        if (results[c.name].cpu - control <= allowance(control)) {
+        const control = results[`${c.name} (control)`].totalCpu;
+        if (results[c.name].totalCpu - control <= allowance(control)) {
           break;
         }
       }
