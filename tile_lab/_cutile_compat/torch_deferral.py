@@ -23,11 +23,9 @@ import enum
 import sys
 from typing import Any
 
-# numpy scalar types whose dtypes cuTile 1.7's table holds, by the cuTile dtype's name
-_NUMPY_NAMES = {"bool_": "bool_", "int8": "int8", "int16": "int16", "int32": "int32",
-                "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
-                "uint64": "uint64", "float16": "float16", "float32": "float32",
-                "float64": "float64"}
+# numpy scalar types whose dtypes cuTile 1.7's table holds (each named as its cuTile dtype)
+_NUMPY_NAMES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                "uint64", "float16", "float32", "float64")
 _ML_DTYPES_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")
 
 _state: dict[str, Any] = {}
@@ -40,7 +38,7 @@ def _table() -> dict[int, tuple[Any, Any]]:
         import cuda.tile as ct
         import numpy as np
 
-        pairs = [(getattr(np, n), getattr(ct, c)) for n, c in _NUMPY_NAMES.items()]
+        pairs = [(getattr(np, n), getattr(ct, n)) for n in _NUMPY_NAMES]
         try:
             import ml_dtypes
         except ImportError:
