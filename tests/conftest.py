@@ -33,9 +33,9 @@ import progress
 import pytest
 from gpu_presence import gpu_available
 from run_settings import (
+    allow_bytecode,
     expected_seconds,
     longest_first,
-    share_bytecode,
     worker_count,
 )
 
@@ -43,7 +43,7 @@ from run_settings import (
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
-share_bytecode()
+allow_bytecode()
 
 GPU_SKIP_REASON = "needs an NVIDIA GPU (Hopper or newer, driver ≥ r580) and CuPy"
 SANITIZE_CFG = Path(__file__).resolve().parent.parent / "notebooks" / "sanitize.cfg"

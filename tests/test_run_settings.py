@@ -1,6 +1,6 @@
 """tests/run_settings.py, what tests/conftest.py sets for the run: how many workers the whole
-suite gets, and the shared bytecode folder where the environment forbids bytecode next to the
-sources; and tests/cpu_account.py's per-file sums."""
+suite gets, and bytecode allowed where the environment forbids it; and tests/cpu_account.py's
+per-file sums."""
 
 from __future__ import annotations
 
@@ -24,28 +24,33 @@ def test_two_workers_per_core_unless_told(monkeypatch):
     assert run_settings.worker_count() == 3
 
 
-def test_bytecode_goes_to_one_shared_folder_only_where_it_was_forbidden():
-    assert run_settings.share_bytecode({}) is None  # bytecode next to the sources: left alone
+def test_bytecode_is_allowed_only_where_it_was_forbidden():
+    env = {"PATH": "/bin"}
+    assert run_settings.allow_bytecode(env) is False and env == {"PATH": "/bin"}
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin"}
-    prefix = run_settings.share_bytecode(env)
-    assert prefix and os.path.isdir(prefix) and not prefix.startswith(os.getcwd())
-    assert env == {"PATH": "/bin", "PYTHONPYCACHEPREFIX": prefix}
+    assert run_settings.allow_bytecode(env) is True
+    assert env == {"PATH": "/bin"}
     told = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/elsewhere"}
-    assert run_settings.share_bytecode(dict(told)) is None  # a prefix given is the user's choice
+    assert run_settings.allow_bytecode(dict(told)) is False  # a prefix given is the user's
 
 
 @pytest.mark.timeout(120)
-def test_a_child_writes_its_bytecode_there_and_not_beside_the_source(tmp_path):
+def test_a_child_reads_the_bytecode_beside_the_source(tmp_path):
+    """What the run gains: a second process reads the bytecode the first wrote (as it reads
+    what pip wrote for the installed packages) instead of compiling the module again."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    prefix = run_settings.share_bytecode(env)
-    module = tmp_path / "some_module_for_bytecode.py"
-    module.write_text("X = 1\n")
-    subprocess.run([sys.executable, "-c", "import some_module_for_bytecode"], cwd=tmp_path,
-                   env=env, check=True, timeout=100)
-    assert not (tmp_path / "__pycache__").exists()
-    cached = os.path.join(prefix, str(tmp_path).lstrip(os.sep))  # the source path mirrored
-    assert any(n.startswith("some_module_for_bytecode.") for n in os.listdir(cached))
+    assert run_settings.allow_bytecode(env)
+    (tmp_path / "some_module_for_bytecode.py").write_text("X = 1\n")
+    probe = ("import importlib.util as u, some_module_for_bytecode as m; "
+             "print(u.cache_from_source(m.__file__))")
+    run = [sys.executable, "-c", probe]
+    first = subprocess.run(run, cwd=tmp_path, env=env, check=True, timeout=100,
+                           capture_output=True, text=True).stdout.strip()
+    assert os.path.dirname(first) == str(tmp_path / "__pycache__") and os.path.isfile(first)
+    stamp = os.stat(first).st_mtime_ns
+    subprocess.run(run, cwd=tmp_path, env=env, check=True, timeout=100)
+    assert os.stat(first).st_mtime_ns == stamp  # read, not written again
 
 
 def test_cpu_account_sums_per_file_most_cpu_first(tmp_path):

@@ -5,9 +5,7 @@
 //
 // Environment: TILE_LAB_CHROMIUM (the system Chromium), TILE_LAB_BROWSER_KIND (ui | probe).
 
-import { chromium } from 'playwright-core';
-
-import { BROWSER_ARGS, env } from './browser.mjs';
+import { BROWSER_ARGS, chromium, env } from './browser.mjs';
 
 const kind = env('TILE_LAB_BROWSER_KIND');
 const server = await chromium.launchServer({
