@@ -139,13 +139,13 @@ def waves(m: int, n: int, c: dict[str, Any], sms: int = H100_SMS) -> int:
 # Data-parallel + stream-K (gemm_schedule_rows: dp_streamk) for aligned rows whose tiles end
 # in a partial wave, within 4 waves of the 256x256 2-CTA tile: 4096³, 8192x2048x8192 and
 # 4000³ (256 tiles, 66 slots: 3.88 waves, ~3% of the time idle at the end; cuBLAS wins them
-# by 1-1.5%). Measured on the H200 (bench/results/gemm_hybrid_trial_h200.json.gz) it lost on
-# all six rows: 204-209 us against gemm_splitk's 181-185 at 4096³, 393-401 against 345-356
-# at 8192x2048x8192 (its three launches, the fp32 partials and the fix-up cost more than the
-# ~3% of idle they recover), so it comes after the 8 other configs (the sweep's
-# --max-configs 9 tunes its first, 11 all three). 8192³ and 8192x8192x2048 (1024 tiles,
-# 15.5 waves) and 16384² x 4096 (4096 tiles) already beat cuBLAS (1.008-1.013x): their
-# lists stay as they were.
+# by 1-1.5%). Measured on the H200 (bench/results/gemm_hybrid_trial_h200.json.gz, kept at
+# commit 02d0a46) it lost on all six rows: 204-209 us against gemm_splitk's 181-185 at
+# 4096³, 393-401 against 345-356 at 8192x2048x8192 (its three launches, the fp32 partials
+# and the fix-up cost more than the ~3% of idle they recover), so it comes after the 8
+# other configs (the sweep's --max-configs 9 tunes its first, 11 all three). 8192³ and
+# 8192x8192x2048 (1024 tiles, 15.5 waves) and 16384² x 4096 (4096 tiles) already beat
+# cuBLAS (1.008-1.013x): their lists stay as they were.
 HYBRID_MAX_WAVES = 4
 
 
