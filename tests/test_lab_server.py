@@ -1,6 +1,7 @@
 """The UI tests' JupyterLab server (tests/lab_server.py) reads notebooks through a contents
-manager that skips two costs; what it answers must be what JupyterLab's own manager
-answers, for the suite's notebooks and for a notebook that a signature makes trusted."""
+manager that skips two costs (tests/lab_contents.py); what it answers must be what
+JupyterLab's own manager answers, for the suite's notebooks and for a notebook that a
+signature makes trusted."""
 
 from __future__ import annotations
 
@@ -11,19 +12,10 @@ from pathlib import Path
 import lab_server
 import nbformat
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+from lab_contents import FastContentsManager
 from nbformat.sign import NotebookNotary
 from test_labextension import _code_cell, _notebook
-
-
-def _test_manager_class() -> type:
-    """The class the server's config file defines, read from that file's text."""
-    class Config:  # what a jupyter config file's `c` is, as far as this file uses it
-        def __init__(self) -> None:
-            self.ServerApp = type("ServerApp", (), {})()
-
-    c = Config()
-    exec(compile(lab_server.SERVER_CONFIG, "jupyter_server_config.py", "exec"), {"c": c})
-    return c.ServerApp.contents_manager_class
+from traitlets.config import Config
 
 
 def _answers(manager, names: list[str]) -> dict[str, dict]:
@@ -60,9 +52,15 @@ def _notebooks(root: Path) -> list[str]:
     return sorted(notebooks)
 
 
+def test_the_server_config_file_picks_that_manager() -> None:
+    c = Config()
+    exec(compile(lab_server.SERVER_CONFIG, "jupyter_server_config.py", "exec"), {"c": c})
+    assert c.ServerApp.contents_manager_class is FastContentsManager
+
+
 def test_the_test_server_answers_what_jupyterlab_answers(tmp_path: Path) -> None:
     names = _notebooks(tmp_path)
-    fast = _test_manager_class()(root_dir=str(tmp_path))
+    fast = FastContentsManager(root_dir=str(tmp_path))
     stock = AsyncLargeFileManager(root_dir=str(tmp_path))
     assert type(fast) is not AsyncLargeFileManager
     assert _answers(fast, names) == _answers(stock, names)
@@ -77,7 +75,7 @@ def test_a_signed_notebook_is_trusted_by_both(tmp_path: Path) -> None:
     notary = NotebookNotary(data_dir=str(tmp_path / "data"))
     signed = tmp_path / "outputs.ipynb"
     notary.sign(nbformat.read(signed, as_version=4))
-    fast = _test_manager_class()(root_dir=str(tmp_path))
+    fast = FastContentsManager(root_dir=str(tmp_path))
     stock = AsyncLargeFileManager(root_dir=str(tmp_path))
     fast.notary, stock.notary = notary, notary
     got = _answers(fast, names)
