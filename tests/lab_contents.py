@@ -1,7 +1,7 @@
 """The contents manager of the UI tests' JupyterLab server (tests/lab_server.py loads it from
 the server's config file): JupyterLab's own, minus two costs that cannot change what it
-answers here. The size test opens ~180 MB of notebooks; its server spent 46 s of CPU, 2 of
-the run's 9 minutes, in the two:
+answers here. The size benchmark (bench/labextension_size.py, then a test) opens ~180 MB of
+notebooks; its server spent 46 s of CPU, 2 of the run's 9 minutes, in the two:
 
 * the notebook's signature (a keyed hash of every value: 6.8 s for the 31 MB comparison
   notebook, each opening) is computed only when the signature store holds one to match.

@@ -6,7 +6,8 @@ kernels an earlier test started and forgets the saved workspaces, so each test's
 only its own notebook, as on a fresh server.
 
 The server: a free port, no token, the freshly built extension from tile_lab/labextension
-loaded ahead of any installed copy."""
+loaded ahead of any installed copy, no build check (the newcomer test starts JupyterLab as a
+user does instead: tests/test_newcomer.py)."""
 
 from __future__ import annotations
 
@@ -48,9 +49,9 @@ def shared(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory
         if not (BUILT / "package.json").is_file():
             pytest.skip("the extension is not built (tile_lab/labextension/); "
                         "run `npm run build:prod` in labextension/ or pip install .")
-        proc, url, root, log = _start(tmp_path_factory.mktemp("jupyterlab"))
+        proc, url, root, log = start(tmp_path_factory.mktemp("jupyterlab"))
         _RUNNING["server"] = (url, root)
-        config.add_cleanup(lambda: _stop(proc, log))
+        config.add_cleanup(lambda: stop(proc, log))
     return _RUNNING["server"]
 
 
@@ -82,7 +83,9 @@ def reset(url: str) -> None:
         _request(f"{url}/lab/api/workspaces/{name}", "DELETE")
 
 
-def _start(tmp: Path):
+def start(tmp: Path) -> tuple[subprocess.Popen, str, Path, object]:
+    """A JupyterLab server in the fresh folder ``tmp``: ``(process, url, notebook root, log
+    file)``; :func:`stop` stops it (bench/labextension_size.py starts one too)."""
     data_dir = tmp / "jupyter-data"
     (data_dir / "labextensions").mkdir(parents=True)
     (data_dir / "labextensions" / "tile-lab").symlink_to(BUILT)
@@ -98,6 +101,11 @@ def _start(tmp: Path):
     (settings / _NOTIFICATION).parent.mkdir(parents=True)
     (settings / _NOTIFICATION).write_text(json.dumps({"fetchNews": "false"}))
     (tmp / "config" / "jupyter_server_config.py").write_text(SERVER_CONFIG)
+    # no "build recommended?" check: each page load asked the server, which ran `yarn config`
+    # (~0.5 s of CPU) to answer for an app folder these tests never build
+    (tmp / "config" / "labconfig").mkdir()
+    (tmp / "config" / "labconfig" / "page_config.json").write_text(
+        json.dumps({"buildCheck": False, "buildAvailable": False}))
     log = (tmp / "server.log").open("w")
     as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
     proc = subprocess.Popen(
@@ -128,12 +136,12 @@ def _start(tmp: Path):
         assert "tile-lab" in exts, f"server does not list tile-lab: {sorted(exts)}"
         _SETTINGS[url] = settings
     except BaseException:
-        _stop(proc, log)
+        stop(proc, log)
         raise
     return proc, url, root, log
 
 
-def _stop(proc: subprocess.Popen, log) -> None:
+def stop(proc: subprocess.Popen, log) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=20)

@@ -7,7 +7,7 @@ longer than that, for how long, and how far its file (its group: a test module, 
 has got, with the run's overall count::
 
     [progress 4:00] 812/1804 done; running: notebooks/15_flash_attention.ipynb::Cell 12
-    (1:40, 13/31 of its file), tests/test_labextension_size.py::test_worst_cases... (3:10, 1/1)
+    (1:40, 13/31 of its file), tests/test_tuning_cluster.py::test_ray_compiles... (3:10, 1/10)
 
 It runs where the reports arrive: in the one pytest process, or in xdist's controller (which
 hears every worker's test start and finish). The line goes to the terminal pytest started

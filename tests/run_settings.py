@@ -41,9 +41,10 @@ def allow_bytecode(env: dict[str, str] = os.environ) -> bool:
 # as the Ray instance, start once): each file's wall time in a whole run (``python
 # tests/cpu_account.py DIR --scopes``, from a run with ``TILE_LAB_TEST_CPU=DIR``), the longest
 # first, so that none is left to run alone at the end (longest-processing-time-first). Only
-# the order depends on it. (Splitting the longest, the size test, into four tests spread over
-# workers was measured and dropped: on 2 cores each group paid its own JupyterLab page and
-# server, 204 s of CPU against 149 s as one test, and the run took longer.)
+# the order depends on it. (Splitting what was the longest, the size test, into four tests
+# spread over workers was measured and dropped: on 2 cores each group paid its own JupyterLab
+# page and server, 204 s of CPU against 149 s as one test, and the run took longer. Its speed
+# bounds are now bench/labextension_size.py's.)
 SCOPE_SECONDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scope_seconds.json")
 
 

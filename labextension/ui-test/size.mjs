@@ -1,12 +1,16 @@
-// Size test driver: in one JupyterLab page, open each notebook of a list (a worst-case tile_lab
-// payload, or the same data under a MIME type nothing renders: the control), and report the
-// longest main-thread task (PerformanceObserver 'longtask') from opening it until it is drawn
-// and quiet; for "hover" cases, also the cost of hovering a row whose line links every row.
+// Size driver: in one JupyterLab page, open each notebook of a list (a big tile_lab payload,
+// and where given the same data under a MIME type nothing renders: the control), and report
+// what the view drew and said it cut, and the longest main-thread task (PerformanceObserver
+// 'longtask') from opening it until it is drawn and quiet; for "hover" cases, also the cost of
+// hovering a row whose line links every row, and of scrolling its SASS pane.
 //
-// Started by tests/test_labextension_size.py, which owns the server. Environment:
+// Started by tests/test_labextension_size.py (cases just over the schema's limits, no
+// controls: what the views show) and bench/labextension_size.py (the worst cases, each beside
+// its control: how fast), through tests/size_cases.py; they own the server. Environment:
 //   TILE_LAB_URL, TILE_LAB_CHROMIUM  as for hover.mjs
-//   TILE_LAB_CASES  JSON: [{name, path, control, hover?, kind?} (a case and its control's
-//                   notebook; kind "html": plain pages, the control without the view's scripts)]
+//   TILE_LAB_CASES  JSON: [{name, path, control?, hover?, kind?} (a case and its control's
+//                   notebook; kind "html": plain pages, the control without the view's scripts;
+//                   a case without a control is opened once)]
 //   TILE_LAB_OVER_CONTROL_MS, TILE_LAB_OVER_CONTROL_FRACTION  the test's bound on a case's
 //                   longest task over its control's: the larger of the two
 //   TILE_LAB_OPENINGS  the most openings of each case and control (default 3)
@@ -39,7 +43,7 @@ const url = env('TILE_LAB_URL');
 const cases = JSON.parse(env('TILE_LAB_CASES'));
 const overControl = Number(env('TILE_LAB_OVER_CONTROL_MS'));
 const overControlFraction = Number(env('TILE_LAB_OVER_CONTROL_FRACTION'));
-// what a case may take over its control: the test's rule (test_labextension_size.py says why)
+// what a case may take over its control: the benchmark's rule (tests/size_cases.py says why)
 const allowance = controlCpu => Math.max(overControl, overControlFraction * controlCpu);
 const openings = Number(process.env.TILE_LAB_OPENINGS ?? 3);
 const TRACE = { categories: ['toplevel'] };
@@ -280,6 +284,11 @@ try {
       // Compared: the whole main-thread CPU time of the opening, not its longest task, which
       // the HTML parser cuts where its wall-clock budget runs out (the same control page's
       // longest task measured 596 and 1,488 ms in one run)
+      if (!c.control) {
+        results[c.name] = await openPage({ name: c.name, path: c.path }, true);
+        step(`${c.name}: ${JSON.stringify(results[c.name])}`);
+        continue;
+      }
       for (let n = 0; n < openings; n++) {
         for (const [name, path] of [[`${c.name} (control)`, c.control], [c.name, c.path]]) {
           const r = await openPage({ name, path }, n === 0);
@@ -300,6 +309,10 @@ try {
           break;
         }
       }
+      continue;
+    }
+    if (!c.control) {
+      await openOne({ name: c.name, path: c.path, kind: 'case', hover: c.hover });
       continue;
     }
     for (let n = 0; n < openings; n++) {
