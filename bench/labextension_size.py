@@ -84,22 +84,20 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tile_lab_size_") as tmp:
         try:
+            lab_server.require_built()
             proc, url, root, log = lab_server.start(Path(tmp))
-        except pytest.skip.Exception as why:
+            try:
+                cases = size_cases.plan(root, size_cases.WORST, size_cases.WORST_PAGE_ROWS,
+                                        controls=True)
+                out = size_cases.run_driver(url, cases, timeout=1700)
+            finally:
+                lab_server.stop(proc, log)
+        except pytest.skip.Exception as why:  # no Node, Chromium or built extension
             print(f"labextension_size: skipped: {why}")
             return 0
-        try:
-            cases = size_cases.plan(root, size_cases.WORST, size_cases.WORST_PAGE_ROWS,
-                                    controls=True)
-            out = size_cases.run_driver(url, cases, timeout=1700)
-        except pytest.skip.Exception as why:
-            print(f"labextension_size: skipped: {why}")
-            return 0
-        except pytest.fail.Exception as why:
-            print(f"labextension_size: the driver failed: {why}")
+        except pytest.fail.Exception as why:  # JupyterLab or the driver failed
+            print(f"labextension_size: failed: {why}")
             return 1
-        finally:
-            lab_server.stop(proc, log)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1))
     for name, got in out["results"].items():

@@ -19,6 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 from browser_env import free_port
@@ -46,13 +47,18 @@ def shared(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory
            ) -> tuple[str, Path]:
     """``(url, root)`` of this process's server, started on first use."""
     if "server" not in _RUNNING:
-        if not (BUILT / "package.json").is_file():
-            pytest.skip("the extension is not built (tile_lab/labextension/); "
-                        "run `npm run build:prod` in labextension/ or pip install .")
+        require_built()
         proc, url, root, log = start(tmp_path_factory.mktemp("jupyterlab"))
         _RUNNING["server"] = (url, root)
         config.add_cleanup(lambda: stop(proc, log))
     return _RUNNING["server"]
+
+
+def require_built() -> None:
+    """Skip (saying how to build it) unless the extension is built in tile_lab/labextension."""
+    if not (BUILT / "package.json").is_file():
+        pytest.skip("the extension is not built (tile_lab/labextension/); "
+                    "run `npm run build:prod` in labextension/ or pip install .")
 
 
 def _request(url: str, method: str = "GET", timeout: float = 60):
@@ -83,7 +89,7 @@ def reset(url: str) -> None:
         _request(f"{url}/lab/api/workspaces/{name}", "DELETE")
 
 
-def start(tmp: Path) -> tuple[subprocess.Popen, str, Path, object]:
+def start(tmp: Path) -> tuple[subprocess.Popen, str, Path, TextIO]:
     """A JupyterLab server in the fresh folder ``tmp``: ``(process, url, notebook root, log
     file)``; :func:`stop` stops it (bench/labextension_size.py starts one too)."""
     data_dir = tmp / "jupyter-data"
@@ -141,7 +147,8 @@ def start(tmp: Path) -> tuple[subprocess.Popen, str, Path, object]:
     return proc, url, root, log
 
 
-def stop(proc: subprocess.Popen, log) -> None:
+def stop(proc: subprocess.Popen, log: TextIO) -> None:
+    """Stop a server :func:`start` started and close its log."""
     proc.terminate()
     try:
         proc.wait(timeout=20)
