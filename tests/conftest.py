@@ -31,6 +31,7 @@ from pathlib import Path
 import cpu_account
 import progress
 import pytest
+from browser_env import CHROMIUM_CANDIDATES
 from gpu_presence import gpu_available
 from run_settings import (
     allow_bytecode,
@@ -47,7 +48,6 @@ allow_bytecode()
 
 GPU_SKIP_REASON = "needs an NVIDIA GPU (Hopper or newer, driver ≥ r580) and CuPy"
 SANITIZE_CFG = Path(__file__).resolve().parent.parent / "notebooks" / "sanitize.cfg"
-_CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
 def nbval_installed() -> bool:
@@ -101,7 +101,7 @@ def pytest_report_header(config):
     if not gpu_available():
         lines.append(f"tile_lab: no usable GPU: tests marked gpu skip ({GPU_SKIP_REASON})")
     if not (os.environ.get("TILE_LAB_CHROMIUM")
-            or any(shutil.which(n) for n in _CHROMIUM_NAMES)):
+            or any(shutil.which(n) for n in CHROMIUM_CANDIDATES)):
         lines.append("tile_lab: no Chromium: the browser tests (diagram screenshots, the "
                      "JupyterLab extension's UI test) skip; install Debian's `chromium` or "
                      "set TILE_LAB_CHROMIUM to run them")

@@ -81,7 +81,16 @@ def _no_gpu() -> bool:
 
 
 # ---- tuning on the CPU (real compiles, fake timing) -----------------------------------------
-def test_tune_cpp_compiles_each_config_with_its_defines_and_finds_the_best():
+def test_tune_cpp_compiles_each_config_with_its_defines_and_finds_the_best(monkeypatch):
+    from tile_lab import disassembly
+    from tile_lab.cpp.build import _inspect_cached
+
+    _inspect_cached.cache_clear()  # compiled here, not found from an earlier test
+    # outside an IPython session nobody reads the configs' SASS: no nvdisasm runs
+    monkeypatch.delenv(disassembly.ENV_WHEN, raising=False)
+    monkeypatch.setattr(disassembly, "_in_ipython", lambda: False)
+    disassembled = []
+    monkeypatch.setattr(disassembly, "_nvdisasm", lambda *a: disassembled.append(a) or "")
     timer = FakeTimer()
     space = Space(TILE=[128, 256, 512], OCC=[1, 2])
     r = tune_cpp(SCALE, "scale", space, _grid, _args, measure=timer,
@@ -95,6 +104,7 @@ def test_tune_cpp_compiles_each_config_with_its_defines_and_finds_the_best():
     assert r.best.config.as_dict() == {"TILE": 256, "OCC": 2}
     assert r.context["language"] == "c++" and r.context["arch"] == ARCH
     assert r.context["arrays"] == [f"({N},):float32", f"({N},):float32"]
+    assert disassembled == []
 
 
 def test_tune_cpp_race_measures_contenders_fully():

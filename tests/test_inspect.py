@@ -277,9 +277,10 @@ def test_static_shapes_and_int64_scalars_follow_the_annotations():
         tile_lab.inspect(K.static_shape, "f32[4096], i32, 128", arch="sm_100")
 
 
-# -- SASS/PTX are made in the background ---------------------------------------------------
+# -- SASS/PTX are made in the background or when first read ---------------------------------
 
 def test_inspect_returns_before_nvdisasm_finishes(monkeypatch):
+    monkeypatch.setenv(disassembly.ENV_WHEN, "background")
     real_nvdisasm = disassembly._nvdisasm
     release = threading.Event()
     runs = []
@@ -295,6 +296,11 @@ def test_inspect_returns_before_nvdisasm_finishes(monkeypatch):
         insp = tile_lab.inspect(K.gemm, CASES["gemm"][1], arch="sm_90")
         # inspect came back while the (held) nvdisasm could not have finished
         assert not insp.stages.is_ready()
+        for _ in range(200):  # it started without anyone reading the SASS
+            if runs:
+                break
+            threading.Event().wait(0.05)
+        assert runs == ["sm_90"]
         assert "mmaf" in insp.tileir and insp.cutile_ir and insp.remarks
         assert list(insp.stages) == ["cutile", "tileir", "ptx", "sass"]
     finally:
@@ -311,7 +317,59 @@ def test_inspect_returns_before_nvdisasm_finishes(monkeypatch):
     assert Inspection.from_json(insp.to_json()) == insp
 
 
-def test_nvdisasm_failure_surfaces_when_sass_is_read(monkeypatch):
+def test_outside_ipython_nvdisasm_runs_only_when_the_sass_is_read(monkeypatch):
+    """A script (or a tuner) that reads no SASS runs no nvdisasm; the first read runs it
+    once, in the reading thread, and gives the same stages as the eager functions."""
+    monkeypatch.delenv(disassembly.ENV_WHEN, raising=False)
+    monkeypatch.setattr(disassembly, "_in_ipython", lambda: False)
+    real_nvdisasm = disassembly._nvdisasm
+    runs = []
+
+    def counted_nvdisasm(cubin, arch):
+        runs.append(threading.current_thread().name)
+        return real_nvdisasm(cubin, arch)
+
+    monkeypatch.setattr(disassembly, "_nvdisasm", counted_nvdisasm)
+    insp = tile_lab.inspect(K.row_softmax, CASES["row_softmax"][1], arch="sm_90")
+    assert insp.tileir and insp.cutile_ir and list(insp.stages) == ["cutile", "tileir",
+                                                                     "ptx", "sass"]
+    threading.Event().wait(0.5)  # time a background start would have had
+    assert runs == [] and not insp.stages.is_ready()
+    readers = [threading.Thread(target=lambda: insp.sass) for _ in range(3)]
+    for t in readers:
+        t.start()
+    for t in readers:
+        t.join(timeout=120)
+    assert len(runs) == 1 and runs[0] != "MainThread"  # one run, in one of the readers
+    assert insp.stages.is_ready()
+    monkeypatch.undo()
+    assert insp.stages["sass"] == disassembly.sass_from_cubin(insp.cubin, "sm_90",
+                                                               filename=insp.filename)
+    assert Inspection.from_json(insp.to_json()) == insp
+
+
+def test_in_an_ipython_session_nvdisasm_starts_with_the_compile(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.delenv(disassembly.ENV_WHEN, raising=False)
+    had_shell = InteractiveShell.initialized()
+    assert disassembly.when_machine_code() == ("background" if had_shell else "on-read")
+    InteractiveShell.instance()
+    try:
+        assert disassembly.when_machine_code() == "background"
+    finally:
+        if not had_shell:
+            InteractiveShell.clear_instance()
+    monkeypatch.setenv(disassembly.ENV_WHEN, "on-read")
+    assert disassembly.when_machine_code() == "on-read"
+    monkeypatch.setenv(disassembly.ENV_WHEN, "soon")
+    with pytest.raises(tile_lab.TileLabError, match=r"TILE_LAB_SASS='soon': use background"):
+        tile_lab.inspect(K.vector_add, CASES["vector_add"][1], arch="sm_80")
+
+
+@pytest.mark.parametrize("when", ["background", "on-read"])
+def test_nvdisasm_failure_surfaces_when_sass_is_read(monkeypatch, when):
+    monkeypatch.setenv(disassembly.ENV_WHEN, when)
     def failing_nvdisasm(cubin, arch):
         raise ToolchainError(f"disassembling the {arch} cubin: nvdisasm crashed")
 

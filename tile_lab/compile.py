@@ -82,7 +82,8 @@ def compile_kernel(kernel: Any, signature: Any, *, arch: str, options: Any,
     with ThreadPoolExecutor(max_workers=1) as pool:
         tileir_future = pool.submit(disassemble_tileir, front.bytecode, filename=filename)
         cubin, remarks_yaml = run_tileiras(front.bytecode, arch, opt)
-        # nvdisasm may outlive this call: it runs on the long-lived background pool
+        # nvdisasm may outlive this call (on the background pool) or wait for the first
+        # read of the SASS (disassembly.when_machine_code says which)
         machine_code = disassemble_cubin_async(cubin, arch, filename=filename)
         tileir = tileir_future.result()
     stages = LazyStages({"cutile": cutile, "tileir": tileir},

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._inspect import resolve_arch
-from ..artifacts import Inspection, StageText
+from ..artifacts import Inspection, LazyStages, StageText
 from ..errors import ArgumentTypeError, CompileError, SourceLocation, ToolchainError
 from ..stage_rows import entry_symbols
 from . import diagnostics
@@ -161,7 +161,7 @@ def _scrubbed(stage: StageText, paths: _Paths) -> StageText:
 def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str, ...],
                     includes: tuple[str, ...], filename: str) -> Inspection:
     from ..compile import disassemble_tileir, parse_remarks
-    from ..disassembly import sass_from_cubin
+    from ..disassembly import machine_code_work, sass_from_cubin
     from ..toolchain import tool_version
 
     bytecode, paths = _run_nvcc(source, arch, defines, includes, filename)
@@ -171,7 +171,6 @@ def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str
         tileir_future = pool.submit(disassemble_tileir, bytecode, filename=user_file)
         cubin, remarks_yaml = _run_tileiras(bytecode, arch, paths, source)
         tileir = _scrubbed(tileir_future.result(), paths)
-    sass = _scrubbed(sass_from_cubin(cubin, arch, filename=user_file), paths)
     remarks = tuple(replace(r, message=paths.scrub(r.message))
                     for r in parse_remarks(remarks_yaml, filename=user_file))
 
@@ -183,10 +182,15 @@ def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str
                            hint="a template kernel is compiled only once it is instantiated")
     params = src.kernel_parameter_text(source, kernel_name) or ""
     signature = ", ".join([params, *defines]) if defines else params
+    # nvdisasm (~0.7 s of CPU) now or when the SASS is first read: a tuner compiling many
+    # configs reads none of it (disassembly.when_machine_code)
+    machine_code = machine_code_work(
+        lambda: {"sass": _scrubbed(sass_from_cubin(cubin, arch, filename=user_file), paths)})
     return Inspection(
         kernel_name=kernel_name, filename=filename, first_line=1, source=source, arch=arch,
         signature=signature, hints={"defines": list(defines)} if defines else {},
-        stages={"tileir": tileir, "sass": sass}, cubin=cubin, remarks=remarks,
+        stages=LazyStages({"tileir": tileir}, ("sass",), machine_code), cubin=cubin,
+        remarks=remarks,
         versions={"nvcc": tool_version("nvcc"), "tileiras": tool_version("tileiras")})
 
 
