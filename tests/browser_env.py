@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
+import queue
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -107,9 +111,91 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @atexit.register
 def _stop_all() -> None:
+    if _PROBE.proc is not None:
+        _stop(_PROBE.proc)  # first: it is a client of the probe browser
+        _PROBE.proc = None
     for proc, _ in _SERVERS.values():
         _stop(proc)
     _SERVERS.clear()
+
+
+PROBE_SCRIPT = Path(__file__).resolve().parent / "browser_probe.mjs"
+
+
+class _ProbeServer:
+    """This process's ``browser_probe.mjs`` serving job lists (one Node start for all the
+    picture checks of a test process instead of one per check), its answers read by a
+    thread into a queue so that a wait can be bounded."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.answers: queue.Queue[str] = queue.Queue()
+        self.stderr: IO[bytes] | None = None
+        self.lock = threading.Lock()
+
+    def start(self, chromium_path: str) -> None:
+        if self.stderr is None:
+            # the probe's messages, read back when it fails; open while this process lives
+            self.stderr = tempfile.TemporaryFile()  # noqa: SIM115
+        self.answers = queue.Queue()
+        self.proc = subprocess.Popen(
+            [node(), str(PROBE_SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.stderr, text=True,
+            env=dict(os.environ, TILE_LAB_EXT=str(EXT), TILE_LAB_CHROMIUM=chromium_path))
+        proc, answers = self.proc, self.answers
+
+        def read() -> None:
+            for line in proc.stdout or ():
+                answers.put(line)
+            answers.put("")  # the probe exited
+
+        threading.Thread(target=read, name="browser-probe", daemon=True).start()
+
+    def stderr_tail(self) -> str:
+        if self.stderr is None:
+            return ""
+        self.stderr.seek(0)
+        return self.stderr.read()[-3000:].decode(errors="replace")
+
+
+_PROBE = _ProbeServer()
+
+
+def probe(jobs_file: Path, chromium_path: str, timeout: float = 300) -> list[dict]:
+    """The results of ``browser_probe.mjs`` for the job list in ``jobs_file``, one per job
+    (``{"hovered", "value", "errors"}``), from this process's serving probe connected to
+    the shared probe browser, or, where that browser is off (``TILE_LAB_SHARED_BROWSER=0``,
+    no Node), from a probe run for this list alone. ``timeout`` only ends a probe that
+    hangs; a failure raises RuntimeError with the probe's own message."""
+    if shared_browser("probe", chromium_path) is None:
+        proc = subprocess.run(
+            [node(), str(PROBE_SCRIPT)], capture_output=True, text=True, timeout=timeout,
+            env=dict(os.environ, TILE_LAB_EXT=str(EXT), TILE_LAB_CHROMIUM=chromium_path,
+                     TILE_LAB_JOBS=str(jobs_file)))
+        if proc.returncode != 0:
+            raise RuntimeError(f"the browser probe failed: {proc.stderr[-3000:]}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    with _PROBE.lock:
+        if _PROBE.proc is None or _PROBE.proc.poll() is not None:
+            _PROBE.start(chromium_path)
+        assert _PROBE.proc is not None and _PROBE.proc.stdin is not None
+        try:
+            _PROBE.proc.stdin.write(f"{jobs_file}\n")
+            _PROBE.proc.stdin.flush()
+            line = _PROBE.answers.get(timeout=timeout)
+        except (OSError, queue.Empty) as e:
+            line, why = "", f"no answer ({type(e).__name__})"
+        else:
+            why = "it exited"
+        if not line:
+            _stop(_PROBE.proc)
+            _PROBE.proc = None
+            raise RuntimeError(f"the browser probe gave no answer, {why}: "
+                               f"{_PROBE.stderr_tail()}")
+    answer = json.loads(line)
+    if "error" in answer:
+        raise RuntimeError(f"the browser probe failed: {answer['error'][-3000:]}")
+    return answer["results"]
 
 
 def free_port() -> int:

@@ -1,14 +1,13 @@
 """Run pages through headless Chromium (``browser_probe.mjs``, playwright-core from
 ``labextension/node_modules``): hover an element, read the page with a script, screenshot.
 
-One browser start for a whole list of jobs (each start costs seconds on a busy machine).
+One browser for the whole test process (each start costs seconds on a busy machine), and
+one serving probe for all its job lists (``browser_env.probe``).
 Screenshots land in ``test-artifacts/render/`` so a person can look at them."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +50,7 @@ def run(jobs: list[Job], tmp_path: Path) -> list[dict]:
     """Each job's ``{"name", "value", "errors", "png"}`` (``png``: an RGB float array)."""
     import matplotlib.image as mpimg
 
-    node = browser_env.node()
+    browser_env.node()
     browser_env.node_module("playwright-core")
     chromium = browser_env.chromium("probe")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -64,12 +63,8 @@ def run(jobs: list[Job], tmp_path: Path) -> list[dict]:
                       "screenshot": str(ARTIFACTS / f"{job.name}.png")})
     spec_file = tmp_path / "jobs.json"
     spec_file.write_text(json.dumps(specs), encoding="utf-8")
-    proc = subprocess.run(
-        [node, str(HERE / "browser_probe.mjs")], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "TILE_LAB_EXT": str(browser_env.EXT), "TILE_LAB_CHROMIUM": chromium,
-             "TILE_LAB_JOBS": str(spec_file)})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    results = browser_env.probe(spec_file, chromium)
+    assert len(results) == len(jobs), results
     for res, spec, job in zip(results, specs, jobs):
         res["name"] = job.name
         res["png"] = mpimg.imread(spec["screenshot"])[..., :3]

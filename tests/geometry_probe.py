@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import subprocess
 import tempfile
@@ -110,20 +109,15 @@ def _in_shared_browser(page: Path, chromium: str) -> str | None:
     if shutil.which("node") is None or not (browser_env.EXT / "node_modules" /
                                             "playwright-core").is_dir():
         return None
-    browser_env.shared_browser("probe", chromium)
+    if browser_env.shared_browser("probe", chromium) is None:
+        return None
     jobs = page.with_name("jobs.json")
     # the window the command line gave: 1000 x 900 at scale 1 (scrollbars hidden: headless)
     jobs.write_text(json.dumps([{
         "page": str(page), "width": WIDTH, "height": 900, "prepare": None, "hover": None,
         "evaluate": "document.getElementById('tl-geo-result').textContent",
         "screenshot": None}]), encoding="utf-8")
-    proc = subprocess.run(
-        ["node", str(HERE / "browser_probe.mjs")], capture_output=True, text=True,
-        timeout=300, env={**os.environ, "TILE_LAB_EXT": str(browser_env.EXT),
-                          "TILE_LAB_CHROMIUM": chromium, "TILE_LAB_JOBS": str(jobs)})
-    if proc.returncode != 0:
-        raise RuntimeError(f"the probe browser gave no geometry: {proc.stderr[-2000:]}")
-    value = json.loads(proc.stdout.strip().splitlines()[-1])[0]["value"]
+    value = browser_env.probe(jobs, chromium)[0]["value"]
     if not value:
         raise RuntimeError("the geometry script wrote no result (did it throw?)")
     return value

@@ -4,10 +4,10 @@ where the geometry says they are (and not elsewhere), in a light and a dark page
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+import json
 from pathlib import Path
 
+import browser_env
 import numpy as np
 import pytest
 from test_render_diagram import highlight_on_page, ragged_copy
@@ -15,32 +15,26 @@ from test_render_diagram import highlight_on_page, ragged_copy
 from tile_lab.render.diagram import partition
 from tile_lab.widgets.diagram_browser import DiagramBrowser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or (
-    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-
-pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None,
-                       reason="headless Chromium not installed (apt-get install -y chromium)"),
-    pytest.mark.slow,  # each test starts a browser (a few seconds)
-]
+pytestmark = pytest.mark.slow  # the first test of a process starts a browser (a few seconds)
 
 
 def screenshot(html: str, size: tuple[float, float], tmp_path: Path, name: str) -> np.ndarray:
-    """Render ``html`` in headless Chromium; the screenshot as an RGB float array."""
+    """Render ``html`` in headless Chromium (this process's probe browser, at scale 1, no
+    scrollbars, a window of the picture's size + 40 px); the screenshot as an RGB float
+    array."""
     import matplotlib.image as mpimg
 
+    browser_env.node_module("playwright-core")
+    chromium = browser_env.chromium("probe")
     page = tmp_path / f"{name}.html"
     page.write_text(html, encoding="utf-8")
     png = tmp_path / f"{name}.png"
     w, h = int(size[0]) + 40, int(size[1]) + 40
-    proc = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars",
-         "--force-device-scale-factor=1", f"--screenshot={png}", f"--window-size={w},{h}",
-         page.as_uri()],
-        capture_output=True, text=True, timeout=120)
-    assert png.exists(), f"chromium made no screenshot:\n{proc.stderr[-2000:]}"
+    jobs = tmp_path / f"{name}.jobs.json"
+    jobs.write_text(json.dumps([{"page": str(page), "width": w, "height": h, "prepare": None,
+                                 "hover": None, "evaluate": None, "screenshot": str(png)}]))
+    (result,) = browser_env.probe(jobs, chromium)
+    assert result["errors"] == [] and png.exists(), result
     img = mpimg.imread(png)[..., :3]
     assert img.shape[:2] == (h, w)
     return img

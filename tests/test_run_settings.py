@@ -14,14 +14,16 @@ import pytest
 import run_settings
 
 
-def test_two_workers_per_core_unless_told(monkeypatch):
+def test_one_worker_per_core_and_one_more_unless_told(monkeypatch):
     monkeypatch.delenv("TILE_LAB_TEST_WORKERS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    assert run_settings.worker_count() == 4
+    assert run_settings.worker_count() == 3
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert run_settings.worker_count() == 2
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
     assert run_settings.worker_count() == 8
-    monkeypatch.setenv("TILE_LAB_TEST_WORKERS", "3")
-    assert run_settings.worker_count() == 3
+    monkeypatch.setenv("TILE_LAB_TEST_WORKERS", "5")
+    assert run_settings.worker_count() == 5
 
 
 def test_bytecode_is_allowed_only_where_it_was_forbidden():
