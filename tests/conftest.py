@@ -35,8 +35,10 @@ from browser_env import CHROMIUM_CANDIDATES
 from gpu_presence import gpu_available
 from run_settings import (
     allow_bytecode,
+    compile_sources,
     expected_seconds,
     longest_first,
+    scope_of,
     worker_count,
 )
 
@@ -71,6 +73,21 @@ def pytest_cmdline_main(config):
         config.option.loadscopereorder = False
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """loadfile's scheduling with ``run_settings.scope_of``'s units: a file, or the files of
+    a shared unit (the JupyterLab UI tests, one server and browser for all) together."""
+    if config.option.dist != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return UnitScheduling(config, log)
+
+
 def pytest_configure(config):
     progress.register(config)
     cpu_account.register(config)
@@ -87,6 +104,8 @@ def pytest_sessionstart(session):
     # before xdist's own (trylast), which starts the workers: they inherit the environment
     if hasattr(session.config, "workerinput"):
         return
+    if session.config.option.numprocesses:
+        compile_sources(str(session.config.rootpath))
     chosen = os.environ.get("TILE_LAB_TEST_CACHE_DIR", "")
     if chosen.lower() == "off":  # every tool runs every time, as before the cache
         os.environ["TILE_LAB_CACHE_DIR"] = "off"

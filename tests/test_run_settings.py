@@ -82,8 +82,24 @@ def test_the_recorded_scope_times_name_units_of_this_suite():
     known = run_settings.expected_seconds()
     assert len(known) > 50 and all(v >= 0 for v in known.values())
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    missing = [s for s in known if not os.path.exists(os.path.join(here, s.split("::")[0]))]
+    units = set(run_settings.SHARED_UNITS.values())
+    missing = [s for s in known
+               if s not in units and not os.path.exists(os.path.join(here, s.split("::")[0]))]
     assert missing == []
+    shared = [f for f in run_settings.SHARED_UNITS if not os.path.exists(os.path.join(here, f))]
+    assert shared == []
+
+
+def test_the_jupyterlab_ui_files_are_one_unit_of_work(monkeypatch):
+    monkeypatch.setattr(run_settings, "SHARED_UNITS", {"tests/test_ui_a.py": "ui",
+                                                      "tests/test_ui_b.py": "ui"})
+    assert run_settings.scope_of("tests/test_ui_b.py::t") == "ui"
+    assert run_settings.scope_of("tests/test_other.py::t") == "tests/test_other.py"
+    ids = ["tests/test_ui_a.py::t1", "tests/test_other.py::t1", "tests/test_ui_b.py::t1",
+           "tests/test_ui_a.py::t2"]
+    order = run_settings.longest_first(ids, {"ui": 30.0, "tests/test_other.py": 20.0})
+    assert order == ["tests/test_ui_a.py::t1", "tests/test_ui_b.py::t1",
+                     "tests/test_ui_a.py::t2", "tests/test_other.py::t1"]
 
 
 def test_cpu_account_gives_each_units_wall_time(tmp_path):
@@ -93,3 +109,19 @@ def test_cpu_account_gives_each_units_wall_time(tmp_path):
     (tmp_path / "gw0-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     assert cpu_account.scope_seconds(tmp_path) == {"notebooks/n.ipynb": 9.5,
                                                    "tests/test_a.py": 6.0}
+
+
+def test_the_controller_compiles_the_sources_once_unless_bytecode_is_forbidden(tmp_path,
+                                                                            monkeypatch):
+    for folder in ("tile_lab", "tests"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "mod.py").write_text("X = 1\n")
+    (tmp_path / "tests" / "broken.py").write_text("def (:\n")  # its import reports it
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert run_settings.compile_sources(str(tmp_path), env={"PYTHONDONTWRITEBYTECODE": "1"}) \
+        is False
+    assert not list(tmp_path.rglob("*.pyc"))
+    assert run_settings.compile_sources(str(tmp_path), env={}) is True
+    made = sorted(p.parent.parent.name + "/" + p.name.split(".")[0]
+                  for p in tmp_path.rglob("*.pyc"))
+    assert made == ["tests/mod", "tile_lab/mod"]
