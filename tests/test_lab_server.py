@@ -9,13 +9,18 @@ import asyncio
 import json
 from pathlib import Path
 
-import lab_server
-import nbformat
-from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
-from lab_contents import FastContentsManager
-from nbformat.sign import NotebookNotary
-from test_labextension import _code_cell, _notebook
-from traitlets.config import Config
+import pytest
+
+# the JupyterLab side of the test extra: a machine with only the GPU wheels skips this file
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("jupyter_server")
+
+import lab_server  # noqa: E402
+from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager  # noqa: E402
+from lab_contents import FastContentsManager  # noqa: E402
+from nbformat.sign import NotebookNotary  # noqa: E402
+from test_labextension import _code_cell, _notebook  # noqa: E402
+from traitlets.config import Config  # noqa: E402
 
 
 def _answers(manager, names: list[str]) -> dict[str, dict]:
