@@ -161,6 +161,17 @@ class _ProbeServer:
 _PROBE = _ProbeServer()
 
 
+def probe_job(page: Path, width: int, height: int, *, prepare: str | None = None,
+              hover: str | None = None, evaluate: str | None = None,
+              screenshot: Path | None = None) -> dict:
+    """One job of ``browser_probe.mjs``: open ``page`` in a ``width`` x ``height`` window, run
+    ``prepare``, hover ``hover`` (a CSS selector), evaluate ``evaluate``, save ``screenshot``
+    (the full page)."""
+    return {"page": str(page), "width": width, "height": height, "prepare": prepare,
+            "hover": hover, "evaluate": evaluate,
+            "screenshot": None if screenshot is None else str(screenshot)}
+
+
 def probe(jobs_file: Path, chromium_path: str, timeout: float = 300) -> list[dict]:
     """The results of ``browser_probe.mjs`` for the job list in ``jobs_file``, one per job
     (``{"hovered", "value", "errors"}``), from this process's serving probe connected to

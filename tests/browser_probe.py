@@ -58,9 +58,9 @@ def run(jobs: list[Job], tmp_path: Path) -> list[dict]:
     for job in jobs:
         page = tmp_path / f"{job.name}.html"
         page.write_text(page_html(job.body, job.dark), encoding="utf-8")
-        specs.append({"page": str(page), "width": job.width, "height": job.height,
-                      "prepare": job.prepare, "hover": job.hover, "evaluate": job.evaluate,
-                      "screenshot": str(ARTIFACTS / f"{job.name}.png")})
+        specs.append(browser_env.probe_job(
+            page, job.width, job.height, prepare=job.prepare, hover=job.hover,
+            evaluate=job.evaluate, screenshot=ARTIFACTS / f"{job.name}.png"))
     spec_file = tmp_path / "jobs.json"
     spec_file.write_text(json.dumps(specs), encoding="utf-8")
     results = browser_env.probe(spec_file, chromium)

@@ -113,10 +113,9 @@ def _in_shared_browser(page: Path, chromium: str) -> str | None:
         return None
     jobs = page.with_name("jobs.json")
     # the window the command line gave: 1000 x 900 at scale 1 (scrollbars hidden: headless)
-    jobs.write_text(json.dumps([{
-        "page": str(page), "width": WIDTH, "height": 900, "prepare": None, "hover": None,
-        "evaluate": "document.getElementById('tl-geo-result').textContent",
-        "screenshot": None}]), encoding="utf-8")
+    jobs.write_text(json.dumps([browser_env.probe_job(
+        page, WIDTH, 900, evaluate="document.getElementById('tl-geo-result').textContent")]),
+        encoding="utf-8")
     value = browser_env.probe(jobs, chromium)[0]["value"]
     if not value:
         raise RuntimeError("the geometry script wrote no result (did it throw?)")

@@ -31,8 +31,7 @@ def screenshot(html: str, size: tuple[float, float], tmp_path: Path, name: str) 
     png = tmp_path / f"{name}.png"
     w, h = int(size[0]) + 40, int(size[1]) + 40
     jobs = tmp_path / f"{name}.jobs.json"
-    jobs.write_text(json.dumps([{"page": str(page), "width": w, "height": h, "prepare": None,
-                                 "hover": None, "evaluate": None, "screenshot": str(png)}]))
+    jobs.write_text(json.dumps([browser_env.probe_job(page, w, h, screenshot=png)]))
     (result,) = browser_env.probe(jobs, chromium)
     assert result["errors"] == [] and png.exists(), result
     img = mpimg.imread(png)[..., :3]
