@@ -14,7 +14,6 @@ import cuda.tile as ct
 from tile_lab.examples.gemm import gemm_grouped, gemm_naive, gemm_persistent, grouped_tile, k_loop
 from tile_lab.examples.gemm_schedules import (
     gemm_dp_streamk,
-    gemm_flat,
     gemm_splitk_wide,
     gemm_splitk_ws,
     gemm_streamk,
@@ -22,9 +21,9 @@ from tile_lab.examples.gemm_schedules import (
     streamk_fixup,
 )
 
-__all__ = ["gemm_dp_streamk", "gemm_flat", "gemm_grouped", "gemm_grouped_acc", "gemm_naive",
-           "gemm_persistent", "gemm_persistent_acc", "gemm_splitk", "gemm_splitk_wide",
-           "gemm_splitk_ws", "gemm_streamk", "gemm_streamk_wide",
+__all__ = ["gemm_dp_streamk", "gemm_grouped", "gemm_grouped_acc", "gemm_naive", "gemm_persistent",
+           "gemm_persistent_acc", "gemm_splitk", "gemm_splitk_wide", "gemm_splitk_ws",
+           "gemm_streamk", "gemm_streamk_wide",
            "grouped_tile", "k_loop", "k_loop_acc", "streamk_fixup"]
 
 

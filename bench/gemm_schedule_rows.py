@@ -20,11 +20,6 @@ timed work (``gpu_gemm_sweep.py`` tunes over them with ``tile_lab.Schedules``).
   launch), whose partials a third launch sums into C. Its ``SPLIT`` value is the kernel's
   SK_WAVES (1: only the partial wave is stream-K; 2: one full wave more, so each block's
   share is >= 1 tile).
-* ``flat``: ``gemm_schedules.gemm_flat``, ``splitk`` SPLIT 1's tiles and grid written as one
-  loop over each block's (tile, K step) iterations, so the compiler's load pipeline runs on
-  across tiles and the next tile's first loads are in flight during this tile's C store; for
-  aligned rows with M > 256, where each 2-CTA block does 4-16 tiles and the per-tile fill and
-  store are what cuBLAS does better (the profiles of 4096³ and 8192x2048x8192).
 """
 
 from __future__ import annotations
@@ -33,15 +28,13 @@ import math
 from typing import Any
 
 SCHEDULES = ("splitk", "splitk_ws", "streamk", "splitk_wide", "streamk_wide", "dp_streamk",
-             "flat", "pad_b", "pad_bc")
+             "pad_b", "pad_bc")
 WHY = {"splitk": "persistent split-K (atomics)",
        "splitk_ws": "split-K through a per-slice workspace",
        "streamk": "stream-K",
        "splitk_wide": "split-K through a workspace, reduced in row pieces",
        "streamk_wide": "stream-K, fix-up reduced in row pieces",
        "dp_streamk": "whole tiles for the full waves, stream-K for the partial last wave",
-       "flat": "one loop over (tile, K step): the next tile's loads pipelined under this "
-               "tile's store",
        "pad_b": "B copied to 16-byte rows (copy timed), C stored without TMA",
        "pad_bc": "B and C through 16-byte-row copies (copies timed)"}
 
@@ -50,7 +43,6 @@ def schedules() -> Any:
     """The sweep's tunable: a ``tile_lab.Schedules`` over the kernels above."""
     from gemm_kernels import (
         gemm_dp_streamk,
-        gemm_flat,
         gemm_splitk,
         gemm_splitk_wide,
         gemm_splitk_ws,
@@ -62,7 +54,7 @@ def schedules() -> Any:
 
     return Schedules(splitk=gemm_splitk, splitk_ws=gemm_splitk_ws, streamk=gemm_streamk,
                      splitk_wide=gemm_splitk_wide, streamk_wide=gemm_streamk_wide,
-                     dp_streamk=gemm_dp_streamk, flat=gemm_flat,
+                     dp_streamk=gemm_dp_streamk,
                      pad_b=gemm_splitk, pad_bc=gemm_splitk)
 
 
@@ -206,8 +198,6 @@ class Operands:
         if s == "dp_streamk":  # TMA always on (aligned rows); SPLIT is its SK_WAVES
             return (t["a"], t["b"], t["c"], *tiles, c["GROUP"], c["LAT"], c["SPLIT"],
                     0)  # PHASE 0 into C; work() adds PHASE 1 into the workspace
-        if s == "flat":  # TMA always on (aligned rows)
-            return (t["a"], t["b"], t["c"], *tiles, c["GROUP"], c["LAT"])
         b = self.padded_b()[:, :self.n] if s in ("pad_b", "pad_bc") else t["b"]
         out = self.padded_c()[:, :self.n] if s == "pad_bc" else t["c"]
         return (t["a"], b, out, t["w"], arrived, *tiles, c["GROUP"], c["LAT"], c["SPLIT"])

@@ -156,12 +156,6 @@ def hybrid_configs() -> list[dict[str, Any]]:
             for lat, sk in ((4, 1), (6, 1), (4, 2))]
 
 
-def flat_configs() -> list[dict[str, Any]]:
-    """The 8192³ winner's tile (256x256x64, 2-CTA, 8 warps, GROUP 8) as ``flat`` (one loop over
-    (tile, K step)), LAT 4 and 6."""
-    return [dict(LARGE[0], schedule="flat", LAT=lat) for lat in (4, 6)]
-
-
 def grid_for(m: int, n: int, c: dict[str, int], sms: int = H100_SMS) -> tuple[int]:
     """The persistent grid: one block per slot, never more blocks than work units."""
     return (min(tiles(m, n, c) * c["SPLIT"], slots(c, sms)),)
@@ -215,8 +209,6 @@ def candidates(row: GemmRow, *, sms: int = H100_SMS, max_configs: int = 8,
         pool = pool[:3] + gsr.skinny_configs(m) + pool[3:]
     elif best_fill < 1.0 and waves(m, n, LARGE[0], sms) <= HYBRID_MAX_WAVES:
         pool = pool + hybrid_configs()
-    if gsr.aligned(n, k) and m > 256:  # right after the 2-D tile grid's winner
-        pool = pool[:1] + flat_configs() + pool[1:]
     for c in pool:
         if c["TM"] > max(64, 2 ** math.ceil(math.log2(m))) or c["TN"] > max(64, n):
             dropped.append(dict(config=c, reason=f"tile {c['TM']}x{c['TN']} larger than the "

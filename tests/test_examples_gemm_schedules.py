@@ -1,4 +1,4 @@
-"""The skinny / stream-K / flat GEMM schedules (tile_lab.examples.gemm_schedules), emulated against
+"""The skinny / stream-K GEMM schedules (tile_lab.examples.gemm_schedules), emulated against
 NumPy: ragged and exact shapes, fp16 and bf16, even and uneven K division, and two consecutive
 launches on one workspace (the arrival counters must come back zero, and a workspace full of
 NaN from a previous run must not leak into C)."""
@@ -15,7 +15,6 @@ from tile_lab.examples.gemm_schedules import (
     dp_streamk_grids,
     dp_streamk_split,
     gemm_dp_streamk,
-    gemm_flat,
     gemm_splitk_wide,
     gemm_splitk_ws,
     gemm_streamk,
@@ -249,19 +248,3 @@ def test_the_hybrid_fixup_reads_only_slots_written_by_phase_1():
     # tiles 10 and 11 of 12 in the grouped order: row block 2 (rows 64-71), columns 64-99
     assert bad[64:, 64:].all() and not bad[:64].any() and not bad[:, :64].any()
     _check(c[:64], ref[:64], np.float16)
-
-
-@pytest.mark.parametrize("dtype", list(DTYPES), ids=list(DTYPES))
-@pytest.mark.parametrize("shape", list(SHAPES), ids=list(SHAPES))
-@pytest.mark.parametrize("blocks", [1, 3, 7])
-def test_flat_loop_matches_numpy(shape, dtype, blocks):
-    # One loop over each block's (tile, K step) iterations: the accumulator restarts at each
-    # tile's first K step and C is stored at its last. 40x72 in 32x32 tiles is 6 tiles (2x3,
-    # ragged at both edges), 64x64 is 4: one block does them all; 3 blocks split them evenly
-    # or 2/1/1; 7 blocks leave some with no tile (their loop runs zero times). K = 200 in
-    # 32-steps ends on a ragged step (zero-padded), K = 256 on a whole one.
-    m, n, _ = SHAPES[shape]
-    a, b, ref = _operands(SHAPES[shape], DTYPES[dtype])
-    c = np.full((m, n), np.nan, DTYPES[dtype])
-    tile_lab.emulate(gemm_flat, (blocks,), (a, b, c, 32, 32, 32, 2, 2))
-    _check(c, ref, DTYPES[dtype])

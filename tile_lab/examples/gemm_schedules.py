@@ -30,10 +30,6 @@ spread over all blocks, and a last launch sums the cut tiles' partials. Three la
 arrival counter: with tileiras 1.7.0 two MMA loops in one kernel lose the MMA pipelining, and
 a release atomic after a K loop spills the 256x256 accumulator (see the kernel).
 
-* :func:`gemm_flat`: the persistent tile grid written as one loop over (tile, K step), so
-  the loads of a block's next tile are pipelined under the store of this one (for the rows
-  where each block does few tiles, and the per-tile pipeline fill and C store weigh most).
-
 ``TMA`` = 0 asks for B's loads and C's stores without TMA (``allow_tma=False``): what a row
 stride that is not a multiple of 16 bytes needs anyway, made explicit so the compiler's other
 choices for such rows can be screened (``bench/gpu_gemm_sweep.py --screen``).
@@ -110,35 +106,6 @@ def gemm_splitk_ws(A, B, C, W, ARRIVED, TM: ct.Constant[int], TN: ct.Constant[in
                                        allow_tma=False).reshape((TM, TN))
                 store_c(C, bm, bn, acc, TMA)
                 ct.atomic_xchg(ARRIVED, tile, 0)
-
-
-@ct.kernel
-def gemm_flat(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
-              GROUP: ct.Constant[int], LAT: ct.Constant[int]):
-    # The persistent grouped GEMM as ONE loop over this block's (output tile, K step)
-    # iterations instead of a tile loop around a K loop: the compiler's software pipeline,
-    # which prefetches LAT iterations of loads ahead, then runs on across tile boundaries, so
-    # the next tile's first A and B tiles are in flight while this tile's C is stored. The
-    # first K step starts from zero in its own mma (not acc = zeros after the store: with
-    # tileiras 1.7.0 that reassignment in the store's branch spills the 256x256 accumulator,
-    # 768 LDL/STL on sm_90, and waits for every HGMMA). Grid: persistent blocks (splitk_grid
-    # with SPLIT 1); zero padding for ragged edges.
-    num_m = ct.cdiv(A.shape[0], TM)
-    num_n = ct.cdiv(B.shape[1], TN)
-    k_tiles = ct.num_tiles(A, axis=1, shape=(TM, TK))
-    blocks = ct.num_blocks(0)
-    mine = ct.cdiv(num_m * num_n - ct.bid(0), blocks)  # tiles bid, bid + blocks, ...
-    acc = ct.full((TM, TN), 0, dtype=ct.float32)
-    for it in range(mine * k_tiles):
-        k = it % k_tiles
-        bm, bn = grouped_tile(ct.bid(0) + (it // k_tiles) * blocks, num_m, num_n, GROUP)
-        a, b = load_ab(A, B, bm, bn, k, TM, TN, TK, LAT, 1)
-        if k == 0:  # noqa: SIM108 (a branch, not a select: one mma runs, not both)
-            acc = ct.mma(a, b, ct.full((TM, TN), 0, dtype=ct.float32))
-        else:
-            acc = ct.mma(a, b, acc)
-        if k == k_tiles - 1:
-            store_c(C, bm, bn, acc, 1)
 
 
 def first_block(i, blocks, total):
