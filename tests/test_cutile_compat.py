@@ -122,6 +122,40 @@ def test_warm_compiler_queries_fills_cutiles_per_process_caches():
     assert _get_max_supported_bytecode_version.cache_info().currsize >= 1
 
 
+def test_select_tileiras_runs_the_chosen_build_and_gives_cutiles_own_back(tmp_path):
+    from tile_lab._cutile_compat.tileiras_choice import select_tileiras
+    from tile_lab.toolchain import find_tool
+
+    log = tmp_path / "calls.log"
+    chosen = tmp_path / "bin"
+    chosen.mkdir()
+    wrapper = chosen / "tileiras"  # logs each run, then runs the real build (its ptxas, libnvvm)
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {find_tool("tileiras")} "$@"\n')
+    wrapper.chmod(0o755)
+
+    def compile_once(spec: str, cache: str) -> bytes:
+        sig = signature_from_spec(K.vector_add, spec).kernel_signature
+        with compat.use_cache_dir(str(tmp_path / cache)):  # empty: cuTile runs tileiras
+            return compat.compile_cubin_like_cutile(K.vector_add, sig, "sm_90",
+                                                    compat.compiler_options(K.vector_add))
+
+    try:
+        assert "release 13." in select_tileiras(chosen)
+        assert "--version" in log.read_text()
+        assert compile_once(VADD_SPEC, "a")[:4] == b"\x7fELF"
+        runs = log.read_text().splitlines()
+        assert any("sm_90" in r and "-o" in r for r in runs)
+    finally:
+        select_tileiras(None)
+    before = log.read_text()
+    assert compile_once("f32[2048], f32[2048], f32[2048], 256", "b")[:4] == b"\x7fELF"
+    assert log.read_text() == before  # cuTile's own lookup again: the wrapper ran no more
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ToolchainError, match=r"no tileiras executable in .*empty"):
+        select_tileiras(empty)
+
+
 @ct.kernel
 def _tuple_params(out, cfg: tuple[int, ct.Constant[int]], rest: tuple[ct.Constant[int], ...]):
     ct.scatter(out, (0,), cfg[0])

@@ -6,7 +6,8 @@ inspect view shows. Those come from ``cuda.tile._compile.compile_tile`` and frie
 which may change in any cuTile release, so:
 
 * every private name is imported here (and in ``device.py`` beside it: the device side the
-  emulator replaces) and nowhere else in tile_lab;
+  emulator replaces; ``tileiras_choice.py``: which tileiras build cuTile's compiles run) and
+  nowhere else in tile_lab;
 * the supported cuTile range is pinned (``SUPPORTED``) and anything outside it fails
   loudly with the installed version in the message;
 * ``tests/test_cutile_compat.py`` exercises each entry point, so an upgrade that breaks
