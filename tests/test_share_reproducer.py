@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -121,6 +122,10 @@ def test_large_arrays_become_a_seed_and_a_shape(tmp_path):
     assert not (rep.path / "args.npz").exists()
     proc = _run(rep.path, "--emulate", tile_lab_importable=True)
     assert proc.returncode == 0 and "float32[96, 32]" in proc.stdout
+    # two arrays of one shape get values of their own, not the same values twice
+    assert record["args"][0]["seed"] != record["args"][1]["seed"]
+    digests = re.findall(r"argument [12]: float32\[96, 32\] sha256 (\w+)", proc.stdout)
+    assert len(digests) == 2 and digests[0] != digests[1]
 
 
 def test_an_existing_folder_of_other_files_is_never_overwritten(tmp_path):

@@ -187,7 +187,7 @@ def spec_args(spec: str) -> list[Any]:
 
 def _write_args(args: list[Any], out: Path, max_inline_bytes: int) -> list[dict[str, Any]]:
     arrays: dict[str, np.ndarray] = {}
-    budget = [max_inline_bytes]
+    budget = [max_inline_bytes, 0]  # bytes left to store, array arguments met so far
     records = [_arg(a, arrays, budget, f"argument {i + 1}") for i, a in enumerate(args)]
     if arrays:  # an .npz written without pickle (np.load(..., allow_pickle=False) reads it)
         with zipfile.ZipFile(out / "args.npz", "w", zipfile.ZIP_DEFLATED) as zf:
@@ -223,6 +223,7 @@ def _fresh_folder(out: Path) -> Path:
 
 def _arg(value: Any, arrays: dict[str, np.ndarray], budget: list[int], what: str
          ) -> dict[str, Any]:
+    """One argument's record; ``budget``: [bytes left to store arrays, arrays met so far]."""
     if isinstance(value, (tuple, list)):
         return {"kind": "tuple", "items": [_arg(v, arrays, budget, what) for v in value]}
     if isinstance(value, (bool, int, float)):
@@ -234,8 +235,11 @@ def _arg(value: Any, arrays: dict[str, np.ndarray], budget: list[int], what: str
                              "reproducer (arrays, scalars and tuples of them can)")
     host = np.ascontiguousarray(to_host(value, []))
     entry = {"shape": list(host.shape), "dtype": host.dtype.name}
+    budget[1] += 1
     if host.nbytes > budget[0]:
-        seed = len(arrays) + 1000 * len(entry["shape"])
+        # one seed per argument: arrays of one shape get different values (Q, K and V alike
+        # would hide a kernel that mixes them up)
+        seed = budget[1] + 1000 * len(entry["shape"])
         return {"kind": "random", "seed": seed, **entry,
                 "note": "too large to store: random values of this shape and dtype"}
     budget[0] -= host.nbytes
