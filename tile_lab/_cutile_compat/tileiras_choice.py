@@ -24,6 +24,8 @@ _CUTILE_LOOKUP: Any = None
 
 
 def _forget(compile_module: Any) -> None:
+    """Clear cuTile's per-process answers about its compiler (functools caches), so the next
+    compile asks the build now selected."""
     for name in ("_find_compiler_bin", "_get_compiler_version_string",
                  "_find_tileirdisasm_bin", "_get_max_supported_bytecode_version"):
         cached = getattr(compile_module, name)
@@ -57,16 +59,15 @@ def select_tileiras(folder: str | os.PathLike[str] | None) -> str | None:
         _compile._find_compiler_bin = _CUTILE_LOOKUP
         _forget(_compile)
         return None
-    else:
-        exe = tileiras_in(folder)
-        chosen = _compile._CompilerBinary(str(exe), os.environ.get("PATH", ""),
-                                          os.environ.get("LD_LIBRARY_PATH", ""),
-                                          pass_cuda_home_var=False)
+    exe = tileiras_in(folder)
+    chosen = _compile._CompilerBinary(str(exe), os.environ.get("PATH", ""),
+                                      os.environ.get("LD_LIBRARY_PATH", ""),
+                                      pass_cuda_home_var=False)
 
-        def lookup() -> Any:
-            return chosen
+    def lookup() -> Any:
+        return chosen
 
-        _compile._find_compiler_bin = lookup
+    _compile._find_compiler_bin = lookup  # cuTile's functions look it up by name at each call
     _forget(_compile)
     text = _compile._get_compiler_version_string()
     if not text:
