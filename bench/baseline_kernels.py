@@ -26,7 +26,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from sweep_common import read_payload  # noqa: E402
+from sweep_common import exit_without_gpu, read_payload, save_payload  # noqa: E402
 
 
 def kernels_in_trace(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -140,12 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         print(markdown(read_payload(ns.markdown)))
         return
     rows = chosen(ns.rows)
-    try:
-        from tile_lab.gpu.device import require_gpu
-        require_gpu("bench/baseline_kernels.py")
-    except Exception as e:  # NoGPUError / missing CuPy: say what is missing
-        print(f"baseline_kernels.py: {e}", file=sys.stderr)
-        sys.exit(2)
+    exit_without_gpu("bench/baseline_kernels.py")
     import cupy
     import torch
 
@@ -161,8 +156,7 @@ def main(argv: list[str] | None = None) -> None:
         del fns
         torch.cuda.empty_cache()
     path = os.path.join(ns.out, "baseline_kernels.json")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
+    save_payload(doc, path)
     print(markdown(doc))
     print(f"saved {path}")
 

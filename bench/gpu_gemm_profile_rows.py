@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from sweep_common import read_payload
+from sweep_common import exit_without_gpu, read_payload
 
 
 def pick(rows: list[dict[str, Any]], spec: str | None) -> list[dict[str, Any]]:
@@ -139,12 +139,7 @@ def run_profiles(script: str, chosen: list[dict[str, Any]],
     """Both profile scripts' run: say what is missing and exit 2 without a GPU, else profile
     each chosen row (a row's failure is kept as data, not the end of the run), print each
     summary and save them to ``path`` under ``header``."""
-    try:
-        from tile_lab.gpu.device import require_gpu
-        require_gpu(script)
-    except Exception as e:  # NoGPUError / missing CuPy: say what is missing
-        print(f"{script}: {e}", file=sys.stderr)
-        sys.exit(2)
+    exit_without_gpu(script)
     results = []
     for row in chosen:
         try:

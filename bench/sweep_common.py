@@ -24,6 +24,7 @@ import gzip
 import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -202,6 +203,17 @@ def save_payload(payload: dict[str, Any], path: str) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
     os.replace(tmp, path)  # a run killed mid-write keeps the previous row's file
+
+
+def exit_without_gpu(script: str) -> None:
+    """A GPU bench's first step: without a GPU (or CuPy), say what is missing and exit 2."""
+    try:
+        from tile_lab.gpu.device import require_gpu
+
+        require_gpu(script)
+    except Exception as e:  # NoGPUError / missing CuPy: say what is missing
+        print(f"{os.path.basename(script)}: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 def read_payload(path: str) -> dict[str, Any]:

@@ -40,7 +40,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from gpu_gemm_profile_rows import pick  # noqa: E402
-from sweep_common import load_payloads, read_payload  # noqa: E402
+from sweep_common import exit_without_gpu, load_payloads, read_payload, save_payload  # noqa: E402
 
 GEMM = ["notebooks/data/gemm_sweep_h200.json.gz", "notebooks/data/gemm_sweep_m256_h200.json.gz"]
 ATTENTION = ["notebooks/data/attention_grid_h200.json.gz"]
@@ -350,16 +350,10 @@ def main(argv: list[str] | None = None) -> None:
         folder, shard, shards = ns.worker.rsplit(":", 2)
         compile_worker(rows, folder, int(shard), int(shards))
         return
-    try:
-        from tile_lab.gpu.device import require_gpu
-        require_gpu("bench/tileiras_ab.py")
-    except Exception as e:  # NoGPUError / missing CuPy: say what is missing
-        print(f"tileiras_ab.py: {e}", file=sys.stderr)
-        sys.exit(2)
+    exit_without_gpu("bench/tileiras_ab.py")
     doc = run(ns, rows)
     path = os.path.join(ns.out, ns.name)
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
+    save_payload(doc, path)
     print(markdown(doc))
     print(f"saved {path}")
 
