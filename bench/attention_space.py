@@ -150,7 +150,7 @@ def screen(path: str = SCREEN, heads: tuple[int, ...] = (128, 64)) -> None:
     from attention_kernels import flash_attention_knobs, knob_args
 
     import tile_lab
-    from tile_lab.toolchain import tool_version
+    from tile_lab.compile.toolchain import tool_version
 
     done: dict[str, dict[str, Any]] = {}
     if os.path.exists(path):

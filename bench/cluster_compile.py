@@ -35,7 +35,7 @@ def _jobs(count: int, arch: str):
     import numpy as np
     from gemm_kernels import gemm_grouped
 
-    from tile_lab.signature import signature_from_args
+    from tile_lab.compile.signature import signature_from_args
     from tile_lab.tuning.parallel_compile import compile_recipe, portable_signature
 
     a = np.zeros((1024, 1024), np.float16)

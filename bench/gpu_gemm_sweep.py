@@ -274,7 +274,7 @@ def screen(path: str = SCREEN, rows: list[GemmRow] | None = None) -> None:
     import numpy as np
 
     import tile_lab
-    from tile_lab.toolchain import tool_version
+    from tile_lab.compile.toolchain import tool_version
 
     old = []
     if os.path.exists(path):

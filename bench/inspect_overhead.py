@@ -62,9 +62,8 @@ import cuda.tile as ct  # noqa: E402
 
 import tile_lab  # noqa: E402
 from tile_lab import _cutile_compat as compat  # noqa: E402
-from tile_lab import compile as pipeline  # noqa: E402
-from tile_lab import disassembly  # noqa: E402
-from tile_lab.signature import signature_from_spec  # noqa: E402
+from tile_lab.compile import disassembly, pipeline  # noqa: E402
+from tile_lab.compile.signature import signature_from_spec  # noqa: E402
 
 
 @ct.kernel
@@ -185,7 +184,7 @@ def report(repeat: int, arches: list[str]) -> int:
     baseline = ("cuTile disk cache off" if FRESH_CACHE is None else
                 "cuTile disk cache on, emptied before each compile")
     print(f"cuda.tile {compat.installed_version()}, "
-          f"tileiras {tile_lab.toolchain.tool_version('tileiras')}, "
+          f"tileiras {tile_lab.compile.toolchain.tool_version('tileiras')}, "
           f"{os.cpu_count()} CPUs, median of {repeat} cold compiles each; "
           f"baseline: {baseline}\n")
     print("(a) = the inspect() call (the goal); (b) = inspect() then reading .sass "

@@ -21,6 +21,6 @@ def fixture_text(name: str) -> str:
 
 def inspection_fixture(name: str):
     """The recorded :class:`tile_lab.Inspection` ``name`` (without ``.json``)."""
-    from tile_lab.artifacts import Inspection
+    from tile_lab.compile.artifacts import Inspection
 
     return Inspection.from_json(fixture_text(f"{name}.json"))

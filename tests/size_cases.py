@@ -32,7 +32,7 @@ from test_labextension import (
     sample_inspection,
 )
 
-from tile_lab.artifacts import MIME_TYPE, StageText
+from tile_lab.compile.artifacts import MIME_TYPE, StageText
 
 CONTROL_MIME = "application/vnd.tile-lab-size-control+json"
 PROFILE_MIME = "application/vnd.tile-lab.profile.v1+json"

@@ -11,7 +11,7 @@ from fixture_files import inspection_fixture
 
 import tile_lab.render.tma as drawing
 from tile_lab.analysis.tma import TmaLine, TmaReport, tma_report
-from tile_lab.artifacts import Inspection, StageText
+from tile_lab.compile.artifacts import Inspection, StageText
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -17,8 +17,8 @@ from tile_lab.array_like import (
     is_array_like,
     to_host,
 )
+from tile_lab.compile.signature import build_signature
 from tile_lab.errors import EmulationError, SignatureError
-from tile_lab.signature import build_signature
 
 
 class DLPackOnly:

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import pytest
 
-from tile_lab.artifacts import MIME_TYPE, Inspection, LazyStages, Remark, StageText
+from tile_lab.compile.artifacts import MIME_TYPE, Inspection, LazyStages, Remark, StageText
 from tile_lab.errors import ToolchainError
 
 CUTILE = StageText("cutile", "%0 = tile_load a  // line 4", (4,))
@@ -164,7 +164,7 @@ def test_dropping_lazy_stages_cancels_work_not_yet_started():
     ("", None),
 ])
 def test_sass_opcode_reads_the_base_opcode_of_an_instruction_line(line, opcode):
-    from tile_lab.artifacts import sass_opcode
+    from tile_lab.compile.artifacts import sass_opcode
 
     assert sass_opcode(line) == opcode
 

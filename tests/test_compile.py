@@ -9,17 +9,8 @@ import kernels_inspect as K
 import pytest
 
 from tile_lab import _cutile_compat as compat
-from tile_lab.artifacts import LazyStages
-from tile_lab.compile import (
-    clear_caches,
-    compile_kernel,
-    cutile_stage,
-    disassemble_tileir,
-    parse_remarks,
-    run_tileiras,
-    tileir_stage,
-)
-from tile_lab.disassembly import (
+from tile_lab.compile.artifacts import LazyStages
+from tile_lab.compile.disassembly import (
     _ptx_statement_lines,
     cubin_stage_names,
     disassemble_cubin,
@@ -29,9 +20,18 @@ from tile_lab.disassembly import (
     sass_from_cubin,
     sass_stage,
 )
+from tile_lab.compile.pipeline import (
+    clear_caches,
+    compile_kernel,
+    cutile_stage,
+    disassemble_tileir,
+    parse_remarks,
+    run_tileiras,
+    tileir_stage,
+)
+from tile_lab.compile.signature import signature_from_spec
+from tile_lab.compile.toolchain import find_tool
 from tile_lab.errors import CompileError, ToolchainError
-from tile_lab.signature import signature_from_spec
-from tile_lab.toolchain import find_tool
 
 KFILE = "/src/k.py"
 

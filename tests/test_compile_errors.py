@@ -1,4 +1,4 @@
-"""tile_lab.compile_errors: cuTile errors worded as the user's mistake (the bad-input corpus
+"""tile_lab.compile.errors: cuTile errors worded as the user's mistake (the bad-input corpus
 in test_bad_inputs.py drives them end to end; here, the loop rule on its own)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import linecache
 
 import pytest
 
-from tile_lab.compile_errors import _loop_never_exits
+from tile_lab.compile.errors import _loop_never_exits
 from tile_lab.errors import SourceLocation
 
 

@@ -13,7 +13,7 @@ import pytest
 from corpus import correct, export_tileir, samples
 
 from tile_lab.emulator import emulate, trace
-from tile_lab.sanitizer import sanitize
+from tile_lab.sanitizer.checks import sanitize
 
 CORRECT = {c.name: c for c in (*correct.CASES, *samples.CASES)}
 

@@ -262,7 +262,7 @@ esac
 @pytest.fixture
 def old_nvcc_on_path(tmp_path, monkeypatch):
     """A CUDA 13.0 nvcc (no CUDA Tile C++) on PATH and no pip nvcc: a GPU box's toolkit."""
-    from tile_lab import toolchain
+    from tile_lab.compile import toolchain
     from tile_lab.cpp.build import _inspect_cached
 
     fake = tmp_path / "nvcc"

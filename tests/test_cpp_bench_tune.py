@@ -24,7 +24,7 @@ import pytest
 from fake_cupy import FakeCupy, fake_timing
 from tune_fakes import FakeMeasurement
 
-from tile_lab.artifacts import Inspection
+from tile_lab.compile.artifacts import Inspection
 from tile_lab.cpp import CppKernel, bench_cpp, compile_configs, inspect_cpp, tune_cpp
 from tile_lab.cpp.tune import CppBuildOptions
 from tile_lab.errors import NoGPUError, TileLabError
@@ -82,7 +82,7 @@ def _no_gpu() -> bool:
 
 # ---- tuning on the CPU (real compiles, fake timing) -----------------------------------------
 def test_tune_cpp_compiles_each_config_with_its_defines_and_finds_the_best(monkeypatch):
-    from tile_lab import disassembly
+    from tile_lab.compile import disassembly
     from tile_lab.cpp.build import _inspect_cached
 
     _inspect_cached.cache_clear()  # compiled here, not found from an earlier test

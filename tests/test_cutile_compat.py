@@ -16,8 +16,8 @@ import kernels_inspect as K
 import pytest
 
 from tile_lab import _cutile_compat as compat
+from tile_lab.compile.signature import signature_from_spec
 from tile_lab.errors import ToolchainError
-from tile_lab.signature import signature_from_spec
 
 VADD_SPEC = "f32[1024], f32[1024], f32[1024], 128"
 
@@ -124,7 +124,7 @@ def test_warm_compiler_queries_fills_cutiles_per_process_caches():
 
 def test_select_tileiras_runs_the_chosen_build_and_gives_cutiles_own_back(tmp_path):
     from tile_lab._cutile_compat.tileiras_choice import select_tileiras
-    from tile_lab.toolchain import find_tool
+    from tile_lab.compile.toolchain import find_tool
 
     log = tmp_path / "calls.log"
     chosen = tmp_path / "bin"
@@ -201,7 +201,7 @@ def test_signatures_without_driver_builds_cutiles_signature_on_the_cpu():
     from cuda.tile._cext import CallingConvention
     from cuda.tile.compilation import KernelSignature
 
-    from tile_lab.signature import constraints_from_args
+    from tile_lab.compile.signature import constraints_from_args
 
     if compat.gpu_compute_capability() is not None:
         pytest.skip("a CUDA driver is present: cuTile derives the signature itself")
@@ -258,7 +258,7 @@ def test_the_front_end_leaves_torch_unimported_and_reads_its_dtypes_once_importe
         "import cuda.tile as ct\n"
         "import kernels_inspect as K\n"
         "from tile_lab import _cutile_compat as compat\n"
-        "from tile_lab.signature import signature_from_spec\n"
+        "from tile_lab.compile.signature import signature_from_spec\n"
         f"sig = signature_from_spec(K.vector_add, {VADD_SPEC!r}).kernel_signature\n"
         "compat.check_frontend(K.vector_add, sig)\n"
         "opts = compat.compiler_options(K.vector_add)\n"

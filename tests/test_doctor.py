@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from test_toolchain import _fake_toolkit
 
-from tile_lab import _cutile_compat, _doctor, toolchain
+from tile_lab import _cutile_compat, _doctor
 from tile_lab.__main__ import main
+from tile_lab.compile import toolchain
 from tile_lab.errors import ToolchainError
 
 

@@ -18,7 +18,7 @@ import test_emulator_shape
 from test_emulator_harness import Case
 
 from tile_lab import _cutile_compat as compat
-from tile_lab.signature import build_signature
+from tile_lab.compile.signature import build_signature
 
 MODULES = (test_emulator_math, test_emulator_memory, test_emulator_shape, test_emulator_reduce,
            test_emulator_atomic, test_emulator_kernels)

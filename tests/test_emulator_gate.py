@@ -17,9 +17,9 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import tile_lab
 from tile_lab import _cutile_compat as compat
+from tile_lab.compile.signature import build_signature
 from tile_lab.emulator import gate
 from tile_lab.errors import CompileError
-from tile_lab.signature import build_signature
 
 
 @ct.kernel

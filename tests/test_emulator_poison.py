@@ -13,7 +13,7 @@ import pytest
 
 from tile_lab.emulator import emulate, trace
 from tile_lab.emulator.poison import UndeterminedValueWarning
-from tile_lab.sanitizer import sanitize
+from tile_lab.sanitizer.checks import sanitize
 
 N, TN = 1000, 1024  # a ragged row: 24 padded lanes
 

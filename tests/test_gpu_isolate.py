@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import tile_lab
+from tile_lab.compile.toolchain import run_tool
 from tile_lab.errors import LaunchError
 from tile_lab.kernel_source import kernel_spec
-from tile_lab.toolchain import run_tool
 
 CELL = '''
 import cuda.tile as ct

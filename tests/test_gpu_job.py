@@ -347,7 +347,7 @@ def test_a_shipped_cell_kernel_compiles_under_the_cache_key_of_the_kernel_here(t
     """The compile worker rebuilds a cell kernel from its def; its cubin must land under the
     cache key cuTile computes for the parent's own kernel, or ct.launch would compile again."""
     from tile_lab import _cutile_compat as compat
-    from tile_lab.signature import signature_from_args
+    from tile_lab.compile.signature import signature_from_args
     from tile_lab.tuning.parallel_compile import portable_signature
 
     ns = _exec_cell(CELL, "<tile-cell-cache>")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import tile_lab
-from tile_lab import disassembly
-from tile_lab.artifacts import Inspection
+from tile_lab.compile import disassembly
+from tile_lab.compile.artifacts import Inspection
 from tile_lab.errors import CompileError, SignatureError, ToolchainError
 
 ARCHES = ("sm_80", "sm_90", "sm_100")
@@ -215,14 +215,15 @@ def test_show_and_arch_spellings():
                             show="source, sass")
     assert insp.arch == "sm_90" and insp.show == ("source", "sass")
     assert tile_lab.inspect(K.vector_add, CASES["vector_add"][1], arch=(10, 0)).arch == "sm_100"
-    from tile_lab._inspect import resolve_arch
+    from tile_lab.compile.inspect import resolve_arch
 
     assert [resolve_arch(a) for a in ("sm_90a", "SM_80", "compute_120", 121, "12.0")] == \
         ["sm_90", "sm_80", "sm_120", "sm_121", "sm_120"]
 
 
 def test_default_arch_without_gpu(monkeypatch):
-    from tile_lab import _cutile_compat, _inspect
+    from tile_lab import _cutile_compat
+    from tile_lab.compile import inspect as _inspect
 
     monkeypatch.setattr(_cutile_compat, "gpu_compute_capability", lambda device=0: None)
     _inspect.default_arch.cache_clear()

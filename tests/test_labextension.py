@@ -21,7 +21,7 @@ import pytest
 from browser_env import node_module
 from shared_kernels import vadd_cell
 
-from tile_lab.artifacts import MIME_TYPE, Inspection, Remark, StageText
+from tile_lab.compile.artifacts import MIME_TYPE, Inspection, Remark, StageText
 from tile_lab.render.html import inspection_json
 
 ROOT = Path(__file__).resolve().parents[1]

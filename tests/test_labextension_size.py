@@ -36,7 +36,7 @@ from size_cases import (
 )
 from test_labextension import ARTIFACTS, lab_server  # noqa: F401  (a fixture)
 
-from tile_lab.artifacts import MIME_TYPE
+from tile_lab.compile.artifacts import MIME_TYPE
 
 pytestmark = pytest.mark.slow
 

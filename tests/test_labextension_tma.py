@@ -30,7 +30,7 @@ from test_labextension import (  # noqa: F401  (lab_server is a fixture)
     lab_server,
 )
 
-from tile_lab.artifacts import MIME_TYPE
+from tile_lab.compile.artifacts import MIME_TYPE
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from shared_kernels import vadd_cell
 
 import tile_lab
 from tile_lab._cutile_compat import python_function
-from tile_lab.artifacts import MIME_TYPE
+from tile_lab.compile.artifacts import MIME_TYPE
 from tile_lab.errors import (
     CompileError,
     EmulationError,
@@ -183,7 +183,7 @@ def test_tileiras_failure(shell, capsys, monkeypatch):
     """A tileiras failure, simulated: the real tileiras is replaced by a run that fails
     with tileiras' error format naming cell line 8 (no small real kernel makes tileiras
     fail reliably). What is tested is how the magic reports it, not tileiras."""
-    import tile_lab.tool_cache as tool_cache
+    import tile_lab.compile.tool_cache as tool_cache
 
     real_run_tool = tool_cache.run_tool
     marker = "tileiras_failure_marker"
@@ -277,13 +277,13 @@ def api_calls(shell, monkeypatch):
     import tile_lab.emulator
     import tile_lab.gpu
     import tile_lab.render.diagram
-    import tile_lab.sanitizer
+    import tile_lab.sanitizer.checks
 
     # where the magic looks them up: the modules that own them
     monkeypatch.setattr(tile_lab.emulator, "emulate", recorder("emulate"))
     monkeypatch.setattr(tile_lab.emulator, "trace", recorder("trace", "TRACE"))
     monkeypatch.setattr(tile_lab.render.diagram, "diagram", recorder("diagram", "DIAGRAM"))
-    monkeypatch.setattr(tile_lab.sanitizer, "sanitize", recorder("sanitize", "REPORT"))
+    monkeypatch.setattr(tile_lab.sanitizer.checks, "sanitize", recorder("sanitize", "REPORT"))
     monkeypatch.setattr(tile_lab.gpu, "launch", recorder("launch"))
     ns = shell.user_ns
     ns["ea"], ns["eb"], ns["ec"] = (np.ones(512, np.float32) for _ in range(3))

@@ -2,8 +2,8 @@
 no module over 500 lines (a listed few at most their length today), no public function with more
 than 10 parameters, no private name imported across packages, mypy clean on the measuring core
 (gpu/ and tuning/), no HTML or SVG outside render/, no module but the front ends importing
-render/, no SASS/Tile IR regex outside the stage parser (tile_lab/stage_rows.py), no import by
-string, a thin magic, and README's Layout drawing the tree as it is."""
+render/, no SASS/Tile IR regex outside the stage parser (tile_lab/compile/stage_rows.py), no import
+by string, a thin magic, and README's Layout drawing the tree as it is."""
 
 from __future__ import annotations
 
@@ -299,8 +299,9 @@ def test_mypy_is_clean_on_the_measuring_core():
 
 # What marks a regular expression as reading compiled-stage content (SASS or Tile IR), matched
 # against the expression's pattern text. Location syntax (``loc(...)``, ``//## File``) is not
-# on the list: compile.py and disassembly.py read it where they make the line maps. Pygments
-# lexer tables (render/lexers.py) are not ``re`` calls: they colour text and extract nothing.
+# on the list: compile/pipeline.py and compile/disassembly.py read it where they make the line
+# maps. Pygments lexer tables (render/lexers.py) are not ``re`` calls: they colour text and
+# extract nothing.
 STAGE_MARKERS = {
     "SASS address /*..*/": r"/\\\*",
     "SASS predicate @P": r"@[!?U\\]{0,6}P",
@@ -311,7 +312,7 @@ STAGE_MARKERS = {
     "Tile IR op or type": r"_tko|make_tensor_view|make_partition_view|partition_view|tensor_view"
                           r"|assume|div_by|entry @|tile<|latency|mma\[fi|mmaf|mmai",
 }
-STAGE_PARSER = "tile_lab/stage_rows.py"
+STAGE_PARSER = "tile_lab/compile/stage_rows.py"
 _RE_FUNCS = {"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn",
              "split"}
 
@@ -386,7 +387,7 @@ def test_stage_regex_rule_catches_stage_patterns_and_passes_others(tmp_path):
 
 
 def test_no_sass_or_tile_ir_regex_outside_the_stage_parser():
-    """Compiled stages are parsed once, in tile_lab/stage_rows.py (``StageText.rows``);
+    """Compiled stages are parsed once, in tile_lab/compile/stage_rows.py (``StageText.rows``);
     everything downstream reads row fields rather than matching stage text again."""
     found = [f"{path.relative_to(ROOT).as_posix()}:{hit}"
              for path in sorted(PKG.rglob("*.py"))
@@ -524,13 +525,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                  "tile_lab.triton.__init__", "tile_lab.triton.pair", "tile_lab.triton.outputs",
                  "tile_lab.triton.gpu")),
     ("execution", ("tile_lab.emulator", "tile_lab.tracing.trace", "tile_lab.tracing.access",
-                   "tile_lab.tracing.trace_file", "tile_lab.sanitizer", "tile_lab.sanitizer_array",
-                   "tile_lab.sanitizer_report", "tile_lab.gpu", "tile_lab.cpp", "tile_lab.triton")),
-    ("artifacts", ("tile_lab.artifacts", "tile_lab.stage_rows", "tile_lab.analysis",
+                   "tile_lab.tracing.trace_file", "tile_lab.sanitizer", "tile_lab.gpu",
+                   "tile_lab.cpp", "tile_lab.triton")),
+    ("artifacts", ("tile_lab.compile", "tile_lab.analysis",
                    "tile_lab.request", "tile_lab.kernel_source",
-                   "tile_lab.compile", "tile_lab.disassembly", "tile_lab._inspect",
-                   "tile_lab.signature", "tile_lab.signature_spec",
-                   "tile_lab.toolchain", "tile_lab.tool_cache", "tile_lab.compile_errors",
                    "tile_lab.array_like",
                    "tile_lab._cutile_compat", "tile_lab._doctor", "tile_lab.errors",
                    "tile_lab.progress", "tile_lab.display", "tile_lab._env_mode",

@@ -11,7 +11,7 @@ import pytest
 from fixture_files import fixture_text
 
 import tile_lab
-from tile_lab.artifacts import StageText
+from tile_lab.compile.artifacts import StageText
 from tile_lab.profiling.data import InstructionSample, Profile, join_lines, opcode
 from tile_lab.profiling.ncu_csv import (
     metrics_from_raw,
@@ -171,7 +171,7 @@ def test_tileir_ops_get_their_source_lines_samples(gemm_best):
 
 
 def test_lines_outside_the_kernel_are_not_attributed(gemm_best):
-    from tile_lab.artifacts import Inspection
+    from tile_lab.compile.artifacts import Inspection
 
     sass = StageText("sass", "\n".join([
         "        /*0000*/                   LDC R1, c[0x0][0x28] ;",

@@ -742,7 +742,7 @@ def test_a_no_tma_reason_is_shown_whole_wrapped_and_ticks_are_legible():
 
     from kernels_inspect import gemm
 
-    from tile_lab.artifacts import Inspection
+    from tile_lab.compile.artifacts import Inspection
     from tile_lab.render.tma import tma_report
 
     fixture = "tma_gemm_k1004_sm_90.json"
@@ -768,7 +768,7 @@ def test_a_no_tma_stride_reason_says_the_traced_arrays_row_stride():
 
     from kernels_inspect import gemm
 
-    from tile_lab.artifacts import Inspection
+    from tile_lab.compile.artifacts import Inspection
     from tile_lab.render.tma import tma_report
 
     fixture = "tma_gemm_k1004_sm_90.json"

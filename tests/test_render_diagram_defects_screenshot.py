@@ -13,7 +13,7 @@ from browser_probe import Job, run
 from fixture_files import fixture_text
 from test_render_diagram import make_trace, ragged_copy
 
-from tile_lab.artifacts import Inspection
+from tile_lab.compile.artifacts import Inspection
 from tile_lab.render.diagram import diagram
 from tile_lab.render.tma import tma_report
 

@@ -16,7 +16,7 @@ import numpy as np
 from fixture_files import fixture_text
 
 import tile_lab
-from tile_lab.artifacts import Inspection
+from tile_lab.compile.artifacts import Inspection
 from tile_lab.render import schedule, views
 from tile_lab.render.pipeline import pipeline_picture
 

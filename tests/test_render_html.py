@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from fixture_files import inspection_fixture
 
-from tile_lab.artifacts import MIME_TYPE, Inspection, Remark, StageText
+from tile_lab.compile.artifacts import MIME_TYPE, Inspection, Remark, StageText
 from tile_lab.render import palette
 from tile_lab.render.html import (
     _compact_sass,
@@ -340,7 +340,7 @@ def test_real_inspection_renders(fixture_kernels):
 def test_tileir_argument_prologue_is_its_own_group():
     """vadd on sm_90: 21 of 30 Tile IR lines map to the def line; the 19 after ``entry``
     (token, assumes, constants, tensor views) render without the def line's link."""
-    from tile_lab.stage_rows import prologue_rows
+    from tile_lab.compile.stage_rows import prologue_rows
 
     insp = inspection_fixture("inspect_vadd_sm_90")
     st = insp.stages["tileir"]
@@ -369,7 +369,7 @@ def test_big_panes_are_cut_with_a_notice_and_long_rows_with_a_sign():
     HTML_ROW_CHARS characters a row, and says so; below those the view is unchanged."""
     from dataclasses import replace
 
-    from tile_lab.artifacts import Remark, StageText
+    from tile_lab.compile.artifacts import Remark, StageText
     from tile_lab.render.html import HTML_MAX_REMARKS, HTML_MAX_ROWS, HTML_ROW_CHARS
 
     insp = inspection_fixture("inspect_vadd_sm_90")

@@ -11,7 +11,7 @@ import pytest
 from browser_probe import Job, run
 from fixture_files import inspection_fixture
 
-from tile_lab.artifacts import Inspection
+from tile_lab.compile.artifacts import Inspection
 from tile_lab.render.html import inspection_html
 
 pytestmark = pytest.mark.slow

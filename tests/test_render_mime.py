@@ -287,7 +287,7 @@ def test_the_writer_cuts_to_the_limits_and_says_so(monkeypatch):
     written cut to them, valid against the schema, with the sizes before in `truncated`."""
     from dataclasses import replace
 
-    from tile_lab.artifacts import Remark, StageText
+    from tile_lab.compile.artifacts import Remark, StageText
     from tile_lab.render import mime as mime_mod
 
     real = mime_mod.mime_limits()

@@ -8,7 +8,7 @@ import pytest
 from fixture_files import inspection_fixture
 
 from tile_lab.analysis.pipeline import k_loop
-from tile_lab.artifacts import Inspection
+from tile_lab.compile.artifacts import Inspection
 from tile_lab.render.pipeline import pipeline_picture
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -14,7 +14,7 @@ from tile_lab.render.diagram import partition
 from tile_lab.render.plots import roofline
 from tile_lab.render.safe_markup import clean_markup, css_is_scoped, tile_lab_view
 from tile_lab.render.sanitizer_view import sanitizer_report_html
-from tile_lab.sanitizer_report import Finding, SanitizerReport
+from tile_lab.sanitizer.report import Finding, SanitizerReport
 
 
 def _quotes(text: str) -> str:  # the cleaner writes every attribute value in double quotes

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fixture_files import inspection_fixture
 
-from tile_lab.artifacts import Inspection
+from tile_lab.compile.artifacts import Inspection
 from tile_lab.render.html import inspection_html, inspection_json
 from tile_lab.render.tma import tma_badge_text, tma_field, tma_report
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from corpus import buggy, export_tileir
 
-from tile_lab.sanitizer import (
+from tile_lab.sanitizer.array_checks import boxes_from_mask
+from tile_lab.sanitizer.checks import (
     KINDS,
     Finding,
     SanitizerReport,
@@ -19,7 +20,6 @@ from tile_lab.sanitizer import (
     format_box,
     sanitize,
 )
-from tile_lab.sanitizer_array import boxes_from_mask
 from tile_lab.tracing.trace import ArrayInfo, MemoryAccess, Trace
 
 # ---- building synthetic traces ---------------------------------------------------------
@@ -459,7 +459,7 @@ def test_seeded_bug_is_flagged(name):
 
 def test_tile_lab_sanitize_is_the_function_even_after_importing_its_module():
     import tile_lab
-    import tile_lab.sanitizer
+    import tile_lab.sanitizer.checks
 
     case = BUGGY["missing_tail"]
     grid, args = case.build()
@@ -499,7 +499,7 @@ def test_the_k_loop_bug_is_pinned_to_the_last_loop_iteration():
 
 def test_big_traces_show_progress_per_check(monkeypatch):
     import tile_lab.progress
-    import tile_lab.sanitizer as sanitizer_module
+    import tile_lab.sanitizer.checks as sanitizer_module
 
     seen = []
     real = tile_lab.progress.progress

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tile_lab
-from tile_lab.artifacts import Inspection, Remark, StageText
+from tile_lab.compile.artifacts import Inspection, Remark, StageText
 from tile_lab.errors import TileLabError
 from tile_lab.render.export import known_scripts, script_hashes
 from tile_lab.render.html import inspection_html

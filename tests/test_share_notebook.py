@@ -14,7 +14,7 @@ import pytest
 from fixture_files import inspection_fixture
 from test_share_bundle import HOSTILE, _Tags, hostile_inspection
 
-from tile_lab.artifacts import Inspection
+from tile_lab.compile.artifacts import Inspection
 from tile_lab.errors import FileFormatError
 from tile_lab.profiling import load_profile
 from tile_lab.render.html import inspection_html

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from cuda.tile.compilation import ArrayConstraint, ConstantConstraint, ScalarConstraint
 
-from tile_lab.errors import SignatureError
-from tile_lab.signature import (
+from tile_lab.compile.signature import (
     build_signature,
     describe_array,
     signature_from_args,
     signature_from_spec,
 )
-from tile_lab.signature_spec import parse_spec
+from tile_lab.compile.signature_spec import parse_spec
+from tile_lab.errors import SignatureError
 
 
 class FakeDeviceArray:

@@ -1,7 +1,7 @@
-"""Compiled stages parsed once into typed rows (tile_lab.stage_rows, ``StageText.rows``): real
-stages (the Inspection fixtures, cuda-tile 1.7.0 / tileiras 13.4, and one compile here), the
-patterns the consumers used before this parser checked against it on every real line, and
-edge cases (empty stage, no line map, SASS without offsets)."""
+"""Compiled stages parsed once into typed rows (tile_lab.compile.stage_rows,
+``StageText.rows``): real stages (the Inspection fixtures, cuda-tile 1.7.0 / tileiras 13.4,
+and one compile here), the patterns the consumers used before this parser checked against it
+on every real line, and edge cases (empty stage, no line map, SASS without offsets)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from fixture_files import inspection_fixture
 
 import tile_lab
-from tile_lab.artifacts import Inspection, StageText
-from tile_lab.stage_rows import (
+from tile_lab.compile.artifacts import Inspection, StageText
+from tile_lab.compile.stage_rows import (
     Row,
     SassRow,
     TileIRRow,
@@ -88,7 +88,7 @@ def test_an_inspection_loaded_from_json_and_a_pickled_one_get_the_same_rows(comp
 # -- SASS ------------------------------------------------------------------------------------
 
 # The patterns the consumers matched SASS lines with before this parser (html.py's compaction,
-# profile_view.py / compile.py / profiling's offsets, artifacts.py's opcode): on every real
+# profile_view.py / compile/pipeline.py / profiling's offsets, artifacts.py's opcode): on every real
 # line, the row's fields say the same.
 OLD_OFFSET = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*$")
 OLD_OPCODE = re.compile(r"^\s*(?:/\*[0-9a-fA-F]+\*/)?\s*(?:@!?U?P\w+\s+)?"

@@ -17,7 +17,7 @@ sys.path.insert(0, BENCH)
 import tileiras_ab as ab  # noqa: E402
 from sweep_common import load_payloads  # noqa: E402
 
-from tile_lab.toolchain import find_tool  # noqa: E402
+from tile_lab.compile.toolchain import find_tool  # noqa: E402
 
 GEMM = [os.path.join(ROOT, p) for p in ab.GEMM]
 ATTENTION = [os.path.join(ROOT, p) for p in ab.ATTENTION]

@@ -1,4 +1,4 @@
-"""The compile tools' disk cache (tile_lab.tool_cache), with a fake tool run: runs are
+"""The compile tools' disk cache (tile_lab.compile.tool_cache), with a fake tool run: runs are
 counted through the runner, never by time."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tile_lab import tool_cache
+from tile_lab.compile import tool_cache
 from tile_lab.errors import ToolchainError
 
 

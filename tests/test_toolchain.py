@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tile_lab import toolchain
+from tile_lab.compile import toolchain
 from tile_lab.errors import ToolchainError
 
 # the tools tile_lab's dependencies install (cuobjdump is optional)

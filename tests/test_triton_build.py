@@ -9,8 +9,8 @@ import sys
 import pytest
 from triton_cases import needs_triton
 
+from tile_lab.compile.stage_rows import SassRow
 from tile_lab.errors import CompileError
-from tile_lab.stage_rows import SassRow
 
 pytestmark = needs_triton
 

@@ -8,7 +8,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from triton_cases import needs_triton
 
-from tile_lab.artifacts import MIME_TYPE
+from tile_lab.compile.artifacts import MIME_TYPE
 from tile_lab.errors import ArgumentTypeError, CompileError, OptionError
 
 pytestmark = needs_triton

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from triton_cases import needs_triton
 
-from tile_lab.stage_rows import SassRow
+from tile_lab.compile.stage_rows import SassRow
 
 pytestmark = needs_triton
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from tune_kernels import scale_copy
 
+from tile_lab.compile.signature import signature_from_args
 from tile_lab.kernel_source import KernelNotShippable
-from tile_lab.signature import signature_from_args
 from tile_lab.tuning.parallel_compile import (
     Precompiler,
     _compile_job,
@@ -135,7 +135,7 @@ def test_worker_job_fills_cutiles_cubin_cache(tmp_path):
         "import sys, numpy as np\n"
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from tune_kernels import scale_copy\n"
-        "from tile_lab.signature import signature_from_args\n"
+        "from tile_lab.compile.signature import signature_from_args\n"
         "from dataclasses import replace\n"
         "from tile_lab.tuning.parallel_compile import _compile_job, compile_recipe, "
         "portable_signature\n"

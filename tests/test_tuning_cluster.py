@@ -26,7 +26,7 @@ from tune_fakes import FakeGPU  # noqa: E402
 from tune_kernels import scale_copy  # noqa: E402
 
 from tile_lab import _cutile_compat as compat  # noqa: E402
-from tile_lab.signature import signature_from_args  # noqa: E402
+from tile_lab.compile.signature import signature_from_args  # noqa: E402
 from tile_lab.tuning import Space, TuneOptions, tune  # noqa: E402
 from tile_lab.tuning.cluster import (  # noqa: E402
     ClusterError,

@@ -11,7 +11,7 @@ import pytest
 from tune_fakes import FakeMeasurement
 from tune_kernels import scale_copy
 
-from tile_lab.signature import signature_from_args
+from tile_lab.compile.signature import signature_from_args
 from tile_lab.tuning import Schedules, Space, SpaceError, TuneOptions, tune
 from tile_lab.tuning.parallel_compile import Precompiler
 from tile_lab.tuning.space import Config

@@ -92,7 +92,7 @@ def test_browser_marks_tma_verdicts_and_ellipsizes_long_lines():
     from kernels_inspect import gemm
 
     import tile_lab
-    from tile_lab.artifacts import Inspection
+    from tile_lab.compile.artifacts import Inspection
     from tile_lab.render.tma import tma_report
     from tile_lab.widgets.diagram_browser import DiagramBrowser
 

@@ -15,8 +15,8 @@ from .display import set_renderer_loader
 # public name -> module that defines it (relative to this package)
 _EXPORTS: dict[str, str] = {
     # compile + inspect (source -> artifacts)
-    "inspect": "._inspect",
-    "Inspection": ".artifacts",
+    "inspect": ".compile.inspect",
+    "Inspection": ".compile.artifacts",
     "doctor": "._doctor",
     # emulator, trace, sanitizer (artifacts -> execution on CPU)
     "emulate": ".emulator",

@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if report.ok else 1
     if args.command == "version":
         from . import __version__
-        from .toolchain import tool_versions
+        from .compile.toolchain import tool_versions
 
         print(f"tile_lab {__version__}")
         for name, version in tool_versions().items():

@@ -4,7 +4,7 @@ One row per piece tile_lab uses (Python, cuda.tile, each CUDA tool, the JupyterL
 extension, Node, Chromium, the GPU and its driver), and one finding per problem or
 missing piece, saying what it disables and how to fix it. Known traps are checked too
 (a ``CUDA_HOME`` whose old libnvvm breaks tileiras, a driver older than r580, a GPU
-tileiras cannot compile for). Tools are found and run through ``tile_lab.toolchain``.
+tileiras cannot compile for). Tools are found and run through ``tile_lab.compile.toolchain``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import toolchain as tc
+from .compile import toolchain as tc
 from .errors import ToolchainError
 
 

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ._inspect import inspect, parse_hints, resolve_arch
+from .compile.inspect import inspect, parse_hints, resolve_arch
 from .errors import CompileError, SignatureError
 from .request import MODES, Request
 
@@ -112,9 +112,9 @@ def switch_emulation(mode: str) -> str:
 
 
 def _sanitize(req: Request, show: Show, fallback: str | None) -> None:
-    from . import sanitizer
+    from .sanitizer import checks
 
-    show(sanitizer.sanitize(req.kernel, req.grid, req.args))
+    show(checks.sanitize(req.kernel, req.grid, req.args))
 
 
 def _trace(req: Request, show: Show, fallback: str | None) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .artifacts import STAGES
+from .compile.artifacts import STAGES
 
 __all__ = ["MODES", "PANES", "Request", "parse_show"]
 

@@ -2,7 +2,7 @@
 loop's source lines and their ``latency`` hints (data, no markup: ``render/pipeline.py`` draws
 it).
 
-Read from an :class:`~tile_lab.artifacts.Inspection` (nothing is compiled here):
+Read from an :class:`~tile_lab.compile.artifacts.Inspection` (nothing is compiled here):
 
 * the Tile IR gives the loop (``for %loopIdx``), the loads in its body with their
   ``optimization_hints = <... latency = N>`` and tile types (bytes per tile), and the ``mma``;
@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..artifacts import Inspection
-from ..stage_rows import SassRow, TileIRRow, displacement
+from ..compile.artifacts import Inspection
+from ..compile.stage_rows import SassRow, TileIRRow, displacement
 
 __all__ = ["KLoop", "LoopLoad", "k_loop"]
 

@@ -1,6 +1,6 @@
 """Which loads and stores became TMA bulk tensor copies, and why the others did not.
 
-Read from an :class:`~tile_lab.artifacts.Inspection` (no compiling here): the Tile IR holds
+Read from an :class:`~tile_lab.compile.artifacts.Inspection` (no compiling here): the Tile IR holds
 one ``load_view_tko`` / ``store_view_tko`` per tile-space load/store with the tensor view it
 reads (base pointer, shape, strides and the ``assume div_by<N>`` facts cuTile derived from
 the arguments), and the SASS, line-mapped, shows what the source line became: TMA
@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..artifacts import Inspection
-from ..stage_rows import SassRow, TileIRRow, TileViews, ViewAccess, tile_views
+from ..compile.artifacts import Inspection
+from ..compile.stage_rows import SassRow, TileIRRow, TileViews, ViewAccess, tile_views
 
 __all__ = ["PLAIN_OPCODES", "TMA_OPCODES", "TmaLine", "TmaReport", "tma_report"]
 

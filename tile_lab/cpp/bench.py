@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..artifacts import Inspection
+from ..compile.artifacts import Inspection
 from ..errors import TileLabError
 from ..gpu import metrics
 from ..gpu.benchmark import bench_job, timing_of, validate

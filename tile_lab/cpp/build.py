@@ -19,10 +19,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .._inspect import resolve_arch
-from ..artifacts import Inspection, LazyStages, StageText
+from ..compile.artifacts import Inspection, LazyStages, StageText
+from ..compile.inspect import resolve_arch
+from ..compile.stage_rows import entry_symbols
 from ..errors import ArgumentTypeError, CompileError, SourceLocation, ToolchainError
-from ..stage_rows import entry_symbols
 from . import diagnostics
 from . import source as src
 
@@ -57,7 +57,7 @@ class _Paths:
         self.tmpdir = tmpdir
         self.source = tmpdir / DEFAULT_FILENAME
         self.filename = filename
-        from ..toolchain import find_tool
+        from ..compile.toolchain import find_tool
 
         nvcc_bin = find_tool("nvcc").parent
         # nvcc names its headers through "<bin>/../include"; also catch the resolved form
@@ -91,7 +91,7 @@ def _run_nvcc(source: str, arch: str, defines: tuple[str, ...], includes: tuple[
     The run (or an earlier one's output, from the disk cache) happened in ``paths.tmpdir``:
     nvcc writes that folder into the bytecode's locations, so line maps and scrubbing use it.
     """
-    from .. import tool_cache
+    from ..compile import tool_cache
 
     args = ["-std=c++20", "-enable-tile", "-tilebc", f"-arch={arch}", "-lineinfo", *defines,
             *(f"-I{d}" for d in includes), DEFAULT_FILENAME, "-o", "kernel.tilebc"]
@@ -119,7 +119,7 @@ def _run_nvcc(source: str, arch: str, defines: tuple[str, ...], includes: tuple[
 
 def _check_nvcc_version() -> None:
     """Raise a ToolchainError saying so when the nvcc found predates CUDA Tile C++."""
-    from ..toolchain import find_tool, tool_version
+    from ..compile.toolchain import find_tool, tool_version
 
     try:
         version = tool_version("nvcc")
@@ -138,7 +138,7 @@ def _check_nvcc_version() -> None:
 
 def _run_tileiras(bytecode: bytes, arch: str, paths: _Paths, source: str) -> tuple[bytes, str]:
     """compile.run_tileiras, its errors re-pointed from the temporary file to the user's."""
-    from ..compile import run_tileiras
+    from ..compile.pipeline import run_tileiras
 
     try:
         return run_tileiras(bytecode, arch)
@@ -160,9 +160,9 @@ def _scrubbed(stage: StageText, paths: _Paths) -> StageText:
 @functools.lru_cache(maxsize=64)
 def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str, ...],
                     includes: tuple[str, ...], filename: str) -> Inspection:
-    from ..compile import disassemble_tileir, parse_remarks
-    from ..disassembly import machine_code_work, sass_from_cubin
-    from ..toolchain import tool_version
+    from ..compile.disassembly import machine_code_work, sass_from_cubin
+    from ..compile.pipeline import disassemble_tileir, parse_remarks
+    from ..compile.toolchain import tool_version
 
     bytecode, paths = _run_nvcc(source, arch, defines, includes, filename)
     user_file = str(paths.source)  # the line maps keep only lines of this file

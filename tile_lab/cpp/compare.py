@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..artifacts import Inspection
+from ..compile.artifacts import Inspection
+from ..compile.stage_rows import Row, TileIRRow, entry_symbols, normalised_op_text
 from ..errors import TileLabError
-from ..stage_rows import Row, TileIRRow, entry_symbols, normalised_op_text
 from . import source as src
 
 # kinds of aligned rows, with the marker shown between the columns
@@ -204,7 +204,7 @@ def compare(py: Any, cpp: Any, *, py_args: Any = None, arch: str | None = None) 
         if py_args is None:
             raise TileLabError("compare(kernel, cpp) needs py_args= (example args or a "
                                "sig-spec string) to compile the Python kernel")
-        from .._inspect import inspect as inspect_py
+        from ..compile.inspect import inspect as inspect_py
 
         py = inspect_py(py, py_args, arch=arch)
     if isinstance(cpp, (str, os.PathLike)):

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..artifacts import Inspection
+from ..compile.artifacts import Inspection
+from ..compile.stage_rows import Row, TileIRRow, entry_symbols, parse_rows
 from ..errors import LaunchError, NoGPUError, SignatureError
-from ..stage_rows import Row, TileIRRow, entry_symbols, parse_rows
 from . import source as src
 
 CPU_NOTE = ("CUDA Tile C++ kernels run only on a GPU: the CPU emulator (tile_lab.emulate, "

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import Inspection
+from ..compile.artifacts import Inspection
 from ..errors import TileLabError
 from ..tuning.measurer import MeasureRequest, Precompiles
 from ..tuning.options import TuneOptions
@@ -104,7 +104,7 @@ class CppKernel:
         return {name: "define" for name in space.knobs}
 
     def tuning_identity(self) -> dict[str, Any]:
-        from ..toolchain import tool_version
+        from ..compile.toolchain import tool_version
 
         blob = self._text_with_includes().encode()
         return {"kernel": self.kernel_name, "language": "c++",
@@ -219,7 +219,7 @@ def tune_cpp(source: str | os.PathLike[str], kernel_name: str | None, space: Spa
     """
     from dataclasses import replace
 
-    from .._inspect import resolve_arch
+    from ..compile.inspect import resolve_arch
     from .launch import _require_gpu
 
     opts = options or TuneOptions()
@@ -242,7 +242,7 @@ def compile_configs(source: str | os.PathLike[str], kernel_name: str | None, spa
     """Compile every valid config of ``space`` (nvcc in parallel): config key -> Inspection,
     for ``tune_cpp(..., prebuilt=...)`` on a machine that cannot compile CUDA Tile C++.
     Configs that fail to compile are left out (tune_cpp then reports their compile error)."""
-    from .._inspect import resolve_arch
+    from ..compile.inspect import resolve_arch
 
     kernel = CppKernel(source, kernel_name, arch=resolve_arch(arch), defines_fn=defines_fn,
                        filename=filename, include_dirs=include_dirs)

@@ -49,7 +49,7 @@ def check(kernel: Any, args: Sequence[Any]) -> bool:
     if quick is not None and quick in _QUICK.get(kernel, ()):
         return True  # the same argument layout passed before: skip building its signature
     _check_launch_arguments(kernel, args)
-    from ..signature import build_signature
+    from ..compile.signature import build_signature
 
     try:
         signature = build_signature(kernel, [_describable(a) for a in args]).kernel_signature
@@ -74,7 +74,7 @@ def check(kernel: Any, args: Sequence[Any]) -> bool:
                                     "annotations for these arguments") from None
         if not compat.is_kernel_rejection(exc):
             return False  # cuTile could not look at the kernel (e.g. no source): no verdict
-        from ..compile_errors import as_cutile_error
+        from ..compile.errors import as_cutile_error
 
         raise as_cutile_error(exc, "cuTile's compiler rejects this kernel, so the emulator "
                               "does not run it") from None

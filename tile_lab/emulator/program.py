@@ -82,7 +82,7 @@ class _EmulatedLaunch:
             from .runtime import emulate
             emulate(kernel, grid, args, padding=self.padding)
             return
-        from ..sanitizer import sanitize
+        from ..sanitizer.checks import sanitize
         report = sanitize(kernel, grid, args)
         if report.findings:
             _FOUND[0] += 1

@@ -263,7 +263,7 @@ def software_versions() -> dict[str, str | None]:
     except Exception:
         pass
     try:
-        from ..toolchain import tool_version
+        from ..compile.toolchain import tool_version
 
         out["tileiras"] = tool_version("tileiras")
     except Exception:

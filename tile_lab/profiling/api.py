@@ -48,7 +48,7 @@ def profile(kernel: Any, grid: Any, args: Sequence[Any], *,
     ``keep_report``: a folder to keep the Nsight Compute report (``profile.ncu-rep``, for
     the Nsight Compute GUI) and its CSV exports in.
     """
-    from .._inspect import inspect
+    from ..compile.inspect import inspect
     from ..gpu.device import local_arch, provenance, require_gpu
     from ..gpu.launcher import check_grid, with_hints
 

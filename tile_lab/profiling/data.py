@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ..stage_rows import Row, SassRow, TileIRRow, parse_rows, sass_opcode
+from ..compile.stage_rows import Row, SassRow, TileIRRow, parse_rows, sass_opcode
 
 PROFILE_SCHEMA = "tile-lab.profile"
 PROFILE_SCHEMA_VERSION = 1

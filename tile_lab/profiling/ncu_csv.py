@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..stage_rows import stack_adjustment
+from ..compile.stage_rows import stack_adjustment
 from .data import InstructionSample, KernelMetrics, opcode
 
 # Total samples per instruction: the SourceCounters column, else the raw PC-sampling metric

@@ -91,7 +91,7 @@ def script_hashes(page: str) -> list[str]:
 def known_scripts() -> frozenset[str]:
     """tile_lab's own renderer scripts, view class normalised: the scripts the inspect view
     renders for a fixed inspection that holds no user data."""
-    from ..artifacts import Inspection, Remark, StageText
+    from ..compile.artifacts import Inspection, Remark, StageText
     from .html import inspection_html
 
     probe = Inspection(

@@ -1,4 +1,4 @@
-"""The inspect view: an :class:`~tile_lab.artifacts.Inspection` as line-linked HTML panes.
+"""The inspect view: an :class:`~tile_lab.compile.artifacts.Inspection` as line-linked HTML panes.
 
 Panes sit side by side (source · cuTile IR · Tile IR · PTX · SASS · remarks, as picked by
 ``Inspection.show``). Every IR/SASS line that the compiler tied to a source line carries
@@ -39,9 +39,9 @@ from pygments.token import (
     _TokenType,
 )
 
-from ..artifacts import MIME_TYPE, STAGES, Inspection, StageText
+from ..compile.artifacts import MIME_TYPE, STAGES, Inspection, StageText
+from ..compile.stage_rows import SassRow, prologue_rows
 from ..display import renders
-from ..stage_rows import SassRow, prologue_rows
 from .inspect_style import stylesheet as _stylesheet
 from .lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLexer, token_lines
 from .mime import MIME_VERSION, TOKEN_STAGES, cut_to_limits, token_runs

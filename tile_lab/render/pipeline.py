@@ -9,7 +9,7 @@ import math
 import os
 
 from ..analysis.pipeline import LoopLoad, k_loop
-from ..artifacts import Inspection
+from ..compile.artifacts import Inspection
 from .picture import Picture, key_class, make_picture
 from .svg import Group, Rect, Scene, Style, Text, text_width
 

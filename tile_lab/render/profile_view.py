@@ -20,10 +20,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import Inspection, StageText
+from ..compile.artifacts import Inspection, StageText
+from ..compile.stage_rows import SassRow
 from ..display import register_view, renders
 from ..profiling.data import STALL_REASONS, LineProfile, Profile
-from ..stage_rows import SassRow
 from .html import inspection_html, view_class
 
 __all__ = ["PROFILE_MIME_TYPE", "PROFILE_SCHEMA_FILE", "ProfileComparison", "ProfileView",

@@ -1,4 +1,4 @@
-"""HTML for a :class:`~tile_lab.sanitizer_report.SanitizerReport`: the summary line and one
+"""HTML for a :class:`~tile_lab.sanitizer.report.SanitizerReport`: the summary line and one
 table row per finding (escaped, deterministic)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from ..display import renders
-from ..sanitizer_report import SanitizerReport
+from ..sanitizer.report import SanitizerReport
 from ..tracing.trace import format_block
 
 __all__ = ["sanitizer_report_html"]

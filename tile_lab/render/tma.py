@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.tma import PLAIN_OPCODES, TMA_OPCODES, TmaLine, TmaReport, tma_report
-from ..artifacts import Inspection
+from ..compile.artifacts import Inspection
 
 __all__ = ["PLAIN_OPCODES", "TMA_OPCODES", "TmaLine", "TmaReport", "tma_badge_html",
            "tma_badge_text", "tma_field", "tma_op_html", "tma_report", "tma_summary_html"]

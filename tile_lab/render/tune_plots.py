@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..compile.stage_rows import without_ssa_names
 from ..display import renders
-from ..stage_rows import without_ssa_names
 from ..tuning.result import TuningResult
 
 _METRICS = {

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import Inspection
+from ..compile.artifacts import Inspection
 from ..errors import TileLabError
 from ..gpu.measurement import Measurement
 from ..profiling.data import Profile
@@ -23,7 +23,7 @@ from ..render.diagram import Diagram, diagram
 from ..render.export import measurements_html, note_html, page_html, provenance_html
 from ..render.picture import Picture
 from ..render.profile_view import ProfileView, profile_summary_html, profile_view_html
-from ..sanitizer import SanitizerReport
+from ..sanitizer.checks import SanitizerReport
 from ..tracing.trace import Trace
 
 __all__ = ["ACCEPTED", "export", "sections"]

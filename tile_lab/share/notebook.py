@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import MIME_TYPE, Inspection, Remark, StageText
+from ..compile.artifacts import MIME_TYPE, Inspection, Remark, StageText
 from ..errors import FileFormatError
 from ..render.export import note_html, overlay_html, page_html
 from ..render.html import inspection_html

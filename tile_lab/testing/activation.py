@@ -80,7 +80,7 @@ def host_kernel_signatures() -> contextlib.AbstractContextManager[None]:
 def _host_constraints(kernel: Any, args: Any, calling_convention: Any) -> list[Any]:
     from cuda.tile.compilation import CallingConvention
 
-    from ..signature import constraints_from_args
+    from ..compile.signature import constraints_from_args
 
     params = constraints_from_args(kernel, list(args))
     if calling_convention == CallingConvention.cutile_python_v2():

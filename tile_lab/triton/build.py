@@ -4,9 +4,10 @@
 kernel through Triton IR (``ttir``) and TritonGPU IR (``ttgir``) to PTX and runs the ``ptxas``
 its wheel ships. The cubin carries line info (Triton passes ``-lineinfo``) and the PTX it was
 assembled from, so the SASS and PTX panes come from the same ``nvdisasm`` run as cuTile's
-(``tile_lab.disassembly.disassemble_cubin``) and the MLIR stages from the same loc parser as Tile
-IR. The result is an :class:`~tile_lab.artifacts.Inspection`, so the inspect view, the
-JupyterLab extension and ``tile_lab.export`` show it as they show a cuTile kernel.
+(``tile_lab.compile.disassembly.disassemble_cubin``) and the MLIR stages from the same loc
+parser as Tile IR. The result is an :class:`~tile_lab.compile.artifacts.Inspection`, so the
+inspect view, the JupyterLab extension and ``tile_lab.export`` show it as they show a cuTile
+kernel.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..artifacts import Inspection, StageText
+from ..compile.artifacts import Inspection, StageText
 from ..errors import CompileError, SourceLocation
 from ._require import require_triton
 from .kernel import TritonSignature, jit_function, signature_of
@@ -91,7 +92,9 @@ def _compile_error(kernel: Any, err: Exception) -> CompileError:
 
 
 def _mlir_stage(name: str, text: str, filename: str) -> StageText:
-    from ..compile import tileir_stage  # Tile IR and Triton's IRs are MLIR with the same locs
+    from ..compile.pipeline import (
+        tileir_stage,  # Tile IR and Triton's IRs are MLIR with the same locs
+    )
 
     st = tileir_stage(text, filename)
     # the loc parser drops every "#alias = ..." line (Tile IR's are all locations); TTGIR's
@@ -139,8 +142,8 @@ def _build(triton: Any, kernel: Any, sig: TritonSignature, arch: str, cap: int,
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from ..disassembly import disassemble_cubin
-    from ..toolchain import tool_version
+    from ..compile.disassembly import disassemble_cubin
+    from ..compile.toolchain import tool_version
 
     src = ASTSource(fn=kernel, signature=dict(sig.types), constexprs=dict(sig.constexprs),
                     attrs={(i,): [["tt.divisibility", 16]] for i in sig.divisible})
@@ -167,7 +170,7 @@ def _build(triton: Any, kernel: Any, sig: TritonSignature, arch: str, cap: int,
 
 def inspect_triton(kernel: Any, args: Any, *, arch: Any = None, num_warps: int = 4,
                    num_stages: int = 3, show: tuple[str, ...] | None = None) -> Inspection:
-    """The :class:`~tile_lab.artifacts.Inspection` of a ``@triton.jit`` kernel: its source,
+    """The :class:`~tile_lab.compile.artifacts.Inspection` of a ``@triton.jit`` kernel: its source,
     Triton IR (``ttir``), TritonGPU IR (``ttgir``), PTX and SASS, each line tied to the
     kernel line it came from. ``args``: example arguments or a spec string
     (``"*fp32, *fp32, *fp32, i32, 1024"``). Compiled for ``arch`` (default sm_90) with

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..artifacts import Inspection
+from ..compile.artifacts import Inspection
 from ..crosschecking import Budget, CrossCheck
 from ..errors import ArgumentTypeError
 from ._require import require_triton
@@ -153,7 +153,7 @@ def compare_triton(triton_kernel: Any, cutile_kernel: Any, *, args: Sequence[Any
     both run on copies of the same inputs, Triton's through its interpreter and cuTile's
     through the emulator, and the outputs are compared element by element.
     """
-    from .._inspect import inspect as inspect_cutile
+    from ..compile.inspect import inspect as inspect_cutile
     from ..emulator import trace as emulate_trace
     from .interpret import run_triton_cpu
     from .outputs import check_pair_arrays, compare_runs, triton_sites

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..stage_rows import Row, SassRow
+from ..compile.stage_rows import Row, SassRow
 
 __all__ = ["MIX_CLASSES", "Resources", "cubin_resources", "instruction_mix", "mix_class"]
 

@@ -77,7 +77,7 @@ class Schedules:
         import inspect
 
         from .._cutile_compat import installed_version, python_function
-        from ..toolchain import tool_version
+        from ..compile.toolchain import tool_version
 
         digest = hashlib.sha256()
         for name, kernel in sorted(self.kernels.items()):

@@ -216,7 +216,7 @@ def _to_record(context: dict[str, Any], outcome: Success | Failure) -> StoredRec
 # ---- context: what the results are valid for --------------------------------------------------
 def tuning_context(kernel: Any, args: Sequence[Any], arch: str | None) -> dict[str, Any]:
     from .._cutile_compat import installed_version, python_function
-    from ..toolchain import tool_version
+    from ..compile.toolchain import tool_version
 
     arrays = [f"{tuple(a.shape)}:{a.dtype}" for a in args if hasattr(a, "shape")]
     identity = getattr(kernel, "tuning_identity", None)

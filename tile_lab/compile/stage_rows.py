@@ -1,6 +1,6 @@
 """Compiled stages as typed rows: every stage's text is parsed here, once, and nowhere else.
 
-A :class:`~tile_lab.artifacts.StageText` is display text plus a line map; ``StageText.rows``
+A :class:`~tile_lab.compile.artifacts.StageText` is display text plus a line map; ``StageText.rows``
 (computed on first use, then kept) is one frozen row per text line (``text.split("\\n")``)
 holding what downstream code reads: the line's text, its source line, and per stage
 
@@ -15,10 +15,10 @@ holding what downstream code reads: the line's text, its source line, and per st
 * PTX and cuTile IR: plain :class:`Row` (text and source line).
 
 The grammar follows what ``nvdisasm -c -g`` and ``tileirdisasm -g`` print (through the
-cleaning in ``compile.py``, which turns their line info into the line map): an
+cleaning in ``pipeline.py``, which turns their line info into the line map): an
 instruction row is optional spaces/tabs, ``/*hex*/``, spaces, the instruction and ``;``; a
 Tile IR op row is ``%results = op operands : types``. The other patterns in the package
-read location syntax (``loc(...)``, ``//## File``) where ``compile.py`` makes line maps, or
+read location syntax (``loc(...)``, ``//## File``) where ``pipeline.py`` makes line maps, or
 text that is not a compiled stage; ``tests/test_package_shape.py`` keeps it that way.
 
 Pure functions of text (no tile_lab imports), so any Inspection, also one loaded back from

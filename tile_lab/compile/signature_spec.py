@@ -1,7 +1,7 @@
 """The signature spec string: ``"f32[4096], f32[4096], f32[4096], 128"`` read item by item.
 
 The grammar alone (:func:`parse_spec` -> :class:`SpecItem`), and the dtype codes it knows;
-:mod:`tile_lab.signature` turns the items into cuTile constraints for a kernel's parameters,
+:mod:`tile_lab.compile.signature` turns the items into cuTile constraints for a kernel's parameters,
 and the reproducer writes example arrays from them.
 """
 
@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SignatureError
+from ..errors import SignatureError
 
 __all__ = ["DTYPE_CODES", "SpecItem", "parse_spec"]
 

@@ -1,5 +1,5 @@
 """What the sanitizer finds: :class:`Finding` and :class:`SanitizerReport` (plain records,
-JSON, text), apart from the checks in ``sanitizer.py`` that produce them. The report's HTML is
+JSON, text), apart from the checks in ``checks.py`` that produce them. The report's HTML is
 drawn by ``render/sanitizer_view.py`` (looked up through ``tile_lab.display``).
 """
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .tracing.trace import ArrayInfo, Block, format_grid
+from ..tracing.trace import ArrayInfo, Block, format_grid
 
 __all__ = ["KINDS", "SEVERITIES", "Box", "Finding", "SanitizerReport", "box_size", "format_box"]
 
@@ -113,7 +113,7 @@ class SanitizerReport:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from .display import mimebundle  # drawn by render/sanitizer_view.py
+        from ..display import mimebundle  # drawn by render/sanitizer_view.py
 
         return str(mimebundle(self).get("text/html", ""))
 

@@ -1,7 +1,7 @@
 """``tile_lab.inspect``: compile a kernel for a signature and collect every stage.
 
 This module validates the user's arguments (kernel, arch, hints, panes to show), builds
-the signature, runs the pipeline in ``compile.py`` and packs the result into an
+the signature, runs the pipeline in ``pipeline.py`` and packs the result into an
 ``Inspection``. It never renders anything.
 """
 
@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _cutile_compat as compat
-from . import request
+from .. import _cutile_compat as compat
+from .. import request
+from ..errors import CompileError, SignatureError, ToolchainError
 from .artifacts import STAGES, Inspection
-from .compile import compile_kernel
-from .errors import CompileError, SignatureError, ToolchainError
+from .pipeline import compile_kernel
 from .signature import BuiltSignature, build_signature
 from .toolchain import tileiras_gpu_names, tool_version
 

@@ -1,4 +1,4 @@
-"""The sanitizer's checks on one array argument's accesses (:mod:`tile_lab.sanitizer` runs
+"""The sanitizer's checks on one array argument's accesses (:mod:`tile_lab.sanitizer.checks` runs
 them for every array of a trace): tiles entirely out of bounds, unchecked accesses outside
 the array, write races and scatter collisions, order-dependent reads, uncovered outputs.
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .sanitizer_report import Box, Finding, box_size, format_box
-from .tracing.trace import ArrayInfo, Block, MemoryAccess, Trace, format_block
+from ..tracing.trace import ArrayInfo, Block, MemoryAccess, Trace, format_block
+from .report import Box, Finding, box_size, format_box
 
 # ops whose tile entirely outside the array is undefined (partly outside is fine); for
 # these the trace records lanes, not a box

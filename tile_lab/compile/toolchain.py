@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import ToolchainError
+from ..errors import ToolchainError
 
 # tool -> the pip package that ships it (named in errors and in the doctor's fixes)
 TOOL_PACKAGES: dict[str, str] = {
@@ -145,7 +145,7 @@ def tool_versions() -> dict[str, str]:
     A tool that is missing or broken reads ``"missing"`` / ``"broken"`` rather than
     raising, so this can always be shown.
     """
-    from . import _cutile_compat
+    from .. import _cutile_compat
 
     out = {"python": platform.python_version(),
            "cuda.tile": _cutile_compat.installed_version()}

@@ -23,8 +23,8 @@ import linecache
 import os
 import textwrap
 
-from . import _cutile_compat as compat
-from .errors import CompileError, SourceLocation, location_label
+from .. import _cutile_compat as compat
+from ..errors import CompileError, SourceLocation, location_label
 
 
 def source_location(filename: str, line: int, col: int | None) -> SourceLocation:

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ToolchainError
+from ..errors import ToolchainError
 from .toolchain import find_tool, run_tool
 
 ENV_DIR = "TILE_LAB_CACHE_DIR"

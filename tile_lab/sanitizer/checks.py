@@ -60,15 +60,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .sanitizer_array import ArrayChecker, Contract
-from .sanitizer_report import (
+from ..tracing.trace import Block, MemoryAccess, Trace
+from .array_checks import ArrayChecker, Contract
+from .report import (
     KINDS,
     Finding,
     SanitizerReport,
     format_box,
 )
-from .sanitizer_report import SEVERITIES as SEVERITIES  # the report's types, importable here too
-from .tracing.trace import Block, MemoryAccess, Trace
+from .report import SEVERITIES as SEVERITIES  # the report's types, importable here too
 
 PROGRESS_MIN_ACCESSES = 50_000  # smaller traces check in well under a second: no bar
 
@@ -84,7 +84,7 @@ def sanitize(kernel, grid, args, *, outputs: Iterable[str] | None = None,
     ``outputs``: argument names the kernel must write completely (an unwritten element is
     an error); ``partial``: write-only arguments it may write in part (the host fills the
     rest). See the module docstring for every check."""
-    from .emulator.runtime import trace as run_trace
+    from ..emulator.runtime import trace as run_trace
 
     return check_trace(run_trace(kernel, grid, args), outputs=outputs, partial=partial)
 
@@ -124,7 +124,7 @@ def _progress(trace: Trace):
     while; a no-op otherwise (tqdm is not even imported)."""
     if len(trace.accesses) < PROGRESS_MIN_ACCESSES:
         return contextlib.nullcontext(_NoBar())
-    from .progress import progress
+    from ..progress import progress
 
     return progress(1 + 4 * len(trace.arrays), f"sanitize {trace.kernel}", unit="check")
 

@@ -33,13 +33,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from . import _cutile_compat as compat
+from .. import _cutile_compat as compat
+from ..errors import CompileError, SignatureError
 from . import tool_cache
 from .artifacts import LazyStages, Remark, StageText
-from .compile_errors import compile_error_from_tile_error, source_location
 from .disassembly import clear_cache as _clear_disassembly_cache
 from .disassembly import cubin_stage_names, disassemble_cubin_async, is_code_line
-from .errors import CompileError, SignatureError
+from .errors import compile_error_from_tile_error, source_location
 from .toolchain import tool_failure
 
 _TOOL_TIMEOUT = 300.0  # seconds; big tiles can make tileiras slow
@@ -51,7 +51,7 @@ _CACHE_SIZE = 64
 
 def clear_caches() -> None:
     """Forget this process's memoised tool outputs (the ones on disk stay: benchmarks of
-    cold compiles also set ``TILE_LAB_CACHE_DIR=off``, see :mod:`tile_lab.tool_cache`)."""
+    cold compiles also set ``TILE_LAB_CACHE_DIR=off``, see :mod:`tile_lab.compile.tool_cache`)."""
     for f in (_tileiras, _tileirdisasm):
         f.cache_clear()
     _clear_disassembly_cache()

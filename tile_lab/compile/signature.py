@@ -11,7 +11,7 @@ any machine from
   ``tile_lab.array_like`` from metadata, without copying), Python/NumPy scalars,
   values for ``ct.Constant`` parameters, lists of arrays; or
 * a spec string such as ``"f32[4096], f32[4096], f32[4096], 128"`` (parsed by
-  :func:`tile_lab.signature_spec.parse_spec`).
+  :func:`tile_lab.compile.signature_spec.parse_spec`).
 
 The assumptions mirror what cuTile's launcher specialises on at launch time: base address
 16-byte aligned, unit strides as constants, strides and extents divisible by 16 (bytes
@@ -38,9 +38,9 @@ from cuda.tile.compilation import (
     TupleConstraint,
 )
 
-from . import _cutile_compat as compat
-from .array_like import ArgumentProblem, array_info, is_array_like
-from .errors import SignatureError
+from .. import _cutile_compat as compat
+from ..array_like import ArgumentProblem, array_info, is_array_like
+from ..errors import SignatureError
 from .signature_spec import DTYPE_CODES, SpecItem, parse_spec
 
 _CODE_BY_NUMPY_NAME = {np_name: code for code, (_, np_name) in DTYPE_CODES.items()}
@@ -284,7 +284,7 @@ def _list_constraint(values: list, param: compat.ParamInfo) -> tuple[ListConstra
             f"list[{len(values)} x {first.code}{len(first.shape)}d]")
 
 
-# -- spec items (tile_lab.signature_spec) as constraints -----------------------------------
+# -- spec items (tile_lab.compile.signature_spec) as constraints -----------------------------------
 
 def _spec_item_constraint(item: SpecItem, param: compat.ParamInfo) -> tuple[Any, str]:
     if item.kind == "value":

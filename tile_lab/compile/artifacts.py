@@ -56,7 +56,7 @@ class StageText:
 
     @cached_property
     def rows(self) -> tuple[Row, ...]:
-        """The text parsed once into typed rows, one per line (``tile_lab.stage_rows``:
+        """The text parsed once into typed rows, one per line (``tile_lab.compile.stage_rows``:
         SassRow for "sass", TileIRRow for "tileir", Row otherwise), made on first use."""
         return parse_rows(self.name, self.text, self.line_map)
 
@@ -223,7 +223,7 @@ class Inspection:
 
     # -- display: the renderer is looked up (tile_lab.display), never imported here -------
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
-        from .display import mimebundle
+        from ..display import mimebundle
         return mimebundle(self)
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""Stage 4 of the compile pipeline (:mod:`tile_lab.compile`): SASS and PTX from a cubin.
+"""Stage 4 of the compile pipeline (:mod:`tile_lab.compile.pipeline`): SASS and PTX from a cubin.
 
 One ``nvdisasm -c -g -gp`` run gives the SASS with its source lines (``//## File ...,
 line N``) and, for each instruction, the PTX line it came from; the PTX text is the section
@@ -26,9 +26,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from typing import TypeVar
 
+from ..errors import TileLabError, ToolchainError
 from . import tool_cache
 from .artifacts import StageText
-from .errors import TileLabError, ToolchainError
 from .stage_rows import sass_offset
 from .toolchain import tool_failure
 
