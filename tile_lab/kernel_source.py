@@ -40,7 +40,32 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["FunctionSource", "GlobalRef", "KernelModule", "KernelNotShippable", "KernelSpec",
-           "function_source", "kernel_module", "kernel_spec"]
+           "function_source", "kernel_module", "kernel_spec", "source_identity", "source_lines",
+           "source_lines_or_none"]
+
+
+# -- reading a function's source: the package's one place that does ----------------------------
+
+def source_lines(func: Any) -> tuple[list[str], int]:
+    """``(lines, first line)`` of ``func``'s definition, decorators included, read as
+    tracebacks and cuTile read it: from its file, or from ``linecache`` for a notebook cell.
+    Raises OSError (no source to read: a bare ``exec``) or TypeError (not a function)."""
+    return inspect.getsourcelines(func)
+
+
+def source_lines_or_none(func: Any) -> tuple[list[str], int] | None:
+    """:func:`source_lines`, or None where ``func`` has no source to read."""
+    try:
+        return inspect.getsourcelines(func)
+    except (OSError, TypeError):
+        return None
+
+
+def source_identity(func: Any) -> str:
+    """What names this version of ``func`` in a cache key or a result's context: its source,
+    else (no source to read) its bytecode as hex."""
+    found = source_lines_or_none(func)
+    return "".join(found[0]) if found is not None else func.__code__.co_code.hex()
 
 class KernelNotShippable(ValueError):
     """The kernel (or a global it uses) cannot be rebuilt in another process."""
@@ -199,7 +224,7 @@ def function_source(func: types.FunctionType, seen: set[int] | None = None) -> F
                                  "define it at the top level of its cell or file")
     code = func.__code__
     try:
-        lines, first = inspect.getsourcelines(func)
+        lines, first = source_lines(func)
     except (OSError, TypeError) as exc:
         raise KernelNotShippable(f"cannot find the source of {func.__qualname__} ({exc})") \
             from None
@@ -382,7 +407,7 @@ class _Writer:
         self._done: set[str] = {"ct"}
 
     def function(self, func: types.FunctionType, is_kernel: bool = False) -> None:
-        src = textwrap.dedent(inspect.getsource(func))
+        src = textwrap.dedent("".join(source_lines(func)[0]))
         func = inspect.unwrap(func)  # @ct.function wraps: its globals are cuTile's
         self._done.add(func.__name__)
         for name in free_names(ast.parse(src)):

@@ -8,14 +8,13 @@ the signature, runs the pipeline in ``pipeline.py`` and packs the result into an
 from __future__ import annotations
 
 import functools
-import inspect as pyinspect
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import _cutile_compat as compat
-from .. import request
+from .. import kernel_source, request
 from ..errors import CompileError, SignatureError, ToolchainError
 from .artifacts import STAGES, Inspection
 from .pipeline import compile_kernel
@@ -51,7 +50,7 @@ def inspect(kernel: Any, args_or_sig: str | Sequence[Any], *, arch: str | None =
     func = compat.python_function(kernel)
     filename = func.__code__.co_filename
     try:
-        source_lines, first_line = pyinspect.getsourcelines(func)
+        source_lines, first_line = kernel_source.source_lines(func)
     except (OSError, TypeError) as e:
         # cuTile compiles from source text too, so there is nothing to compile without it
         raise CompileError(f"the source of kernel {func.__name__!r} is not available ({e})",

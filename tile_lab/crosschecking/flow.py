@@ -14,11 +14,11 @@ narrowest float dtype of the kernel's arrays — the cautious side.
 from __future__ import annotations
 
 import ast
-import inspect
 import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from ..kernel_source import source_lines_or_none
 from .sites import _callee, _pyfunc, _value_of
 
 _FLOATS = ("float64", "float32", "tfloat32", "float16", "bfloat16", "float8_e4m3fn",
@@ -38,10 +38,10 @@ def site_dtypes(kernel: Any, arrays: Mapping[str, str]) -> dict[tuple[int, str],
     fn = _pyfunc(kernel)
     if fn is None:
         return {}
-    try:
-        lines, first = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
+    read = source_lines_or_none(fn)
+    if read is None:
         return {}
+    lines, first = read
     tree = ast.parse(textwrap.dedent("".join(lines)))
     infer = _Infer(fn.__globals__, {k: v for k, v in arrays.items() if v in _RANK})
     for _ in range(2):  # a loop's carried values are assigned after their first use

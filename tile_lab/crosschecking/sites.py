@@ -16,11 +16,12 @@ explained and by which line.
 from __future__ import annotations
 
 import ast
-import inspect
 import textwrap
 from dataclasses import dataclass
 from types import FunctionType, ModuleType
 from typing import Any
+
+from ..kernel_source import source_lines_or_none
 
 # calls whose device implementation is an approximation (MUFU / libdevice, a few ULP)
 APPROX_OPS = frozenset({"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos",
@@ -105,10 +106,10 @@ def _scan(fn: FunctionType | None, found: dict[tuple, DesignSite], seen: set[int
     if fn is None or id(fn.__code__) in seen:
         return
     seen.add(id(fn.__code__))
-    try:
-        lines, first = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
+    read = source_lines_or_none(fn)
+    if read is None:
         return
+    lines, first = read
     tree = ast.parse(textwrap.dedent("".join(lines)))
     filename = fn.__code__.co_filename
     env = fn.__globals__

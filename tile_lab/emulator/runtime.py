@@ -28,6 +28,7 @@ from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
 from ..array_like import to_host as _to_host
 from ..errors import EmulationError, SourceLocation, TileLabError
+from ..kernel_source import source_lines, source_lines_or_none
 from ..tracing.trace import ArrayInfo, Trace, format_block
 from . import batched, dtypes, gate, poison, state, stubs
 from . import blocks as blocks_mod
@@ -221,7 +222,7 @@ def _check_blocks(blocks: Any, grid: tuple[int, int, int]) -> tuple[tuple[int, i
 def _def_location(pyfunc) -> SourceLocation:
     code = pyfunc.__code__
     try:
-        lines, first = inspect.getsourcelines(pyfunc)
+        lines, first = source_lines(pyfunc)
         offset = next(i for i, text in enumerate(lines) if text.lstrip().startswith("def "))
         line, text = first + offset, lines[offset]
     except (OSError, TypeError, StopIteration):
@@ -434,11 +435,8 @@ def _warn_undetermined(writes) -> None:
 def _make_trace(pyfunc, grid, arrays, scalars, accesses, mma_calls, subset,
                 undetermined=()) -> Trace:
     code = pyfunc.__code__
-    try:
-        lines, first = inspect.getsourcelines(pyfunc)
-        source = "".join(lines)
-    except (OSError, TypeError):
-        source, first = "", code.co_firstlineno
+    found = source_lines_or_none(pyfunc)
+    source, first = ("".join(found[0]), found[1]) if found else ("", code.co_firstlineno)
     return Trace(kernel=pyfunc.__name__, grid=grid, arrays=tuple(arrays),
                  accesses=tuple(accesses), source=source, first_line=first,
                  filename=code.co_filename, scalars=scalars, mma_calls=tuple(mma_calls),

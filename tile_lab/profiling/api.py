@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._cutile_compat import python_function
 from ..errors import ProfilerError, ToolchainError
+from ..kernel_source import source_lines_or_none
 from . import ncu
 from .data import InstructionSample, KernelMetrics, Profile
 from .ncu_csv import metrics_from_raw, parse_raw_csv, parse_source_csv, static_spills
@@ -120,10 +121,8 @@ class KernelSource:
     @classmethod
     def of(cls, kernel: Any, arch: str) -> KernelSource:
         func = python_function(kernel)
-        try:
-            lines, first = pyinspect.getsourcelines(func)
-        except (OSError, TypeError):  # profiling needs no source; the line join does
-            lines, first = [], 1
+        # profiling needs no source; the line join does
+        lines, first = source_lines_or_none(func) or ([], 1)
         return cls(func.__name__, "".join(lines), first, arch)
 
 

@@ -13,7 +13,6 @@ kernel.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 
 from ..compile.artifacts import Inspection, StageText
 from ..errors import CompileError, SourceLocation
+from ..kernel_source import source_lines
 from ._require import require_triton
 from .kernel import TritonSignature, jit_function, signature_of
 
@@ -59,7 +59,7 @@ def _source(kernel: Any) -> tuple[str, str, int, int]:
     """(filename, kernel source from its decorator, first line, the ``def`` line)."""
     fn = kernel.fn
     filename = fn.__code__.co_filename
-    lines, first = inspect.getsourcelines(fn)
+    lines, first = source_lines(fn)
     def_at = next((i for i, t in enumerate(lines) if t.lstrip().startswith("def ")), 0)
     return filename, "".join(lines), first, first + def_at
 

@@ -13,7 +13,6 @@ whose "device" is the Triton side, so it reads and renders as a crosscheck does.
 from __future__ import annotations
 
 import ast
-import inspect
 import textwrap
 from collections.abc import Sequence
 from types import ModuleType
@@ -26,6 +25,7 @@ from ..crosschecking import Budget, CrossCheck, DesignSite, design_sites
 from ..crosschecking.compare import compare_outputs, hazards_of
 from ..crosschecking.sites import APPROX_OPS, ORDER_OPS
 from ..errors import SignatureError
+from ..kernel_source import source_lines_or_none
 
 __all__ = ["array_positions", "check_pair_arrays", "compare_runs", "triton_sites"]
 
@@ -68,10 +68,10 @@ def triton_sites(kernel: Any) -> tuple[DesignSite, ...]:
     """By-design sites of a ``@triton.jit`` kernel: ``tl.exp`` and the like (approximate
     math), ``tl.sum`` / ``tl.dot`` (summation order), ``a * b + c`` (FMA contraction)."""
     fn = kernel.fn
-    try:
-        lines, first = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
+    read = source_lines_or_none(fn)
+    if read is None:
         return ()
+    lines, first = read
     filename, env, found = fn.__code__.co_filename, fn.__globals__, {}
     for node in ast.walk(ast.parse(textwrap.dedent("".join(lines)))):
         line = getattr(node, "lineno", 1) + first - 1

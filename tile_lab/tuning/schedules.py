@@ -74,18 +74,14 @@ class Schedules:
 
     def tuning_identity(self) -> dict[str, Any]:
         """What results are valid for: every kernel's name and source, cuTile and tileiras."""
-        import inspect
-
         from .._cutile_compat import installed_version, python_function
         from ..compile.toolchain import tool_version
+        from ..kernel_source import source_identity
 
         digest = hashlib.sha256()
         for name, kernel in sorted(self.kernels.items()):
             func = python_function(kernel)
-            try:
-                src = inspect.getsource(func)
-            except (OSError, TypeError):
-                src = func.__code__.co_code.hex()
+            src = source_identity(func)
             digest.update(f"{name}={func.__name__}\n{src}".encode())
         return {"kernel": f"schedules({', '.join(self.kernels)})",
                 "source_sha": digest.hexdigest()[:16], "cuda_tile": installed_version(),

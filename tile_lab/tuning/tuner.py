@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ArgumentTypeError
+from ..kernel_source import source_identity
 from ..progress import ProgressBar, progress
 from .measurer import GpuMeasurer, Measurer, MeasureRequest, as_measurer, measure_config
 from .options import RaceOptions, TuneError, TuneOptions
@@ -225,12 +226,7 @@ def tuning_context(kernel: Any, args: Sequence[Any], arch: str | None) -> dict[s
         ctx.update(_gpu_identity())
         return ctx
     func = python_function(kernel)
-    import inspect as _inspect
-
-    try:
-        src = _inspect.getsource(func)
-    except (OSError, TypeError):
-        src = func.__code__.co_code.hex()
+    src = source_identity(func)
     ctx = {"kernel": kernel_display_name(kernel),
            "source_sha": hashlib.sha256(src.encode()).hexdigest()[:16],
            "arrays": arrays, "arch": arch}
