@@ -1,9 +1,10 @@
 """Carry out a :class:`~tile_lab.request.Request`: the one core under the front ends.
 
-The ``%%tile`` magic parses a cell line into requests and calls :func:`run`; what a request
-makes (an Inspection, a sanitizer report, a diagram, a crosscheck, a profile view) is handed
-to ``show`` in the order it is made. Each mode calls the API through the module that owns it
-(imported when the mode is used: a cell that only inspects never imports the GPU code).
+The ``%%tile`` magic (cuTile, Triton and C++ cells) and the command line build requests and
+call :func:`run`; the request is all it reads. What a request makes (an Inspection, a
+sanitizer report, a diagram, a crosscheck, a profile view) is handed to ``show`` in the order
+it is made. Each mode calls the API through the module that owns it (imported when the mode is
+used: a cell that only inspects never imports the GPU code).
 """
 
 from __future__ import annotations
@@ -11,42 +12,46 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from .compile.inspect import inspect, parse_hints, resolve_arch
+from .compile.inspect import inspect_request, parse_hints, resolve_arch
 from .errors import CompileError, SignatureError
-from .request import MODES, Request
+from .request import MODES, CppSource, Request
 
 __all__ = ["explore", "run", "switch_emulation", "write_reproducer"]
 
 Show = Callable[[Any], None]
 
 
-def run(req: Request, show: Show, *, max_steps: int = 0,
-        launch_fallback: str | None = "emulate") -> None:
+def run(req: Request, show: Show) -> None:
     """Inspect ``req.kernel`` (a request without a mode), or run it in ``req.mode`` (and trace
-    it for the partition diagram). ``max_steps``: the emulator's line budget per block (0:
-    none); ``launch_fallback``: "emulate" runs ``launch`` on the emulator without a GPU.
-    A ``@triton.jit`` kernel is inspected by Triton's compiler or, in mode "emulate", run in
-    Triton's interpreter on the CPU."""
+    it for the partition diagram), under ``req.settings`` (the emulator's line budget,
+    ``launch``'s fallback without a GPU). A ``@triton.jit`` kernel is inspected by Triton's
+    compiler or, in mode "emulate", run in Triton's interpreter on the CPU; a C++ kernel
+    (:class:`~tile_lab.request.CppSource`) is compiled and shown, and in mode "launch" then
+    launched."""
     from .triton.kernel import is_triton_kernel  # checks the type: imports no Triton
 
+    if isinstance(req.kernel, CppSource):
+        _cpp(req, show)
+        return
     if is_triton_kernel(req.kernel):
         _triton(req, show)
         return
     if req.inspects:
-        show(inspect(req.kernel, req.spec, arch=req.arch, hints=req.hints, show=req.panes))
+        show(inspect_request(req))
         return
     wanted = {req.mode, "trace"} if req.partition else {req.mode}
     budget: Any = contextlib.nullcontext()
-    if max_steps:
+    if req.settings.max_steps:
         from .emulator import limits
 
-        budget = limits(max_steps=max_steps)
+        budget = limits(max_steps=req.settings.max_steps)
     with budget:
         for mode in MODES:
             if mode in wanted:
-                _MODES[mode](req, show, launch_fallback)
+                _MODES[mode](req, show)
 
 
 def write_reproducer(req: Request, path: str) -> Any:
@@ -111,20 +116,20 @@ def switch_emulation(mode: str) -> str:
             "(%tile_emulate on runs them on the CPU emulator)")
 
 
-def _sanitize(req: Request, show: Show, fallback: str | None) -> None:
+def _sanitize(req: Request, show: Show) -> None:
     from .sanitizer import checks
 
     show(checks.sanitize(req.kernel, req.grid, req.args))
 
 
-def _trace(req: Request, show: Show, fallback: str | None) -> None:
+def _trace(req: Request, show: Show) -> None:
     from . import emulator
     from .render import diagram as diagrams
 
     show(diagrams.diagram(emulator.trace(req.kernel, req.grid, req.args)))
 
 
-def _emulate(req: Request, show: Show, fallback: str | None) -> None:
+def _emulate(req: Request, show: Show) -> None:
     from . import emulator
 
     emulator.emulate(req.kernel, req.grid, req.args)
@@ -134,14 +139,14 @@ def _emulate(req: Request, show: Show, fallback: str | None) -> None:
           f"{blocks:,} block{'s' if blocks != 1 else ''}")
 
 
-def _launch(req: Request, show: Show, fallback: str | None) -> None:
+def _launch(req: Request, show: Show) -> None:
     from . import gpu
 
     gpu.launch(req.kernel, req.grid, req.args, hints=_hints(req),
-               fallback="emulate" if fallback == "emulate" else None)
+               fallback="emulate" if req.settings.launch_fallback == "emulate" else None)
 
 
-def _crosscheck(req: Request, show: Show, fallback: str | None) -> None:
+def _crosscheck(req: Request, show: Show) -> None:
     from IPython.display import display
 
     from . import crosschecking
@@ -151,16 +156,28 @@ def _crosscheck(req: Request, show: Show, fallback: str | None) -> None:
                                      gpu=crosschecking.CupyGpu(hints=_hints(req))))
 
 
-def _profile(req: Request, show: Show, fallback: str | None) -> None:
+def _profile(req: Request, show: Show) -> None:
     from . import profiling
 
     prof = profiling.profile(req.kernel, req.grid, req.args, hints=_hints(req))
-    show(prof.view(inspect(req.kernel, req.args, arch=prof.arch, hints=req.hints,
-                           show=("source", "tileir", "sass"))))
+    show(prof.view(inspect_request(replace(req, arch=prof.arch, mode=None, partition=False,
+                                           panes=("source", "tileir", "sass")))))
 
 
 def _hints(req: Request) -> dict[str, Any] | None:
     return parse_hints(req.hints) if req.hints else None
+
+
+def _cpp(req: Request, show: Show) -> None:
+    from . import cpp
+
+    if req.mode not in (None, "launch") or req.partition:
+        raise ValueError(f"mode={req.mode!r}: a C++ kernel is inspected or launched")
+    source = req.kernel
+    insp = cpp.inspect_cpp(source.text, source.name, arch=req.arch, filename=source.filename)
+    show(insp.with_show(req.panes) if req.panes is not None else insp)
+    if req.mode == "launch":
+        cpp.launch_cpp(insp, source.name, req.grid, req.args or ())
 
 
 def _triton(req: Request, show: Show) -> None:
@@ -177,7 +194,7 @@ def _triton(req: Request, show: Show) -> None:
 
 
 # mode -> its handler (the order of output is MODES')
-_MODES: dict[str, Callable[[Request, Show, str | None], None]] = {
+_MODES: dict[str, Callable[[Request, Show], None]] = {
     "sanitize": _sanitize,
     "trace": _trace,
     "emulate": _emulate,

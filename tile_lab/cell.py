@@ -2,10 +2,10 @@
 
 The magic registers the cell (:class:`Cell`: its body, ``Cell In[N]`` label and ``%%tile``
 line as typed), parses its line and calls :func:`run_cell` with the notebook's namespace.
-Here the options are resolved (:mod:`tile_lab.cell_options`), the body runs in that
-namespace, the kernel is picked, ``--args``/``--grid`` are evaluated there, and each kernel
-goes to :func:`tile_lab._run.run` as a :class:`~tile_lab.request.Request` (C++ cells to
-:mod:`tile_lab.cpp`; ``@triton.jit`` kernels go to ``run`` too). Every
+Here the options are resolved into a frozen :class:`~tile_lab.cell_options.CellOptions`,
+the body runs in that namespace, the kernel is picked, ``--args``/``--grid`` are evaluated
+there, and each kernel goes to :func:`tile_lab._run.run` as a frozen
+:class:`~tile_lab.request.Request`: cuTile, ``@triton.jit`` and C++ kernels alike. Every
 mistake becomes a :class:`~tile_lab.errors.TileLabError` at ``Cell In[N], line L`` with a
 caret under what the user typed (the option, the argument item, the body line), never
 IPython's cache filename.
@@ -27,9 +27,9 @@ from .cell_options import (
     CPP_EMULATOR_FLAGS,
     CPP_LANGS,
     CPP_REFUSED,
-    EXECUTION_FLAGS,
     TRITON_LANGS,
     TRITON_REFUSED,
+    CellOptions,
     Defaults,
     resolve_options,
 )
@@ -41,7 +41,7 @@ from .errors import (
     SourceLocation,
     TileLabError,
 )
-from .request import Request
+from .request import CppSource, Request
 
 __all__ = ["Cell", "choose", "eval_grid", "eval_option", "item_location", "line_of",
            "option_error", "option_location", "relabel", "run_cell"]
@@ -62,9 +62,9 @@ class Cell:
     compile: Callable[..., Any] = compile
 
 
-def run_cell(body: Cell, opts: Any, ns: dict[str, Any], display: Show,
+def run_cell(body: Cell, parsed: Any, ns: dict[str, Any], display: Show,
              defaults: Defaults | None = None) -> None:
-    """Carry out ``body`` with the parsed ``%%tile`` options ``opts``, in the notebook
+    """Carry out ``body`` with the parsed ``%%tile`` line ``parsed``, in the notebook
     namespace ``ns`` (a dict: the body is executed there). What the cell makes is handed to
     ``display``, and written to ``--export``'s file after the cell's last display."""
     defaults = defaults or Defaults()
@@ -75,7 +75,7 @@ def run_cell(body: Cell, opts: Any, ns: dict[str, Any], display: Show,
         shown.append(obj)
 
     try:
-        resolve_options(opts, defaults)
+        opts = resolve_options(parsed, defaults)
         if opts.lang.lower() in CPP_LANGS:
             _run_cpp(opts, body, ns, show)
         elif opts.lang.lower() in TRITON_LANGS:
@@ -96,14 +96,14 @@ def run_cell(body: Cell, opts: Any, ns: dict[str, Any], display: Show,
 
 # -- the three languages -------------------------------------------------------------------
 
-def _run_python(opts: Any, body: Cell, ns: dict[str, Any], show: Show, display: Show,
+def _run_python(opts: CellOptions, body: Cell, ns: dict[str, Any], show: Show, display: Show,
                 defaults: Defaults) -> None:
     kernels = exec_body(body, ns)
     chosen = choose(kernels, opts.kernel, "@ct.kernel function")
     if opts.explore is not None:
         _explore(opts, body, ns, kernels, chosen, display)
         return
-    flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
+    flags = opts.flags
     args = eval_option(opts.args, "--args", body, ns) if opts.args is not None else None
     if opts.reproducer is not None:
         _reproducer(opts, body, ns, kernels, chosen, args)
@@ -141,17 +141,17 @@ def _run_python(opts: Any, body: Cell, ns: dict[str, Any], show: Show, display: 
         if set(flags) & {"emulate", "trace", "sanitize", "crosscheck"} or opts.partition:
             _check_emulator_grid(grid, opts.grid, body, defaults.max_blocks)
         req = Request(kernels[chosen[0]], args, grid=grid, hints=opts.hints,
-                      mode=flags[0] if flags else None, partition=opts.partition)
+                      mode=flags[0] if flags else None, partition=opts.partition,
+                      settings=defaults.settings)
         try:
-            run(req, show, max_steps=defaults.max_steps,
-                launch_fallback=defaults.launch_fallback)
+            run(req, show)
         except TileLabError as err:  # a bad argument: point at what the user typed
             if re.match(r"argument \d+ \(", err.message):
                 err.location = item_location(body, opts.args, err.message) or err.location
             raise
 
 
-def _reproducer(opts: Any, body: Cell, ns: dict[str, Any], kernels: dict[str, Any],
+def _reproducer(opts: CellOptions, body: Cell, ns: dict[str, Any], kernels: dict[str, Any],
                 chosen: list[str], args: tuple[Any, ...] | None) -> None:
     """``--reproducer DIR``: written before anything compiles, so a compile that fails
     (the main case) is in it."""
@@ -176,7 +176,7 @@ def _check_emulator_grid(grid: tuple[int, ...], text: str, body: Cell, limit: in
                  "with %config TileMagics.emulator_max_blocks = N")
 
 
-def _explore(opts: Any, body: Cell, ns: dict[str, Any], kernels: dict[str, Any],
+def _explore(opts: CellOptions, body: Cell, ns: dict[str, Any], kernels: dict[str, Any],
              chosen: list[str], display: Show) -> None:
     """``--explore SPACE``: ``tile_lab.explore`` with --grid/--args as functions of cfg."""
     if len(chosen) != 1:
@@ -198,13 +198,13 @@ def _explore(opts: Any, body: Cell, ns: dict[str, Any], kernels: dict[str, Any],
         raise
 
 
-def _run_cpp(opts: Any, body: Cell, ns: dict[str, Any], show: Show) -> None:
-    from .cpp import find_kernel_names, inspect_cpp, launch_cpp
+def _run_cpp(opts: CellOptions, body: Cell, ns: dict[str, Any], show: Show) -> None:
+    from .cpp import find_kernel_names
 
     for option, why in CPP_REFUSED:
         if getattr(opts, option) not in (None, False):
             raise UsageError(f"%%tile --lang c++: {why}")
-    cpu_only = [f for f in CPP_EMULATOR_FLAGS if getattr(opts, f)]
+    cpu_only = [f for f in opts.flags if f in CPP_EMULATOR_FLAGS]
     if cpu_only:
         raise EmulatorUnsupported(
             f"--{cpu_only[0]}: the CPU emulator runs cuTile Python kernels only, "
@@ -218,23 +218,24 @@ def _run_cpp(opts: Any, body: Cell, ns: dict[str, Any], show: Show) -> None:
     if opts.partition:
         raise UsageError("%%tile --lang c++: the partition diagram needs the CPU "
                          "emulator, which runs Python kernels only")
-    results = {}
-    for name in chosen:
-        insp = inspect_cpp(body.text, name, arch=opts.arch, filename=body.filename)
-        results[name] = insp = insp.with_show(opts.panes) if opts.show is not None else insp
-        show(insp)
-    if opts.launch:
-        if len(chosen) != 1:
-            raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
-                             f"pick the one to launch with --kernel NAME")
-        if opts.args is None or opts.grid is None:
-            raise UsageError("%%tile: launching needs --grid and --args")
-        args = eval_option(opts.args, "--args", body, ns)
-        grid = eval_grid(opts.grid, body, ns)
-        launch_cpp(results[chosen[0]], chosen[0], grid, args)
+    if not opts.launch:
+        for name in chosen:
+            run(Request(CppSource(body.text, name, body.filename), arch=opts.arch,
+                        panes=opts.panes), show)
+        return
+    if len(chosen) != 1:  # checked before anything compiles
+        raise UsageError(f"%%tile: the cell defines kernels {', '.join(chosen)}: "
+                         f"pick the one to launch with --kernel NAME")
+    if opts.args is None or opts.grid is None:
+        raise UsageError("%%tile: launching needs --grid and --args")
+    args = eval_option(opts.args, "--args", body, ns)
+    grid = eval_grid(opts.grid, body, ns)
+    # one request: the launch compiles the kernel and shows its Inspection first
+    run(Request(CppSource(body.text, chosen[0], body.filename), args, grid=grid,
+                arch=opts.arch, panes=opts.panes, mode="launch"), show)
 
 
-def _run_triton(opts: Any, body: Cell, ns: dict[str, Any], show: Show) -> None:
+def _run_triton(opts: CellOptions, body: Cell, ns: dict[str, Any], show: Show) -> None:
     """``--lang triton``: each ``@triton.jit`` kernel the cell (re)binds, compiled for
     ``--sig``/``--args`` and shown; ``--emulate`` runs one in Triton's interpreter."""
     from .triton import is_triton_kernel

@@ -1,21 +1,23 @@
 """The ``%%tile`` options: the flags and panes it knows, what a C++ cell refuses, the
 notebook's defaults, and the checks that turn an impossible combination into a clear
 ``UsageError`` before anything compiles or runs (:mod:`tile_lab.cell` places it at the
-``%%tile`` line).
+``%%tile`` line). The parsed line becomes one frozen :class:`CellOptions` here, once; what
+is derived from it (the notebook's defaults, ``--show`` parsed) is a new one
+(``dataclasses.replace``), never a changed one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from IPython.core.error import UsageError
 
-from .request import PANES, parse_show
+from .request import PANES, RunSettings, parse_show
 
 __all__ = ["CPP_EMULATOR_FLAGS", "CPP_LANGS", "CPP_REFUSED", "EXECUTION_FLAGS", "PANES",
-           "TRITON_LANGS", "TRITON_PANES", "TRITON_REFUSED", "Defaults", "check_options",
-           "resolve_options"]
+           "TRITON_LANGS", "TRITON_PANES", "TRITON_REFUSED", "CellOptions", "Defaults",
+           "check_options", "resolve_options"]
 
 EXECUTION_FLAGS = ("emulate", "trace", "sanitize", "launch", "profile", "crosscheck")
 CPP_LANGS = ("c++", "cpp", "cuda")
@@ -62,29 +64,79 @@ class Defaults:
     max_steps: int = 0
     launch_fallback: str = "emulate"
 
-
-def resolve_options(opts: Any, defaults: Defaults) -> None:
-    """Make the parsed line what the cell runs with: the quotes IPython keeps stripped (it
-    splits the magic line shell-style, non-POSIX), the notebook's defaults for what the cell
-    leaves out, then :func:`check_options`."""
-    for key, value in vars(opts).items():
-        if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] in "'\"":
-            setattr(opts, key, value[1:-1])
-    if opts.arch is None and defaults.arch:
-        opts.arch = defaults.arch
-    if opts.show is None and defaults.show:
-        opts.show = defaults.show
-    check_options(opts)
+    @property
+    def settings(self) -> RunSettings:
+        """What every run request of the notebook carries."""
+        return RunSettings(self.max_steps, self.launch_fallback)
 
 
-def check_options(opts: Any) -> None:
-    """Refuse option combinations that cannot work, before anything compiles or runs; parse
-    ``--show`` (once) into ``opts.panes`` and ``opts.partition``."""
-    panes = TRITON_PANES if opts.lang.lower() in TRITON_LANGS else PANES
-    opts.panes, opts.partition, bad = parse_show(opts.show, panes)
+@dataclass(frozen=True)
+class CellOptions:
+    """The ``%%tile`` line as the cell runs with it: each option as typed (None or False
+    where the line leaves it out), and ``--show`` parsed into ``panes`` (None: the default
+    panes) and ``partition`` (the access-trace diagram asked for)."""
+
+    args: str | None = None
+    sig: str | None = None
+    arch: str | None = None
+    hints: str | None = None
+    show: str | None = None
+    kernel: str | None = None
+    grid: str | None = None
+    emulate: bool = False
+    trace: bool = False
+    sanitize: bool = False
+    launch: bool = False
+    profile: bool = False
+    crosscheck: bool = False
+    explore: str | None = None
+    lang: str = "python"
+    export: str | None = None
+    reproducer: str | None = None
+    panes: tuple[str, ...] | None = None
+    partition: bool = False
+
+    @property
+    def flags(self) -> list[str]:
+        """The execution flags given, in EXECUTION_FLAGS' order."""
+        return [f for f in EXECUTION_FLAGS if getattr(self, f)]
+
+
+_OPTION_NAMES = frozenset(f.name for f in fields(CellOptions)) - {"panes", "partition"}
+
+
+def resolve_options(parsed: Any, defaults: Defaults) -> CellOptions:
+    """The parsed line (``parse_argstring``'s namespace) as the cell runs with it: the
+    quotes IPython keeps stripped (it splits the magic line shell-style, non-POSIX), the
+    notebook's defaults for what the cell leaves out, then :func:`check_options`."""
+    given = {key: _unquoted(value) for key, value in vars(parsed).items()
+             if key in _OPTION_NAMES}
+    opts = CellOptions(**given)
+    opts = replace(opts, arch=opts.arch if opts.arch is not None else defaults.arch or None,
+                   show=opts.show if opts.show is not None else defaults.show or None)
+    return check_options(opts)
+
+
+def _unquoted(value: Any) -> Any:
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def check_options(opts: CellOptions) -> CellOptions:
+    """Refuse option combinations that cannot work, before anything compiles or runs; return
+    ``opts`` with ``--show`` parsed (once) into ``panes`` and ``partition``."""
+    allowed = TRITON_PANES if opts.lang.lower() in TRITON_LANGS else PANES
+    panes, partition, bad = parse_show(opts.show, allowed)
+    opts = replace(opts, panes=panes, partition=partition)
+    _refuse_impossible(opts, allowed, bad)
+    return opts
+
+
+def _refuse_impossible(opts: CellOptions, panes: tuple[str, ...], bad: str | None) -> None:
     if opts.lang.lower() not in ("python", "py", *CPP_LANGS, *TRITON_LANGS):
         raise UsageError(f"%%tile: --lang must be python, c++ or triton, not {opts.lang!r}")
-    flags = [f for f in EXECUTION_FLAGS if getattr(opts, f)]
+    flags = opts.flags
     if opts.explore is not None:
         if flags:
             raise UsageError(f"%%tile: --explore runs the kernel itself; drop --{flags[0]}")

@@ -1,48 +1,97 @@
-"""What a front end asks tile_lab to do with one kernel, as one frozen object.
+"""What a front end asks tile_lab to do with one kernel, as one frozen, typed object.
 
-The ``%%tile`` magic parses its line into a :class:`Request` (one per kernel it inspects, one
-for the kernel it runs) and hands it to :func:`tile_lab._run.run`; nothing else travels
-between them. ``--show`` is parsed here, once (:func:`parse_show`).
+Every front end builds a :class:`Request` and hands it to the core (:func:`tile_lab._run.run`):
+the ``%%tile`` magic (one per kernel it inspects, one for the kernel it runs; cuTile, Triton
+and C++ cells alike), the Python API (``tile_lab.inspect`` builds one and compiles through
+it) and the command line (``tile-lab inspect``). Nothing else travels into the core: the
+emulator's budget and ``--launch``'s fallback ride along as :class:`RunSettings`. ``--show`` is
+parsed here, once (:func:`parse_show`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from .compile.artifacts import STAGES
 
-__all__ = ["MODES", "PANES", "Request", "parse_show"]
+__all__ = ["FALLBACKS", "MODES", "PANES", "CppSource", "Request", "RunSettings", "parse_show",
+           "spec_fields"]
 
 # how a kernel can run, in the order their output appears (a sanitizer report comes before
 # the partition diagram, which a trace draws)
 MODES = ("sanitize", "trace", "emulate", "launch", "crosscheck", "profile")
 PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
+FALLBACKS = ("emulate", "error")  # what "launch" does without a GPU
+
+Arch = str | int | tuple[int, int]
+Hints = Mapping[str, Any] | str
+
+
+@dataclass(frozen=True)
+class CppSource:
+    """A CUDA Tile C++ kernel as a request's ``kernel``: the source text, the
+    ``__tile_global__`` kernel's name, and the filename its errors name (a ``%%tile`` cell's
+    text has one blank line first, so line N is the cell's line N)."""
+
+    text: str
+    name: str
+    filename: str | None = None
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How a run is carried out, set once per notebook (``%config TileMagics``): the
+    emulator's line budget per block (0: none) and what ``launch`` does without a GPU
+    ("emulate": run on the CPU emulator, with a notice; "error": fail)."""
+
+    max_steps: int = 0
+    launch_fallback: str = "emulate"
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 0:
+            raise ValueError(f"max_steps={self.max_steps}: 0 (no budget) or more")
+        if self.launch_fallback not in FALLBACKS:
+            raise ValueError(f"launch_fallback={self.launch_fallback!r}: one of "
+                             f"{', '.join(FALLBACKS)}")
 
 
 @dataclass(frozen=True)
 class Request:
     """One kernel, and what to do with it.
 
+    ``kernel``: a ``@ct.kernel`` function, a ``@triton.jit`` kernel or a :class:`CppSource`.
     ``mode`` None and ``partition`` False: inspect (compile for ``args``, or for the spec
-    string ``sig``, and show ``panes``). Otherwise run it on ``grid`` with ``args`` in
-    ``mode`` (one of :data:`MODES`); ``partition`` also traces it and draws the diagram.
+    string ``sig``, and show ``panes``; None: every pane). Otherwise run it on ``grid`` with
+    ``args`` in ``mode`` (one of :data:`MODES`); ``partition`` also traces it and draws the
+    diagram. ``hints`` are kernel hints on top of the kernel's own (a mapping, kept as a
+    read-only copy, or ``"num_ctas=2,occupancy=4"``).
     """
 
     kernel: Any
     args: tuple[Any, ...] | None = None
     sig: str | None = None
     grid: tuple[int, ...] | None = None
-    arch: str | None = None
-    hints: Mapping[str, Any] | str | None = None
+    arch: Arch | None = None
+    hints: Hints | None = None
     panes: tuple[str, ...] | None = None
     mode: str | None = None
     partition: bool = False
+    settings: RunSettings = field(default_factory=RunSettings)
 
     def __post_init__(self) -> None:
         if self.mode is not None and self.mode not in MODES:
             raise ValueError(f"mode={self.mode!r}: one of {', '.join(MODES)}")
+        # a list (the Python API takes one) is kept as a tuple; anything else is left for
+        # the signature to refuse in words
+        if isinstance(self.args, list):
+            object.__setattr__(self, "args", tuple(self.args))
+        if isinstance(self.grid, list):
+            object.__setattr__(self, "grid", tuple(self.grid))
+        if isinstance(self.hints, Mapping) and not isinstance(self.hints, MappingProxyType):
+            object.__setattr__(self, "hints", MappingProxyType(dict(self.hints)))
 
     @property
     def inspects(self) -> bool:
@@ -52,6 +101,12 @@ class Request:
     def spec(self) -> tuple[Any, ...] | str | None:
         """What the compile is for: the signature string where given, else the arguments."""
         return self.sig if self.sig is not None else self.args
+
+
+def spec_fields(args_or_sig: str | Sequence[Any]) -> dict[str, Any]:
+    """``args=`` or ``sig=`` of a request, from the Python API's one ``args_or_sig``
+    argument (a spec string, or example arguments)."""
+    return {"sig": args_or_sig} if isinstance(args_or_sig, str) else {"args": args_or_sig}
 
 
 def parse_show(show: Sequence[str] | str | None, allowed: Sequence[str] = PANES

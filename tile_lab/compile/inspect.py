@@ -45,8 +45,16 @@ def inspect(kernel: Any, args_or_sig: str | Sequence[Any], *, arch: str | None =
     the rich display wait for them when first read, and raise nvdisasm's ToolchainError
     there if it failed.
     """
-    panes = parse_show(show)
-    prep = prepare(kernel, args_or_sig, arch, hints, "tile_lab.inspect")
+    return inspect_request(request.Request(kernel, **request.spec_fields(args_or_sig), arch=arch,
+                                           hints=hints, panes=parse_show(show)))
+
+
+def inspect_request(req: request.Request) -> Inspection:
+    """The Inspection of ``req.kernel`` compiled for ``req.spec`` (``req.arch``,
+    ``req.hints``), showing ``req.panes``: what :func:`inspect` and the core
+    (:func:`tile_lab._run.run`) both compile through."""
+    kernel, panes = req.kernel, req.panes
+    prep = prepare(kernel, req.spec, req.arch, req.hints, "tile_lab.inspect")
     func = compat.python_function(kernel)
     filename = func.__code__.co_filename
     try:
@@ -78,7 +86,7 @@ class Prepared:
     signature: BuiltSignature
 
 
-def prepare(kernel: Any, args_or_sig: str | Sequence[Any], arch: Any,
+def prepare(kernel: Any, args_or_sig: str | Sequence[Any] | None, arch: Any,
             hints: Mapping[str, Any] | str | None, caller: str) -> Prepared:
     """The checks and conversions every compile starts with (``tile_lab.inspect``,
     ``tile_lab.reproducer``): ``caller`` names the function in the errors."""
