@@ -92,7 +92,11 @@ def test_every_displayed_data_type_has_a_typed_renderer_in_render():
         assert hints[first] is cls, f"{draw.__qualname__}({first}: {hints[first]}) drawn for {cls}"
 
 
-def test_every_registered_view_is_callable():
-    views = display.views()
-    assert {"profile", "profile_comparison", "check_svg"} <= set(views)
-    assert all(callable(v) for v in views.values())
+def test_the_other_drawings_are_found_by_type_and_none_by_name():
+    from tile_lab.checker import CheckResult
+
+    draw = display.renderer_for(CheckResult, "image/svg+xml")
+    assert draw is not None and draw.__module__ == "tile_lab.render.check_view"
+    assert not hasattr(display, "view") and not hasattr(display, "register_view")
+    with pytest.raises(KeyError, match="no image/svg\\+xml drawing"):
+        display.drawing(object(), "image/svg+xml")

@@ -239,3 +239,23 @@ def test_overlay_keeps_the_hottest_lines_within_the_schemas_limit(gemm, monkeypa
     assert sorted(data["line_samples"]) == sorted(str(lp.line) for lp in hottest)
     assert set(data["line_heat"]) == set(data["line_stalls"]) == set(data["line_samples"])
     assert len(data["comparison"][0]["line_samples"]) == 2
+
+
+def test_the_profile_view_builds_the_inspection_payload_once(gemm, monkeypatch):
+    import tile_lab.render.html as html_module
+    import tile_lab.render.profile_view as profile_module
+
+    insp, prof = gemm
+    built = []
+    real = html_module.inspection_json
+
+    def counting(i):
+        built.append(i.kernel_name)
+        return real(i)
+
+    monkeypatch.setattr(html_module, "inspection_json", counting)
+    monkeypatch.setattr(profile_module, "inspection_json", counting)
+    bundle = prof.view(insp)._repr_mimebundle_()
+    assert built == ["gemm_naive"]  # the HTML's class, its panes and the overlay share it
+    assert bundle[PROFILE_MIME_TYPE]["inspection"] == real(insp)
+    assert bundle["text/plain"].startswith("ProfileView(")

@@ -17,8 +17,8 @@ from test_share_bundle import HOSTILE, _Tags, hostile_inspection
 from tile_lab.compile.artifacts import Inspection
 from tile_lab.errors import FileFormatError
 from tile_lab.profiling import load_profile
+from tile_lab.profiling.data import ProfileView
 from tile_lab.render.html import inspection_html
-from tile_lab.render.profile_view import ProfileView
 from tile_lab.share.notebook import export_notebook
 
 ROOT = Path(__file__).resolve().parent.parent

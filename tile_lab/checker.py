@@ -103,10 +103,11 @@ class CheckResult:
     @functools.cached_property
     def diagram_svg(self) -> str:
         """The output's tiles marked right / wrong / never written, as SVG ("" when the
-        check passed); drawn by the view registered in :mod:`tile_lab.display`."""
-        from .display import view
+        check passed); drawn by render/check_view.py, looked up by type in
+        :mod:`tile_lab.display`."""
+        from .display import drawing
 
-        return str(view("check_svg", self))
+        return drawing(self, "image/svg+xml")
 
     def _repr_html_(self) -> str:
         from .display import mimebundle  # drawn by render/check_view.py

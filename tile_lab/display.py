@@ -3,8 +3,9 @@
 A data module (a frozen result record) must not import ``tile_lab.render``: it calls
 :func:`mimebundle` from its ``_repr_mimebundle_``, and this module looks the renderer up by the
 object's type. Renderers register from above: each ``render/`` module marks the function that
-draws a type with ``@renders(TheType)`` (and a displayable view with :func:`register_view`),
-and ``tile_lab/__init__.py`` hands this module the function that imports them
+draws a type with ``@renders(TheType)`` (and another drawing of it, such as its SVG, with
+``@renders(TheType, "image/svg+xml")``: looked up by type too, never by a name), and
+``tile_lab/__init__.py`` hands this module the function that imports them
 (:func:`set_renderer_loader`), run the first time anything is displayed. So no module here or
 below names a renderer, not even as a string, and every import is one the layer test sees.
 
@@ -19,33 +20,29 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["mimebundle", "register_view", "renderer_for", "renders", "set_renderer_loader",
-           "view", "views"]
+__all__ = ["drawing", "mimebundle", "renderer_for", "renders", "set_renderer_loader"]
 
 T = TypeVar("T")
 Drawn = str | dict[str, Any]
 
-_RENDERERS: dict[type, Callable[[Any], Drawn]] = {}
-_VIEWS: dict[str, Callable[..., Any]] = {}
+# (type, None) -> its rich display; (type, MIME type) -> another drawing of it
+_RENDERERS: dict[tuple[type, str | None], Callable[[Any], Drawn]] = {}
 _loader: list[Callable[[], None]] = []  # at most one: imports every registering render module
 
 
-def renders(cls: type[T]) -> Callable[[Callable[[T], Drawn]], Callable[[T], Drawn]]:
-    """Decorator: the decorated function draws ``cls`` objects (one renderer per type)."""
+def renders(cls: type[T], mime: str | None = None
+            ) -> Callable[[Callable[[T], Drawn]], Callable[[T], Drawn]]:
+    """Decorator: the decorated function draws ``cls`` objects (one renderer per type), or,
+    with ``mime``, draws them as that MIME type (read with :func:`drawing`)."""
     def register(fn: Callable[[T], Drawn]) -> Callable[[T], Drawn]:
-        if _RENDERERS.get(cls, fn) is not fn:
-            raise ValueError(f"{cls.__qualname__} already has a renderer: "
-                             f"{_RENDERERS[cls].__qualname__}")
-        _RENDERERS[cls] = fn
+        key = (cls, mime)
+        if _RENDERERS.get(key, fn) is not fn:
+            raise ValueError(f"{cls.__qualname__} already has a renderer"
+                             f"{f' for {mime}' if mime else ''}: "
+                             f"{_RENDERERS[key].__qualname__}")
+        _RENDERERS[key] = fn
         return fn
     return register
-
-
-def register_view(name: str, build: Callable[..., Any]) -> None:
-    """``build(*args)`` makes the displayable view called ``name`` (``Profile.view``...)."""
-    if _VIEWS.get(name, build) is not build:
-        raise ValueError(f"a view named {name!r} is already registered")
-    _VIEWS[name] = build
 
 
 def set_renderer_loader(load: Callable[[], None]) -> None:
@@ -58,16 +55,11 @@ def _load_renderers() -> None:
         _loader.pop()()
 
 
-def renderer_for(cls: type) -> Callable[[Any], Drawn] | None:
-    """The renderer registered for exactly ``cls`` (None if there is none)."""
+def renderer_for(cls: type, mime: str | None = None) -> Callable[[Any], Drawn] | None:
+    """The renderer registered for exactly ``cls`` (with ``mime``: its drawing as that MIME
+    type); None if there is none."""
     _load_renderers()
-    return _RENDERERS.get(cls)
-
-
-def views() -> dict[str, Callable[..., Any]]:
-    """Every registered view by name (a copy)."""
-    _load_renderers()
-    return dict(_VIEWS)
+    return _RENDERERS.get((cls, mime))
 
 
 def mimebundle(obj: Any) -> dict[str, Any]:
@@ -94,7 +86,10 @@ def mimebundle(obj: Any) -> dict[str, Any]:
     return bundle
 
 
-def view(name: str, *args: Any) -> Any:
-    """The displayable view registered as ``name``, built from ``args``."""
-    _load_renderers()
-    return _VIEWS[name](*args)
+def drawing(obj: Any, mime: str) -> str:
+    """``obj`` drawn as ``mime`` (e.g. a check's tile map as "image/svg+xml") by the renderer
+    registered for its type; KeyError where there is none."""
+    draw = renderer_for(type(obj), mime)
+    if draw is None:
+        raise KeyError(f"no {mime} drawing is registered for {type(obj).__qualname__}")
+    return str(draw(obj))

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ..compile.artifacts import Inspection
 from ..compile.stage_rows import Row, SassRow, TileIRRow, parse_rows, sass_opcode
 
 PROFILE_SCHEMA = "tile-lab.profile"
@@ -248,12 +249,10 @@ class Profile:
         bits.append(f"{self.total_samples} stall samples")
         return ", ".join(bits)
 
-    def view(self, inspection: Any, *, top: int = 8) -> Any:
+    def view(self, inspection: Inspection, *, top: int = 8) -> ProfileView:
         """The inspect view of ``inspection`` with this profile's heat, stall reasons and
-        hottest lines (a displayable ``ProfileView``)."""
-        from ..display import view
-
-        return view("profile", inspection, self, top)
+        hottest lines (a displayable :class:`ProfileView`)."""
+        return ProfileView(inspection, self, top)
 
     def __repr__(self) -> str:
         gpu = self.provenance.get("gpu", "unknown GPU")
@@ -273,12 +272,55 @@ def load_profile(path: str | os.PathLike) -> Profile:
         return Profile.from_json(f.read())
 
 
-def compare_profiles(profiles: Mapping[str, Profile]) -> Any:
+def compare_profiles(profiles: Mapping[str, Profile]) -> ProfileComparison:
     """Profiles of one kernel under different configs side by side, e.g.
     ``compare_profiles({"best 128x128x64": best, "cliff 256x256x32": cliff})``."""
-    from ..display import view
+    return ProfileComparison(tuple(profiles.items()))
 
-    return view("profile_comparison", tuple(profiles.items()))
+
+# -- the displayable views: data here, drawn by render/profile_view.py (found by type) --------
+
+@dataclass(frozen=True)
+class ProfileView:
+    """``inspection`` with ``profile`` overlaid (heat per line, stall reasons, the ``top``
+    hottest lines), followed by ``compare`` (labelled profiles of the same kernel, e.g. a
+    tuning result's best and cliff configs) when given."""
+
+    inspection: Inspection
+    profile: Profile
+    top: int = 8
+    compare: tuple[tuple[str, Profile], ...] = ()
+
+    def __str__(self) -> str:
+        return f"ProfileView({self.profile.summary()})"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from ..display import mimebundle
+
+        return mimebundle(self)
+
+
+@dataclass(frozen=True)
+class ProfileComparison:
+    """Labelled profiles of one kernel side by side (:func:`compare_profiles`)."""
+
+    profiles: tuple[tuple[str, Profile], ...]
+
+    def __str__(self) -> str:
+        return "\n".join(f"{label}: {p.summary()}" for label, p in self.profiles)
+
+    def view(self, inspection: Inspection, *, top: int = 8) -> ProfileView:
+        """The inspect view of ``inspection`` with the first profile's heat, followed by
+        this comparison (one output that the JupyterLab extension also draws)."""
+        if not self.profiles:
+            raise ValueError("compare_profiles({...}).view(insp): no profiles to show; "
+                             "pass at least one {label: Profile}")
+        return ProfileView(inspection, self.profiles[0][1], top, self.profiles)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from ..display import mimebundle
+
+        return mimebundle(self)
 
 
 def opcode(sass: str) -> str:

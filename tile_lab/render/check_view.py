@@ -13,7 +13,7 @@ import html
 import math
 
 from ..checker import CheckMap, CheckResult, TileVerdict
-from ..display import register_view, renders
+from ..display import renders
 from .picture import Picture, make_picture
 from .svg import INK, Group, Rect, Scene, Style, Text, text_width
 
@@ -121,6 +121,7 @@ def _short(block: tuple[int, ...]) -> str:
     return ",".join(map(str, block))
 
 
+@renders(CheckResult, "image/svg+xml")
 def check_svg(result: CheckResult) -> str:
     """``result``'s tile map as SVG; "" for a passed check; a note when it cannot be drawn
     (the verdict stands without the picture)."""
@@ -142,5 +143,3 @@ def check_result_html(result: CheckResult) -> str:
     return (f"<div class='tl-check'><pre style='color:{color};white-space:pre-wrap'>"
             f"{html.escape(result.verdict())}</pre>{pic}</div>")
 
-
-register_view("check_svg", check_svg)

@@ -153,14 +153,15 @@ def _shown(insp: Inspection) -> Inspection:
     return replace(insp, stages={k: insp.stages[k] for k in insp.stages if k in insp.show})
 
 
-def view_class(insp: Inspection) -> str:
+def view_class(insp: Inspection, payload: dict[str, Any] | None = None) -> str:
     """Deterministic class naming this view: ``tl-v-`` + 12 hex digits of a content hash.
 
-    The hash covers what the view shows (the JSON payload), not the cubin: under ipykernel a
-    cell's filename is a temp path holding the kernel's process id, the cubin's line info
-    embeds that path, and the same cell must render the same in every session.
+    The hash covers what the view shows (the JSON payload; ``payload`` where the caller has
+    built it already), not the cubin: under ipykernel a cell's filename is a temp path holding
+    the kernel's process id, the cubin's line info embeds that path, and the same cell must
+    render the same in every session.
     """
-    return _class_of(inspection_json(insp))
+    return _class_of(inspection_json(insp) if payload is None else payload)
 
 
 def _class_of(data: dict[str, Any]) -> str:
@@ -221,13 +222,14 @@ def inspection_mimebundle(insp: Inspection) -> dict[str, Any]:
     }
 
 
-def inspection_html(insp: Inspection) -> str:
-    """The inspect view as one self-contained HTML fragment.
+def inspection_html(insp: Inspection, payload: dict[str, Any] | None = None) -> str:
+    """The inspect view as one self-contained HTML fragment, drawn from ``payload``
+    (``inspection_json(insp)``, built here where the caller has not built it already).
 
     Where the view shows Tile IR and SASS, the TMA verdict (the JSON payload's ``tma`` field,
     the very data the extension draws) is drawn too: a badge at the end of every source line
     holding a tile-space load/store, a summary under the header, TMA opcodes boxed in SASS."""
-    return _view_html(insp, inspection_json(insp))
+    return _view_html(insp, inspection_json(insp) if payload is None else payload)
 
 
 def _view_html(insp: Inspection, data: dict[str, Any]) -> str:

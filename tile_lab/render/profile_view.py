@@ -15,20 +15,25 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ..compile.artifacts import Inspection, StageText
 from ..compile.stage_rows import SassRow
-from ..display import register_view, renders
-from ..profiling.data import STALL_REASONS, LineProfile, Profile
-from .html import inspection_html, view_class
+from ..display import renders
+from ..profiling.data import (
+    STALL_REASONS,
+    LineProfile,
+    Profile,
+    ProfileComparison,
+    ProfileView,
+)
+from .html import inspection_html, inspection_json, view_class
 
-__all__ = ["PROFILE_MIME_TYPE", "PROFILE_SCHEMA_FILE", "ProfileComparison", "ProfileView",
-           "aligned_profile", "heat_level", "profile_comparison_html", "profile_overlay_json",
-           "profile_summary_html", "profile_view_html"]
+__all__ = ["PROFILE_MIME_TYPE", "PROFILE_SCHEMA_FILE", "aligned_profile", "heat_level",
+           "profile_comparison_html", "profile_comparison_view_html", "profile_overlay_json",
+           "profile_summary_html", "profile_view_bundle", "profile_view_html"]
 
 # The overlay a front end (the JupyterLab extension) draws on the inspect view it already
 # renders from the inspection's own MIME payload; see ``profile_overlay_json``.
@@ -69,11 +74,15 @@ def aligned_profile(prof: Profile, insp: Inspection) -> Profile:
 
 # -- the view: inspect view + heat ---------------------------------------------------------
 
-def profile_view_html(insp: Inspection, prof: Profile, *, top: int = 8) -> str:
+def profile_view_html(insp: Inspection, prof: Profile, *, top: int = 8,
+                      payload: dict[str, Any] | None = None) -> str:
     """The inspect view of ``insp`` with ``prof``'s heat in every pane, the hovered line's
-    stall reasons, and the ``top`` hottest lines."""
+    stall reasons, and the ``top`` hottest lines. ``payload``: the inspection payload
+    (``inspection_json(insp)``) where the caller has built it already; built here once
+    otherwise, and both the view's class and its panes come from it."""
     prof = aligned_profile(prof, insp)
-    vclass = view_class(insp)
+    payload = inspection_json(insp) if payload is None else payload
+    vclass = view_class(insp, payload)
     lines = prof.by_line()
     hottest = max((lp.samples for lp in lines), default=0)
     parts = [
@@ -82,7 +91,7 @@ def profile_view_html(insp: Inspection, prof: Profile, *, top: int = 8) -> str:
         _summary(prof),
         _hot_table(prof, top),
         _hover_panel(lines),
-        inspection_html(insp),
+        inspection_html(insp, payload),
         "</div>",
     ]
     return "\n".join(parts)
@@ -96,29 +105,21 @@ def profile_summary_html(prof: Profile, *, top: int = 8) -> str:
                       _hot_table(prof, top), "</div>"])
 
 
-@dataclass(frozen=True)
-class ProfileView:
-    """``insp`` with ``prof`` overlaid; displays as :func:`profile_view_html`, followed by
-    :func:`profile_comparison_html` of ``compare`` (labelled profiles of the same kernel,
-    e.g. a tuning result's best and cliff configs) when given."""
-
-    inspection: Inspection
-    profile: Profile
-    top: int = 8
-    compare: tuple[tuple[str, Profile], ...] = ()
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        page = profile_view_html(self.inspection, self.profile, top=self.top)
-        if self.compare:
-            page = f"{page}\n{profile_comparison_html(self.compare)}"
-        return {"text/plain": f"ProfileView({self.profile.summary()})",
-                "text/html": page,
-                PROFILE_MIME_TYPE: profile_overlay_json(self.inspection, self.profile,
-                                                        top=self.top, compare=self.compare)}
+@renders(ProfileView)
+def profile_view_bundle(view: ProfileView) -> dict[str, Any]:
+    """The HTML view and the extension's overlay, both from one inspection payload."""
+    payload = inspection_json(view.inspection)
+    page = profile_view_html(view.inspection, view.profile, top=view.top, payload=payload)
+    if view.compare:
+        page = f"{page}\n{profile_comparison_html(view.compare)}"
+    return {"text/html": page,
+            PROFILE_MIME_TYPE: profile_overlay_json(view.inspection, view.profile, top=view.top,
+                                                    compare=view.compare, payload=payload)}
 
 
 def profile_overlay_json(insp: Inspection, prof: Profile, *, top: int = 8,
-                         compare: Sequence[tuple[str, Profile]] = ()) -> dict[str, Any]:
+                         compare: Sequence[tuple[str, Profile]] = (),
+                         payload: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the HTML view draws, as data for a front end that renders the inspection itself
     (``profile_schema.json`` is the contract): ``version`` (the one version field, as in
     the inspection payload), ``inspection`` (the inspect view's own MIME payload),
@@ -126,9 +127,8 @@ def profile_overlay_json(insp: Inspection, prof: Profile, *, top: int = 8,
     ``sass_row_heat`` keyed by SASS text line index, ``hot_lines`` (hottest first),
     ``unattributed_samples``, ``metrics``, ``summary``, ``gpu``, ``collection``, and
     ``comparison`` (one entry per profile of ``compare``, lines in ``insp``'s numbering)
-    when ``compare`` is given. Heat levels are 0..5 as in the HTML."""
-    from .html import inspection_json
-
+    when ``compare`` is given. Heat levels are 0..5 as in the HTML. ``payload``: the
+    inspection payload where the caller has built it already."""
     prof = aligned_profile(prof, insp)
     lines = _hottest_lines(prof.by_line())
     hottest = max((lp.samples for lp in lines), default=0)
@@ -142,7 +142,7 @@ def profile_overlay_json(insp: Inspection, prof: Profile, *, top: int = 8,
                 sass_heat[str(row)] = level
     out = {
         "version": 1,
-        "inspection": inspection_json(insp),
+        "inspection": inspection_json(insp) if payload is None else payload,
         "total_samples": prof.total_samples,
         "unattributed_samples": prof.unattributed_samples(),
         "line_heat": {str(lp.line): heat_level(lp.samples, hottest) for lp in lines},
@@ -400,23 +400,10 @@ def profile_comparison_html(profiles: Sequence[tuple[str, Profile]]) -> str:
             f'flex-wrap:wrap">{cols}</div>{table}</div>')
 
 
-@dataclass(frozen=True)
-class ProfileComparison:
-    """Displays as :func:`profile_comparison_html`."""
-
-    profiles: tuple[tuple[str, Profile], ...]
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        text = "\n".join(f"{label}: {p.summary()}" for label, p in self.profiles)
-        return {"text/plain": text, "text/html": profile_comparison_html(self.profiles)}
-
-    def view(self, inspection: Inspection, *, top: int = 8) -> ProfileView:
-        """The inspect view of ``inspection`` with the first profile's heat, followed by
-        this comparison (one output that the JupyterLab extension also draws)."""
-        if not self.profiles:
-            raise ValueError("compare_profiles({...}).view(insp): no profiles to show; "
-                             "pass at least one {label: Profile}")
-        return ProfileView(inspection, self.profiles[0][1], top, self.profiles)
+@renders(ProfileComparison)
+def profile_comparison_view_html(comparison: ProfileComparison) -> str:
+    """:func:`profile_comparison_html` of ``comparison``'s profiles."""
+    return profile_comparison_html(comparison.profiles)
 
 
 def _loose(p: Profile) -> LineProfile | None:
@@ -456,6 +443,3 @@ def _config_text(config: Mapping[str, Any]) -> str:
 def _e(text: str) -> str:
     return html.escape(str(text), quote=True)
 
-
-register_view("profile", ProfileView)
-register_view("profile_comparison", ProfileComparison)

@@ -18,11 +18,11 @@ from typing import Any
 from ..compile.artifacts import Inspection
 from ..errors import TileLabError
 from ..gpu.measurement import Measurement
-from ..profiling.data import Profile
+from ..profiling.data import Profile, ProfileView
 from ..render.diagram import Diagram, diagram
 from ..render.export import measurements_html, note_html, page_html, provenance_html
 from ..render.picture import Picture
-from ..render.profile_view import ProfileView, profile_summary_html, profile_view_html
+from ..render.profile_view import profile_summary_html, profile_view_html
 from ..sanitizer.checks import SanitizerReport
 from ..tracing.trace import Trace
 
