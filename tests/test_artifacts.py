@@ -185,3 +185,20 @@ def test_spill_instructions_count_local_memory_traffic_in_the_sass():
                              hints={"num_worker_warps": 8}).spill_instructions()
     assert four["LDL"] > 0 and four["STL"] > 0
     assert eight == {"LDL": 0, "STL": 0}
+
+
+def test_a_stage_with_its_own_future_is_read_apart_from_the_others():
+    from concurrent.futures import Future
+
+    tileir: Future = Future()
+    machine = NoWaitFuture()
+    stages = LazyStages({"cutile": CUTILE}, ("ptx", "sass"), machine, own={"tileir": tileir})
+    assert list(stages) == ["cutile", "tileir", "ptx", "sass"] and len(stages) == 4
+    tileir.set_exception(RuntimeError("tileirdisasm not found"))
+    machine.set_result({"ptx": PTX, "sass": SASS})
+    assert stages["sass"] is SASS  # the SASS does not wait for, nor fail with, the Tile IR
+    assert not stages.is_ready() or tileir.done()
+    with pytest.raises(RuntimeError, match="tileirdisasm not found"):
+        stages["tileir"]
+    with pytest.raises(ValueError, match="both ready and pending"):
+        LazyStages({"tileir": TILEIR}, ("sass",), machine, own={"tileir": tileir})

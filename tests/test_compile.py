@@ -279,6 +279,22 @@ def test_compile_kernel_end_to_end():
     assert all(r.line is None or r.line > 0 for r in res.remarks)
 
 
+def test_a_compile_needs_no_tileirdisasm_until_its_tile_ir_is_read(monkeypatch):
+    import tile_lab.compile.pipeline as pipeline
+
+    def missing(bytecode):
+        raise ToolchainError("tileirdisasm not found")
+
+    monkeypatch.setattr(pipeline, "_tileirdisasm", missing)
+    sig = signature_from_spec(K.row_softmax, "f32[64,256], f32[64,256], 4, 256")
+    res = compile_kernel(K.row_softmax, sig.kernel_signature, arch="sm_90",
+                         options=compat.compiler_options(K.row_softmax), filename=K.__file__)
+    assert "tileir" in res.stages and res.cubin[:4] == b"\x7fELF"
+    assert any("MUFU.EX2" in t for t in res.stages["sass"].lines())  # SASS needs none
+    with pytest.raises(ToolchainError, match="tileirdisasm not found"):
+        res.stages["tileir"]
+
+
 def test_tileiras_is_immune_to_an_old_cuda_home(vadd_front, tmp_path, monkeypatch):
     # the trap: tileiras loads libnvvm from $CUDA_HOME/nvvm/lib64 when CUDA_HOME is set
     fake = tmp_path / "cuda-12.0"

@@ -37,6 +37,26 @@ def test_the_three_ports_agree_on_a_cpu(name):
         assert side.mix.get("global memory", 0) + side.mix.get("TMA / bulk copy", 0) > 0
 
 
+def test_a_pair_compiles_runs_and_compares_without_tileirdisasm(monkeypatch):
+    # what time_pair does before timing, on a machine without tileirdisasm: the pair's
+    # resources and instruction mix come from the cubin and SASS, never from the Tile IR
+    import tile_lab
+    import tile_lab.compile.pipeline as pipeline
+    from tile_lab.errors import ToolchainError
+    from tile_lab.examples.triton_ports import pair_inputs
+
+    def missing(bytecode):
+        raise ToolchainError("tileirdisasm not found")
+
+    monkeypatch.setattr(pipeline, "_tileirdisasm", missing)
+    p = pair_inputs("vector_add", 1000)
+    cmp = tile_lab.compare(p["triton"], p["cutile"], args=p["args"],
+                           cutile_args=p["cutile_args"], grid=p["grid"])
+    assert cmp.outputs.ok and cmp.cutile.instructions > 0 and cmp.cutile.resources.registers
+    with pytest.raises(ToolchainError, match="tileirdisasm not found"):
+        cmp.cutile.inspection.tileir  # noqa: B018 -- only reading it needs the tool
+
+
 def test_gemm_sides_use_tensor_cores():
     cmp = compared("gemm")
     assert cmp.triton.mix["tensor core"] > 0 and cmp.cutile.mix["tensor core"] > 0

@@ -70,56 +70,70 @@ class LazyStages(Mapping[str, StageText]):
 
     ``ready`` stages are there now; the ``pending`` names (known up front, so iterating,
     ``len`` and ``in`` never wait) come from ``future``, whose result is a mapping holding
-    at least those names. Reading a pending stage waits for the future once; an error it
-    raised (e.g. nvdisasm's ToolchainError) is raised on every such read. Copies and
+    at least those names; each ``own`` stage comes from a future of its own (Tile IR from
+    tileirdisasm, which a compile that never shows it, e.g. a timing run, never needs).
+    Reading a pending stage waits for its future once; an error it raised (e.g. nvdisasm's
+    ToolchainError) is raised on every read of that stage. Copies and
     pickles are plain dicts of the finished stages, so an Inspection round-trips
     unchanged. Compares equal to any mapping with the same stages. Garbage-collected
     before the future started, it cancels the future.
     """
 
     def __init__(self, ready: Mapping[str, StageText], pending: Sequence[str],
-                 future: Future[Mapping[str, StageText]]) -> None:
-        overlap = set(ready) & set(pending)
-        if overlap:
-            raise ValueError(f"stages both ready and pending: {sorted(overlap)}")
+                 future: Future[Mapping[str, StageText]], *,
+                 own: Mapping[str, Future[StageText]] | None = None) -> None:
+        self._own = dict(own or {})
+        names = [*ready, *self._own, *pending]
+        if len(set(names)) < len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"stages both ready and pending: {twice}")
         self._ready = dict(ready)
         self._pending = tuple(pending)
         self._future = future
         self._done: dict[str, StageText] | None = None
         # dropped before the work started (e.g. queued behind other disassemblies): the
         # work is for nobody, so it never starts
-        weakref.finalize(self, future.cancel)
+        weakref.finalize(self, _cancel_all, (future, *self._own.values()))
 
     def is_ready(self) -> bool:
         """True once every stage can be read without waiting."""
-        return self._done is not None or self._future.done()
+        return self._done is not None or (
+            self._future.done() and all(f.done() for f in self._own.values()))
 
     def resolved(self) -> dict[str, StageText]:
         """All stages as a plain dict, waiting for the pending ones."""
         if self._done is None:
-            made = self._future.result()  # raises the background error, if any
-            missing = [n for n in self._pending if n not in made]
-            if missing:
-                raise KeyError(f"background stage work did not produce {missing}")
-            self._done = {**self._ready, **{n: made[n] for n in self._pending}}
+            made = self._made()
+            self._done = {**self._ready, **{n: f.result() for n, f in self._own.items()},
+                          **{n: made[n] for n in self._pending}}
         return self._done
+
+    def _made(self) -> Mapping[str, StageText]:
+        made = self._future.result()  # raises the background error, if any
+        missing = [n for n in self._pending if n not in made]
+        if missing:
+            raise KeyError(f"background stage work did not produce {missing}")
+        return made
 
     def __getitem__(self, name: str) -> StageText:
         if name in self._ready:
             return self._ready[name]
-        if name in self._pending:
-            return self.resolved()[name]
+        if name in self._own:
+            return self._own[name].result()
+        if name in self._pending:  # not resolved(): an own stage's failure is not this one's
+            return self._done[name] if self._done is not None else self._made()[name]
         raise KeyError(name)
 
     def __contains__(self, name: object) -> bool:  # Mapping's default would wait
-        return name in self._ready or name in self._pending
+        return name in self._ready or name in self._own or name in self._pending
 
     def __iter__(self) -> Iterator[str]:
         yield from self._ready
+        yield from self._own
         yield from self._pending
 
     def __len__(self) -> int:
-        return len(self._ready) + len(self._pending)
+        return len(self._ready) + len(self._own) + len(self._pending)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, StageText]:
         return dict(self.resolved())  # StageTexts are frozen: sharing them is a deep copy
@@ -129,7 +143,13 @@ class LazyStages(Mapping[str, StageText]):
 
     def __repr__(self) -> str:
         state = "ready" if self.is_ready() else "pending"
-        return (f"LazyStages(ready={list(self._ready)}, {state}={list(self._pending)})")
+        return (f"LazyStages(ready={list(self._ready)}, "
+                f"{state}={[*self._own, *self._pending]})")
+
+
+def _cancel_all(futures: tuple[Future[Any], ...]) -> None:
+    for future in futures:
+        future.cancel()
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@
 SASS and PTX are lazy in ``compile_kernel``: nvdisasm costs 0.5-1.5 s of CPU for any
 cubin (more than all of tile_lab's other work), and the API's users that never read them
 (the tuner's "why" view, ``cpp.compare``, panes without SASS/PTX) should not wait for it.
+The Tile IR text (tileirdisasm) is made the same way, so a compile whose Tile IR nobody
+reads (a timing run) needs no tileirdisasm.
 It starts in a background thread the moment the cubin exists (a subprocess, so the GIL
 stays free) and the stages wait for it only when first read (``LazyStages``).
 
@@ -29,7 +31,6 @@ import functools
 import os
 import re
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,12 @@ from ..errors import CompileError, SignatureError
 from . import tool_cache
 from .artifacts import LazyStages, Remark, StageText
 from .disassembly import clear_cache as _clear_disassembly_cache
-from .disassembly import cubin_stage_names, disassemble_cubin_async, is_code_line
+from .disassembly import (
+    cubin_stage_names,
+    disassemble_cubin_async,
+    is_code_line,
+    machine_code_work,
+)
 from .errors import compile_error_from_tile_error, source_location
 from .toolchain import tool_failure
 
@@ -61,8 +67,8 @@ def clear_caches() -> None:
 class CompileResult:
     """Everything one compile produced (``_inspect`` wraps it into an Inspection).
 
-    ``stages`` is a LazyStages: "sass" and "ptx" (present when the cubin embeds PTX) may
-    still be in the making and wait for nvdisasm when read."""
+    ``stages`` is a LazyStages: "tileir", "sass" and "ptx" (present when the cubin embeds
+    PTX) may still be in the making and wait for tileirdisasm or nvdisasm when read."""
 
     symbol: str
     stages: LazyStages
@@ -78,16 +84,15 @@ def compile_kernel(kernel: Any, signature: Any, *, arch: str, options: Any,
     front = run_frontend(kernel, signature, arch, options)
     cutile = cutile_stage(front.cutile_ir, filename)
     opt = compat.opt_level(options, arch)
-    # The disassembler and the optimizing assembler are independent processes: overlap them.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        tileir_future = pool.submit(disassemble_tileir, front.bytecode, filename=filename)
-        cubin, remarks_yaml = run_tileiras(front.bytecode, arch, opt)
-        # nvdisasm may outlive this call (on the background pool) or wait for the first
-        # read of the SASS (disassembly.when_machine_code says which)
-        machine_code = disassemble_cubin_async(cubin, arch, filename=filename)
-        tileir = tileir_future.result()
-    stages = LazyStages({"cutile": cutile, "tileir": tileir},
-                        cubin_stage_names(cubin), machine_code)
+    # Tile IR text is for reading, like SASS: tileirdisasm runs as nvdisasm does (at once on
+    # the background pool, overlapping tileiras, or when the Tile IR is first read:
+    # disassembly.when_machine_code says which), so a compile nobody reads the Tile IR of (a
+    # timing run, a tuner) needs no tileirdisasm, and its failure fails only that read.
+    tileir = machine_code_work(lambda: disassemble_tileir(front.bytecode, filename=filename))
+    cubin, remarks_yaml = run_tileiras(front.bytecode, arch, opt)
+    machine_code = disassemble_cubin_async(cubin, arch, filename=filename)
+    stages = LazyStages({"cutile": cutile}, cubin_stage_names(cubin), machine_code,
+                        own={"tileir": tileir})
     return CompileResult(symbol=front.symbol, stages=stages,
                          cubin=cubin, bytecode=front.bytecode,
                          remarks=parse_remarks(remarks_yaml, filename))
