@@ -62,7 +62,7 @@ import cuda.tile as ct  # noqa: E402
 
 import tile_lab  # noqa: E402
 from tile_lab import _cutile_compat as compat  # noqa: E402
-from tile_lab.compile import disassembly, pipeline  # noqa: E402
+from tile_lab.compile import disassembly, pipeline, tileir  # noqa: E402
 from tile_lab.compile.signature import signature_from_spec  # noqa: E402
 
 
@@ -118,7 +118,7 @@ def stage_breakdown(kernel, spec: str, arch: str) -> dict[str, float]:
     cubin, _ = pipeline.run_tileiras(front.bytecode, arch)
     t["tileiras"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    pipeline.disassemble_tileir(front.bytecode)
+    tileir.disassemble_tileir(front.bytecode)
     t["tileirdisasm"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     disassembly.sass_from_cubin(cubin, arch)

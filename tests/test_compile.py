@@ -24,12 +24,11 @@ from tile_lab.compile.pipeline import (
     clear_caches,
     compile_kernel,
     cutile_stage,
-    disassemble_tileir,
     parse_remarks,
     run_tileiras,
-    tileir_stage,
 )
 from tile_lab.compile.signature import signature_from_spec
+from tile_lab.compile.tileir import disassemble_tileir, tileir_stage
 from tile_lab.compile.toolchain import find_tool
 from tile_lab.errors import CompileError, ToolchainError
 
@@ -280,12 +279,12 @@ def test_compile_kernel_end_to_end():
 
 
 def test_a_compile_needs_no_tileirdisasm_until_its_tile_ir_is_read(monkeypatch):
-    import tile_lab.compile.pipeline as pipeline
+    import tile_lab.compile.tileir as tileir
 
     def missing(bytecode):
         raise ToolchainError("tileirdisasm not found")
 
-    monkeypatch.setattr(pipeline, "_tileirdisasm", missing)
+    monkeypatch.setattr(tileir, "_tileirdisasm", missing)
     sig = signature_from_spec(K.row_softmax, "f32[64,256], f32[64,256], 4, 256")
     res = compile_kernel(K.row_softmax, sig.kernel_signature, arch="sm_90",
                          options=compat.compiler_options(K.row_softmax), filename=K.__file__)

@@ -41,14 +41,14 @@ def test_a_pair_compiles_runs_and_compares_without_tileirdisasm(monkeypatch):
     # what time_pair does before timing, on a machine without tileirdisasm: the pair's
     # resources and instruction mix come from the cubin and SASS, never from the Tile IR
     import tile_lab
-    import tile_lab.compile.pipeline as pipeline
+    import tile_lab.compile.tileir as tileir
     from tile_lab.errors import ToolchainError
     from tile_lab.examples.triton_ports import pair_inputs
 
     def missing(bytecode):
         raise ToolchainError("tileirdisasm not found")
 
-    monkeypatch.setattr(pipeline, "_tileirdisasm", missing)
+    monkeypatch.setattr(tileir, "_tileirdisasm", missing)
     p = pair_inputs("vector_add", 1000)
     cmp = tile_lab.compare(p["triton"], p["cutile"], args=p["args"],
                            cutile_args=p["cutile_args"], grid=p["grid"])

@@ -19,7 +19,7 @@ from .compile.inspect import inspect_request, parse_hints, resolve_arch
 from .errors import CompileError, SignatureError
 from .request import MODES, CppSource, Request
 
-__all__ = ["explore", "run", "switch_emulation", "write_reproducer"]
+__all__ = ["explore", "language_of", "run", "switch_emulation", "write_reproducer"]
 
 Show = Callable[[Any], None]
 
@@ -31,14 +31,19 @@ def run(req: Request, show: Show) -> None:
     compiler or, in mode "emulate", run in Triton's interpreter on the CPU; a C++ kernel
     (:class:`~tile_lab.request.CppSource`) is compiled and shown, and in mode "launch" then
     launched."""
+    _LANGUAGES[language_of(req.kernel)](req, show)
+
+
+def language_of(kernel: Any) -> str:
+    """The language a request's kernel is written in: "c++", "triton" or "cutile"."""
     from .triton.kernel import is_triton_kernel  # checks the type: imports no Triton
 
-    if isinstance(req.kernel, CppSource):
-        _cpp(req, show)
-        return
-    if is_triton_kernel(req.kernel):
-        _triton(req, show)
-        return
+    if isinstance(kernel, CppSource):
+        return "c++"
+    return "triton" if is_triton_kernel(kernel) else "cutile"
+
+
+def _cutile(req: Request, show: Show) -> None:
     if req.inspects:
         show(inspect_request(req))
         return
@@ -201,4 +206,11 @@ _MODES: dict[str, Callable[[Request, Show], None]] = {
     "launch": _launch,
     "crosscheck": _crosscheck,
     "profile": _profile,
+}
+
+# the kernel's language -> its handler
+_LANGUAGES: dict[str, Callable[[Request, Show], None]] = {
+    "cutile": _cutile,
+    "triton": _triton,
+    "c++": _cpp,
 }

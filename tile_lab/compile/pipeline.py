@@ -2,7 +2,8 @@
 
     Python kernel + signature
       -> cuTile front end ..... cuTile IR (``// file:line:col`` per op)  cutile_stage
-      -> Tile IR bytecode ..... tileirdisasm -g (``loc(...)`` per op)    disassemble_tileir
+      -> Tile IR bytecode ..... tileirdisasm -g (``loc(...)`` per op)    tileir.py:
+                                                                         disassemble_tileir
       -> tileiras --lineinfo .. cubin + YAML remarks                     run_tileiras,
                                                                          parse_remarks
       -> nvdisasm -g -gp ...... SASS (``//## File ..., line N``)         disassembly.py:
@@ -30,7 +31,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,14 +39,10 @@ from ..errors import CompileError, SignatureError
 from . import tool_cache
 from .artifacts import LazyStages, Remark, StageText
 from .disassembly import clear_cache as _clear_disassembly_cache
-from .disassembly import (
-    cubin_stage_names,
-    disassemble_cubin_async,
-    is_code_line,
-    machine_code_work,
-)
+from .disassembly import cubin_stage_names, disassemble_cubin_async
 from .errors import compile_error_from_tile_error, source_location
-from .toolchain import tool_failure
+from .tileir import clear_cache as _clear_tileir_cache
+from .tileir import disassemble_tileir_async
 
 _TOOL_TIMEOUT = 300.0  # seconds; big tiles can make tileiras slow
 # Tool outputs are memoised by input bytes: re-running an unchanged cell only pays for
@@ -58,8 +54,8 @@ _CACHE_SIZE = 64
 def clear_caches() -> None:
     """Forget this process's memoised tool outputs (the ones on disk stay: benchmarks of
     cold compiles also set ``TILE_LAB_CACHE_DIR=off``, see :mod:`tile_lab.compile.tool_cache`)."""
-    for f in (_tileiras, _tileirdisasm):
-        f.cache_clear()
+    _tileiras.cache_clear()
+    _clear_tileir_cache()
     _clear_disassembly_cache()
 
 
@@ -88,7 +84,7 @@ def compile_kernel(kernel: Any, signature: Any, *, arch: str, options: Any,
     # the background pool, overlapping tileiras, or when the Tile IR is first read:
     # disassembly.when_machine_code says which), so a compile nobody reads the Tile IR of (a
     # timing run, a tuner) needs no tileirdisasm, and its failure fails only that read.
-    tileir = machine_code_work(lambda: disassemble_tileir(front.bytecode, filename=filename))
+    tileir = disassemble_tileir_async(front.bytecode, filename=filename)
     cubin, remarks_yaml = run_tileiras(front.bytecode, arch, opt)
     machine_code = disassemble_cubin_async(cubin, arch, filename=filename)
     stages = LazyStages({"cutile": cutile}, cubin_stage_names(cubin), machine_code,
@@ -140,104 +136,6 @@ def cutile_stage(text: str, filename: str) -> StageText:
             lines.append(f"{body}  // {os.path.basename(file)}:{line}")
             line_map.append(None)
     return StageText("cutile", "\n".join(lines), tuple(line_map))
-
-
-# -- stage 2: Tile IR (MLIR text) -----------------------------------------------------
-
-def disassemble_tileir(bytecode: bytes, *, filename: str | None = None) -> StageText:
-    """Tile IR MLIR text of ``bytecode`` (``tileirdisasm -g``) with a line map.
-
-    ``filename``: the source file line numbers refer to; by default the file of the
-    kernel entry function itself.
-    """
-    return tileir_stage(_tileirdisasm(bytes(bytecode)), filename)
-
-
-@functools.lru_cache(maxsize=_CACHE_SIZE)
-def _tileirdisasm(bytecode: bytes) -> str:
-    proc = tool_cache.run("tileirdisasm", ["-g", "kernel.tileirbc"],
-                          inputs={"kernel.tileirbc": bytecode}, timeout=_TOOL_TIMEOUT)
-    if proc.returncode != 0:
-        raise tool_failure("tileirdisasm", proc)
-    return proc.stdout.decode("utf-8", "replace")
-
-
-_ALIAS_DEF = re.compile(r"^(#[A-Za-z_][\w$.-]*)\s*=\s*(.*)$")
-_TRAILING_LOC = re.compile(r"\s+loc\((?P<expr>.*)\)\s*$")
-_FILE_LOC = re.compile(r'"(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)')
-_ALIAS_REF = re.compile(r"#[A-Za-z_][\w$-]*")
-
-
-def _resolve_locs(expr: str, aliases: dict[str, str], depth: int = 0
-                  ) -> list[tuple[str, int, int]]:
-    """All ``"file":line:col`` a loc expression names, following ``#loc`` aliases in order."""
-    if depth > 32:
-        return []
-    out: list[tuple[str, int, int]] = []
-    # walk left to right so callee locations come before their call sites
-    tokens = sorted([(m.start(), "file", m) for m in _FILE_LOC.finditer(expr)]
-                    + [(m.start(), "ref", m) for m in _ALIAS_REF.finditer(expr)],
-                    key=lambda t: t[0])
-    for _, kind, m in tokens:
-        if kind == "file":
-            out.append((m.group("file"), int(m.group("line")), int(m.group("col"))))
-        elif m.group(0) in aliases:
-            out.extend(_resolve_locs(aliases[m.group(0)], aliases, depth + 1))
-    return out
-
-
-def _pick_line(locs: Iterable[tuple[str, int, int]], filename: str | None) -> int | None:
-    for file, line, _ in locs:
-        if (filename is None or file == filename) and is_code_line(file, line):
-            return line
-    return None
-
-
-def tileir_stage(text: str, filename: str | None = None) -> StageText:
-    """Split ``tileirdisasm -g`` output into display text (no loc suffixes, no alias
-    table, which holds absolute paths) and a line map."""
-    body, aliases = [], {}
-    for raw in text.splitlines():
-        m = _ALIAS_DEF.match(raw)
-        if m and not raw.startswith(" "):
-            aliases[m.group(1)] = m.group(2)
-        else:
-            body.append(raw)
-    while body and not body[-1].strip():
-        body.pop()
-    if filename is None:  # the file of the entry function: its closing "} loc(...)"
-        for raw in reversed(body):
-            m = _TRAILING_LOC.search(raw)
-            if raw.lstrip().startswith("}") and m:
-                locs = _resolve_locs(m.group("expr"), aliases)
-                if locs:
-                    filename = locs[0][0]
-                    break
-    lines, line_map = [], []
-    for raw in body:
-        m = _TRAILING_LOC.search(raw)
-        if m:
-            lines.append(raw[:m.start()].rstrip())
-            line_map.append(_pick_line(_resolve_locs(m.group("expr"), aliases), filename))
-        else:
-            lines.append(raw.rstrip())
-            line_map.append(None)
-    # MLIR prints a region op's location after its closing "}": give it to the opening line.
-    open_lines: list[int] = []
-    for i, text_line in enumerate(lines):
-        stripped = text_line.strip()
-        if stripped.startswith("}") and open_lines:
-            opener = open_lines.pop()
-            if line_map[opener] is None:
-                line_map[opener] = line_map[i]
-        if stripped.endswith("{"):
-            open_lines.append(i)
-    # An op whose region starts on the next line ("(%lhs, %rhs) {") shares its location.
-    for i in range(len(lines) - 1):
-        nxt = lines[i + 1].strip()
-        if line_map[i] is None and nxt.startswith("(") and nxt.endswith("{"):
-            line_map[i] = line_map[i + 1]
-    return StageText("tileir", "\n".join(lines), tuple(line_map))
 
 
 # -- stage 3: tileiras -> cubin + remarks ---------------------------------------------

@@ -161,7 +161,8 @@ def _scrubbed(stage: StageText, paths: _Paths) -> StageText:
 def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str, ...],
                     includes: tuple[str, ...], filename: str) -> Inspection:
     from ..compile.disassembly import machine_code_work, sass_from_cubin
-    from ..compile.pipeline import disassemble_tileir, parse_remarks
+    from ..compile.pipeline import parse_remarks
+    from ..compile.tileir import disassemble_tileir
     from ..compile.toolchain import tool_version
 
     bytecode, paths = _run_nvcc(source, arch, defines, includes, filename)

@@ -92,9 +92,8 @@ def _compile_error(kernel: Any, err: Exception) -> CompileError:
 
 
 def _mlir_stage(name: str, text: str, filename: str) -> StageText:
-    from ..compile.pipeline import (
-        tileir_stage,  # Tile IR and Triton's IRs are MLIR with the same locs
-    )
+    # Tile IR and Triton's IRs are MLIR with the same locs
+    from ..compile.tileir import tileir_stage
 
     st = tileir_stage(text, filename)
     # the loc parser drops every "#alias = ..." line (Tile IR's are all locations); TTGIR's
