@@ -20,7 +20,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "tests" / "cpp_examples"
 def cpp_inspection(cu_file: str | os.PathLike[str], arch: str):
     """The Inspection of an example: prebuilt JSON when ``TILE_LAB_CPP_PREBUILT`` has it, else a
     fresh ``inspect_cpp`` compile."""
-    from tile_lab.artifacts import Inspection
+    from tile_lab.compile.artifacts import Inspection
     from tile_lab.cpp import inspect_cpp
 
     prebuilt = os.environ.get("TILE_LAB_CPP_PREBUILT")
