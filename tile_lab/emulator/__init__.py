@@ -27,6 +27,8 @@ checked by ``tests/test_package_shape.py``)::
                                (over verdict_cache)
     stubs                      cuTile device functions reached through objects, routed here
     namespace                  the emulated cuda.tile, built from the registry
+    ops_foreign                Array.foreign_pointer / Array.from_foreign: strided views
+                               over an argument's memory
     ops_raw                    Array.get_raw_memory(): access by element offset
     ops_atomic, ops_math,      the operations, each registered where it is defined together
     ops_reduce, ops_shape,     with the rule by which undetermined lanes move through it:

@@ -80,7 +80,14 @@ def static_iter(iterable):
 
 @emulates(ct.static_exception)
 def static_exception(exc, /):
-    return exc
+    """``raise ct.static_exception(ValueError(...))``: cuTile raises a ``ct.StaticException``
+    at compile time, worded as here (the gate raises cuTile's own before a gated kernel runs;
+    outside the gate the emulator raises it where the kernel reaches the ``raise``)."""
+    if not isinstance(exc, BaseException):
+        raise kernel_error(f"'{type(exc).__name__}' is not derived from 'BaseException'")
+    text = str(exc)
+    name = type(exc).__name__ + (f": {text}" if text else "")
+    return ct.StaticException(f"Exception was raised at compile time ({name})")
 
 
 @emulates(ct.ensure_constant)

@@ -22,7 +22,7 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from .._cutile_compat import is_kernel, kernel_parameters
+from .._cutile_compat import is_kernel, is_tile_error, kernel_parameters
 from .._cutile_compat.device import device_calls_routed
 from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
@@ -132,6 +132,14 @@ def _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back, traced
             exc.location = state.location_in_traceback(exc, rebuilder.user_codes)
         raise
     except Exception as exc:
+        if is_tile_error(exc):  # cuTile's compile-time error, met as the kernel ran (a
+            # `raise ct.static_exception(...)` where the gate did not look): cuTile's class
+            from ..compile_errors import as_cutile_error
+
+            err = as_cutile_error(exc)
+            err.location = err.location or state.location_in_traceback(exc,
+                                                                        rebuilder.user_codes)
+            raise err from None
         raise EmulationError(f"{type(exc).__name__}: {exc} "
                              f"(block {format_block(run.bid, run.grid)})",
                              state.location_in_traceback(exc, rebuilder.user_codes)) from exc

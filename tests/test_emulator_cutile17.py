@@ -1,0 +1,499 @@
+"""cuTile 1.6 and 1.7 language features on the emulator, one test per feature.
+
+Each kernel is also compiled by cuTile on this CPU (its front end and tileiras, for sm_100:
+``tile_lab.inspect``), and what the compiled code says the GPU does (the Tile IR op and its
+attributes, the SASS instruction, the printf format) is what the emulator's answer is checked
+against, through NumPy. What cannot run on a CPU is refused by name at the kernel's line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import types
+from dataclasses import dataclass
+
+import cuda.tile as ct
+import numpy as np
+import pytest
+
+import tile_lab
+from tile_lab.emulator import gate
+from tile_lab.errors import CompileError, EmulationError, EmulatorUnsupported
+
+ARCH = "sm_100"
+
+
+def _compiled(kernel, args):
+    """cuTile and tileiras compile ``kernel`` for ``args`` here: the Inspection."""
+    return tile_lab.inspect(kernel, args, arch=ARCH)
+
+
+def _tileir(kernel, args) -> str:
+    return _compiled(kernel, args).stages["tileir"].text
+
+
+def _line_of(kernel, text: str) -> int:
+    import inspect
+
+    fn = getattr(kernel, "_pyfunc", None) or getattr(kernel, "__wrapped__", None) or kernel
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _printed(tileir: str, *values) -> str:
+    """What the GPU prints: the compiled ``print`` op's C format filled with ``values``."""
+    fmt = re.search(r'print_tko "((?:[^"\\]|\\.)*)"', tileir).group(1)
+    fmt = re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), fmt)
+    return fmt % values
+
+
+# ---- divmod (1.6): integers only, floored like Python -------------------------------------
+
+@ct.kernel
+def divmods(x, y, q, r):
+    a = ct.load(x, (0,), (8,))
+    b = ct.load(y, (0,), (8,))
+    quot, rem = divmod(a, b)  # the builtin
+    ct.store(q, (0,), quot)
+    q3, r3 = ct.divmod(a, 3)
+    ct.store(r, (0,), rem * 100 + r3 + q3 * 0)
+
+
+def test_divmod():
+    x = np.array([7, -7, 7, -7, 0, 5, -5, -9], np.int32)
+    y = np.array([2, 2, -2, -2, 3, -3, 3, 4], np.int32)
+    q, r = np.zeros(8, np.int32), np.zeros(8, np.int32)
+    ir = _tileir(divmods, (x, y, q, r))
+    assert re.search(r"divi .* signed rounding<negative_inf>", ir)  # the GPU floors
+    tile_lab.emulate(divmods, (1,), (x, y, q, r))
+    np.testing.assert_array_equal(q, np.floor_divide(x, y))
+    np.testing.assert_array_equal(r, np.mod(x, y) * 100 + np.mod(x, 3))
+
+
+@ct.kernel
+def float_divmod(x, y):
+    ct.store(y, (0,), divmod(ct.load(x, (0,), (4,)), 2.5)[0])
+
+
+def plain_float_divmod(x, y):
+    ct.store(y, (0,), divmod(ct.load(x, (0,), (4,)), 2.5)[0])
+
+
+def test_divmod_of_floats_is_refused_as_cutile_refuses():
+    x, y = np.ones(4, np.float32), np.zeros(4, np.float32)
+    with pytest.raises(CompileError, match="divmod"):
+        _compiled(float_divmod, (x, y))
+    with pytest.raises(ct.TileTypeError, match="not implemented for floating point"):
+        tile_lab.emulate(float_divmod, (1,), (x, y))
+    with pytest.raises(EmulationError, match="not implemented for floating-point") as info:
+        tile_lab.emulate(plain_float_divmod, (1,), (x, y))  # no gate: the emulator's own
+    assert info.value.location.line == _line_of(plain_float_divmod, "divmod(ct.load")
+
+
+# ---- static_exception (1.7) ---------------------------------------------------------------
+
+@ct.kernel
+def sized(x, N: ct.Constant[int]):
+    if N > 4:
+        raise ct.static_exception(ValueError(f"N={N} is too big"))
+    ct.store(x, (0,), ct.full((4,), N, ct.int32))
+
+
+def plain_sized(x, N):
+    if N > 4:
+        raise ct.static_exception(ValueError(f"N={N} is too big"))
+    ct.store(x, (0,), ct.full((4,), N, ct.int32))
+
+
+def test_static_exception():
+    x = np.zeros(4, np.int32)
+    _compiled(sized, (x, 3))
+    tile_lab.emulate(sized, (1,), (x, 3))
+    assert x.tolist() == [3] * 4
+    with pytest.raises(CompileError, match=r"compile time \(ValueError: N=5 is too big\)"):
+        _compiled(sized, (x, 5))
+    for kernel in (sized, plain_sized):  # gated by cuTile's front end, and not
+        with pytest.raises(ct.StaticException,
+                           match=r"^Exception was raised at compile time \(ValueError: N=5 "
+                                 r"is too big\)") as info:
+            tile_lab.emulate(kernel, (1,), (x, 5))
+        assert info.value.location.line == _line_of(kernel, "raise ct.static_exception")
+    assert x.tolist() == [3] * 4  # nothing ran
+
+
+# ---- foreign pointers (1.7): emulated over the argument's memory -------------------------
+
+@ct.kernel
+def transposed_copy(x, y):
+    xt = ct.Array.from_foreign(x.foreign_pointer, (x.shape[1], x.shape[0]),
+                               (x.strides[1], x.strides[0]))
+    ct.store(y, (0, ct.bid(0)), ct.load(xt, (0, ct.bid(0)), (8, 4)))
+
+
+def test_foreign_pointer_and_from_foreign():
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    y = np.zeros((8, 8), np.float32)
+    ir = _tileir(transposed_copy, (x, y))
+    assert re.search(r"make_tensor_view .*strides = \[1, ", ir)  # x's memory, transposed
+    tr = tile_lab.trace(transposed_copy, (2,), (x, y))
+    np.testing.assert_array_equal(y, x.T)
+    reads = [a for a in tr.accesses if a.kind == "load"]
+    assert [a.arg for a in reads] == ["x", "x"]
+    read = np.sort(np.concatenate([a.flat_indices for a in reads]))
+    np.testing.assert_array_equal(read, np.arange(64))  # every element of x, as x's
+
+
+@ct.kernel
+def foreign_overrun(x, y):
+    v = ct.Array.from_foreign(x.foreign_pointer, (x.shape[0] * 2,), (1,))
+    ct.store(y, (0,), ct.load(v, (0,), (8,)))
+
+
+def test_from_foreign_past_the_argument_is_refused_by_name():
+    x, y = np.zeros(4, np.float32), np.zeros(8, np.float32)
+    _compiled(foreign_overrun, (x, y))  # the GPU would run it, reading past x
+    with pytest.raises(EmulatorUnsupported, match=r"Array\.from_foreign.* past the 4 "
+                                                   r"elements of argument 'x'") as info:
+        tile_lab.emulate(foreign_overrun, (1,), (x, y))
+    assert info.value.location.line == _line_of(foreign_overrun, "from_foreign")
+
+
+# ---- foreign calls (1.7, NVSHMEM): refused by name ------------------------------------------
+
+def test_nvshmem_foreign_calls_are_refused_by_name(monkeypatch):
+    # cuTile's foreign calls come from cuda.tile_preview, which PyPI has only as a 0.0.0a0
+    # placeholder: a stand-in module of that name carries the call here, and no compile
+    preview = types.ModuleType("cuda.tile_preview")
+
+    def nvshmem_my_pe():
+        raise AssertionError("a foreign call reached its host stand-in")
+
+    nvshmem_my_pe.__module__ = "cuda.tile_preview"
+    nvshmem_my_pe.__qualname__ = "nvshmem_my_pe"
+    preview.nvshmem_my_pe = nvshmem_my_pe
+    monkeypatch.setitem(sys.modules, "cuda.tile_preview", preview)
+    namespace = {"ct": ct, "ctp": preview, "my_pe": nvshmem_my_pe}
+    exec(compile("def by_module(x):\n    ct.store(x, (0,), ctp.nvshmem_my_pe())\n"
+                 "def by_name(x):\n    ct.store(x, (0,), my_pe())\n", __file__, "exec"),
+         namespace)
+    for name in ("by_module", "by_name"):
+        with pytest.raises(EmulatorUnsupported,
+                           match=r"cuda\.tile_preview\.nvshmem_my_pe is a foreign call "
+                                 r"\(.*NVSHMEM") as info:
+            tile_lab.emulate(namespace[name], (1,), (np.zeros(4, np.int32),))
+        assert info.value.location.line == 2 + 2 * (name == "by_name")
+
+
+# ---- return inside loops (1.7) ------------------------------------------------------------
+
+@ct.function
+def first_block_over(x, limit):
+    for i in range(x.shape[0] // 4):
+        if ct.sum(ct.load(x, (i,), (4,))) > limit:
+            return i
+    return x.shape[0]
+
+
+@ct.kernel
+def early_returns(x, out, limit: int):
+    ct.store(out, (1,), ct.full((1,), first_block_over(x, limit), ct.int32))
+    i = 0
+    while i < x.shape[0] // 4:
+        if ct.max(ct.load(x, (i,), (4,))) > limit:
+            ct.store(out, (0,), ct.full((1,), i, ct.int32))
+            return
+        i += 1
+    ct.store(out, (0,), ct.full((1,), -1, ct.int32))
+
+
+def test_return_inside_loops():
+    x = np.arange(32, dtype=np.int32)
+    out = np.zeros(2, np.int32)
+    _compiled(early_returns, (x, out, 10))
+    for limit in (10, 50, 1000):
+        tile_lab.emulate(early_returns, (1,), (x, out, limit))
+        sums, maxes = x.reshape(-1, 4).sum(1), x.reshape(-1, 4).max(1)
+        want_sum = np.flatnonzero(sums > limit)
+        want_max = np.flatnonzero(maxes > limit)
+        assert out[1] == (want_sum[0] if want_sum.size else 32)
+        assert out[0] == (want_max[0] if want_max.size else -1)
+
+
+# ---- str.join (1.7) -----------------------------------------------------------------------
+
+@ct.kernel
+def joined(x):
+    t = ct.load(x, (0,), (4,))
+    ct.print(", ".join((f"sum={ct.sum(t)}", f"max={ct.max(t)}", "end")))
+
+
+def test_str_join(capsys):
+    x = np.array([3, 9, -2, 5], np.int32)
+    ir = _tileir(joined, (x,))
+    capsys.readouterr()
+    tile_lab.emulate(joined, (1,), (x,))
+    assert capsys.readouterr().out == _printed(ir, 15, 9) == "sum=15, max=9, end\n"
+
+
+# ---- insert (1.6) ---------------------------------------------------------------------------
+
+@ct.kernel
+def patched(x, y):
+    t = ct.load(x, (0, 0), (4, 8))
+    ct.store(y, (0, 0), ct.insert(t, (1, 1), ct.full((2, 4), -1, ct.int32)))
+    ct.store(y, (1, 0), t.insert((0, 3), ct.extract(t, (0, 1), (4, 2)) * 10))
+
+
+def test_insert():
+    x = np.arange(64, dtype=np.int32).reshape(8, 8)
+    y = np.zeros((8, 8), np.int32)
+    _compiled(patched, (x, y))
+    tile_lab.emulate(patched, (1,), (x, y))
+    top, bottom = x[:4].copy(), x[:4].copy()
+    top[2:4, 4:8] = -1
+    bottom[:, 6:8] = x[:4, 2:4] * 10
+    np.testing.assert_array_equal(y[:4], top)
+    np.testing.assert_array_equal(y[4:], bottom)
+
+
+# ---- check_bounds= (1.6) ----------------------------------------------------------------
+
+@ct.kernel
+def shifted(x, y, CHECK: ct.Constant[bool]):
+    t = ct.load(x, (ct.bid(0),), (8,), check_bounds=CHECK)
+    ct.store(y, (ct.bid(0),), t + 1, check_bounds=CHECK)
+
+
+@ct.kernel
+def padded_unchecked(x, y):
+    t = ct.load(x, (ct.bid(0),), (8,), check_bounds=False, padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, (ct.bid(0),), t)
+
+
+def test_check_bounds():
+    x = np.arange(24, dtype=np.float32)
+    for check in (True, False):
+        y = np.zeros(24, np.float32)
+        ir = _tileir(shifted, (x, y, check))
+        assert ("inbounds = [true]" in ir) is (not check)  # unchecked: declared in bounds
+        tr = tile_lab.trace(shifted, (3,), (x, y, check))
+        np.testing.assert_array_equal(y, x + 1)
+        assert all(a.unchecked is (not check) for a in tr.accesses)
+    # past the end without bounds checks is undefined behaviour: the sanitizer says so
+    report = tile_lab.sanitize(shifted, (4,), (x, np.zeros(32, np.float32), False))
+    assert report.findings
+    # a padding for lanes declared in bounds: tileiras fails, and so does the emulator
+    with pytest.raises(CompileError, match="tileiras"):
+        _compiled(padded_unchecked, (x, np.zeros(24, np.float32)))
+    with pytest.raises(CompileError, match="check_bounds=False and padding_mode=ZERO") as info:
+        tile_lab.emulate(padded_unchecked, (3,), (x, np.zeros(24, np.float32)))
+    assert info.value.location.line == _line_of(padded_unchecked, "check_bounds=False")
+
+
+# ---- propagate_nan= (1.6) -----------------------------------------------------------------
+
+@ct.kernel
+def extremes(x, out, f, P: ct.Constant[bool]):
+    t = ct.load(x, (0, 0), (4, 8))
+    u = ct.load(x, (0, 1), (4, 8))
+    ct.store(out, (0, 0), ct.max(t, axis=1, keepdims=True, propagate_nan=P))
+    ct.store(out, (0, 1), ct.min(t, axis=1, keepdims=True, propagate_nan=P))
+    ct.store(out, (0, 2), ct.astype(ct.argmax(t, axis=1, keepdims=True, propagate_nan=P),
+                                    ct.float32))
+    ct.store(out, (0, 3), ct.astype(ct.argmin(t, axis=1, keepdims=True, propagate_nan=P),
+                                    ct.float32))
+    ct.store(f, (0, 0), ct.maximum(t, u, propagate_nan=P))
+    ct.store(f, (0, 1), ct.minimum(t, u, propagate_nan=P))
+
+
+def _first_nan_or(values: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    nan = np.isnan(values)
+    return np.where(nan.any(1), nan.argmax(1), fallback)
+
+
+def test_propagate_nan():
+    x = np.random.default_rng(7).standard_normal((4, 16)).astype(np.float32)
+    x[0, 3], x[1, 0], x[1, 5], x[2, 12] = np.nan, np.nan, np.nan, np.nan  # row 3: none
+    t, u = x[:, :8], x[:, 8:]
+    for propagate in (False, True):
+        out, f = np.zeros((4, 4), np.float32), np.zeros((4, 16), np.float32)
+        ir = _tileir(extremes, (x, out, f, propagate))
+        assert bool(re.search(r"maxf .* propagate_nan", ir)) is propagate
+        tile_lab.emulate(extremes, (1,), (x, out, f, propagate))
+        if propagate:  # NaN wins; arg* give the first NaN
+            want = [np.max(t, 1), np.min(t, 1), _first_nan_or(t, np.argmax(t, 1)),
+                    _first_nan_or(t, np.argmin(t, 1))]
+            pair = [np.maximum(t, u), np.minimum(t, u)]
+        else:  # NaN ignored (no row is all NaN)
+            want = [np.nanmax(t, 1), np.nanmin(t, 1), np.nanargmax(t, 1), np.nanargmin(t, 1)]
+            pair = [np.fmax(t, u), np.fmin(t, u)]
+        np.testing.assert_array_equal(out, np.stack(want, 1).astype(np.float32))
+        np.testing.assert_array_equal(f, np.concatenate(pair, 1))
+
+
+# ---- ensure_constant (1.6) ----------------------------------------------------------------
+
+@ct.kernel
+def folded(x, N: ct.Constant[int]):
+    if ct.ensure_constant(N > 2):
+        ct.store(x, (0,), ct.full((4,), 1, ct.int32))
+    else:
+        ct.store(x, (0,), ct.full((4,), 2, ct.int32))
+
+
+@ct.kernel
+def not_constant(x):
+    ct.store(x, (0,), ct.full((4,), ct.ensure_constant(ct.bid(0)), ct.int32))
+
+
+def test_ensure_constant():
+    x = np.zeros(4, np.int32)
+    for n, want in ((3, 1), (1, 2)):
+        _compiled(folded, (x, n))
+        tile_lab.emulate(folded, (1,), (x, n))
+        assert x.tolist() == [want] * 4
+    with pytest.raises(CompileError, match="not a compile-time constant"):
+        _compiled(not_constant, (x,))
+    with pytest.raises(ct.TileStaticAssertionError, match="not a compile-time constant") as info:
+        tile_lab.emulate(not_constant, (1,), (x,))
+    assert info.value.location.line == _line_of(not_constant, "ensure_constant")
+
+
+# ---- break in non-static loops (1.6) ------------------------------------------------------
+
+@ct.kernel
+def sum_until_negative(x, out):
+    acc = ct.zeros((4,), ct.int32)
+    for i in range(x.shape[0] // 4):
+        t = ct.load(x, (i,), (4,))
+        if ct.min(t) < 0:
+            break
+        acc = acc + t
+    ct.store(out, (0,), acc)
+
+
+def test_break_in_loop():
+    x = np.arange(32, dtype=np.int32)
+    out = np.zeros(4, np.int32)
+    _compiled(sum_until_negative, (x, out))
+    for stop in (9, 0, None):
+        xs = x.copy()
+        if stop is not None:
+            xs[stop] = -1
+        tile_lab.emulate(sum_until_negative, (1,), (xs, out))
+        blocks = xs.reshape(-1, 4)
+        n = len(blocks) if stop is None else stop // 4
+        np.testing.assert_array_equal(out, blocks[:n].sum(0))
+
+
+# ---- @contextlib.contextmanager (1.6) -----------------------------------------------------
+
+@contextlib.contextmanager
+def scaled_then_bumped(arr, k):
+    t = ct.load(arr, (0,), (4,))
+    yield t * k
+    ct.store(arr, (0,), t + 1)
+
+
+@ct.kernel
+def with_block(x, y):
+    with scaled_then_bumped(x, 3) as t:
+        ct.store(y, (0,), t)
+
+
+def test_contextmanager():
+    x, y = np.arange(4, dtype=np.int32), np.zeros(4, np.int32)
+    _compiled(with_block, (x, y))
+    tile_lab.emulate(with_block, (1,), (x, y))
+    np.testing.assert_array_equal(y, np.arange(4) * 3)
+    np.testing.assert_array_equal(x, np.arange(4) + 1)
+
+
+# ---- dataclass dunders (1.6) --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Rows:
+    arr: ct.Array
+    scale: int
+
+    def __post_init__(self):
+        ct.scatter(self.arr, 31, 7)
+
+    def __getitem__(self, i):
+        return ct.load(self.arr, (i,), (4,))
+
+    def __setitem__(self, i, t):
+        ct.store(self.arr, (i,), t)
+
+    def __call__(self, t):
+        return t * self.scale
+
+    def __str__(self):
+        return f"Rows(first={ct.sum(self[0])})"
+
+    def __repr__(self):
+        return f"Rows<{self.scale}>"
+
+
+@ct.kernel
+def dunders(x):
+    rows = Rows(x, 2)
+    rows[1] = rows(rows[2])
+    ct.print(f"{rows} {repr(rows)}")  # noqa: RUF010 (cuTile refuses !r in kernels)
+
+
+def test_dataclass_dunders(capsys):
+    x = np.arange(32, dtype=np.int32)
+    ir = _tileir(dunders, (x.copy(),))
+    capsys.readouterr()
+    tile_lab.emulate(dunders, (1,), (x,))
+    want = np.arange(32)
+    want[4:8] = want[8:12] * 2
+    want[31] = 7
+    np.testing.assert_array_equal(x, want)
+    assert capsys.readouterr().out == _printed(ir, 6, 2) == "Rows(first=6) Rows<2>\n"
+
+
+# ---- rounding modes of float32 add/sub (1.6, packed f32x2 in cuda-lang) ---------------------
+
+@ct.kernel
+def directed(x, y, out):
+    a = ct.load(x, (0,), (16,))
+    b = ct.load(y, (0,), (16,))
+    ct.store(out, (0,), ct.add(a, b, rounding_mode=ct.RoundingMode.RZ))
+    ct.store(out, (1,), ct.sub(a, b, rounding_mode=ct.RoundingMode.RP, flush_to_zero=True))
+    ct.store(out, (2,), ct.add(a, b, rounding_mode=ct.RoundingMode.RM))
+
+
+def _directed(exact: np.ndarray, mode: str) -> np.ndarray:
+    """``exact`` (float64) rounded to float32 toward zero / +inf / -inf."""
+    near = exact.astype(np.float32)
+    back = near.astype(np.float64)
+    goal = {"RZ": np.where(exact > 0, -np.inf, np.inf), "RP": np.inf, "RM": -np.inf}[mode]
+    wrong = {"RZ": np.abs(back) > np.abs(exact), "RP": back < exact, "RM": back > exact}[mode]
+    return np.where(wrong, np.nextafter(near, np.float32(goal) * np.ones_like(near)), near)
+
+
+def test_rounding_modes_of_float32_add_and_sub():
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(16) * 10).astype(np.float32)
+    y = (rng.standard_normal(16) * 1e-3).astype(np.float32)
+    x[:2], y[:2] = [5e-39, 3e-39], [1e-39, -2e-39]  # subnormals: flush_to_zero flushes
+    out = np.zeros(48, np.float32)
+    sass = _compiled(directed, (x, y, out)).sass
+    for op in ("FADD.RZ", "FADD.FTZ.RP", "FADD.RM"):  # the GPU rounds in the instruction
+        assert op in sass
+    tile_lab.emulate(directed, (1,), (x, y, out))
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    assert ((x64 + y64) - x64 == y64).all()  # float64 holds each sum exactly
+    tiny = np.finfo(np.float32).tiny
+    xf, yf = (np.where(np.abs(v) < tiny, 0.0, v) for v in (x64, y64))
+    np.testing.assert_array_equal(out[:16], _directed(x64 + y64, "RZ"))
+    np.testing.assert_array_equal(out[16:32], _directed(xf - yf, "RP"))
+    np.testing.assert_array_equal(out[32:], _directed(x64 + y64, "RM"))
+    assert not (out[:16] == (x + y)).all()  # the modes changed some results
+    with gate.disabled():  # the gate is not what makes these pass
+        tile_lab.emulate(directed, (1,), (x, y, out))
+    np.testing.assert_array_equal(out[32:], _directed(x64 + y64, "RM"))
