@@ -120,7 +120,34 @@ def test_static_exception():
                                  r"is too big\)") as info:
             tile_lab.emulate(kernel, (1,), (x, 5))
         assert info.value.location.line == _line_of(kernel, "raise ct.static_exception")
+        assert f"line {info.value.location.line}" in str(info.value)  # as cuTile words it
     assert x.tolist() == [3] * 4  # nothing ran
+
+
+STATIC_EXCEPTION_CELL = """import cuda.tile as ct
+import numpy as np
+import tile_lab
+
+@ct.kernel
+def sized(x, N: ct.Constant[int]):
+    if N > 4:
+        raise ct.static_exception(ValueError(f"N={N} is too big"))
+    ct.store(x, (0,), ct.full((4,), N, ct.int32))
+
+tile_lab.emulate(sized, (1,), (np.zeros(4, np.int32), 5))
+"""
+
+
+def test_static_exception_in_a_notebook_cell_names_the_cell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    result = shell.run_cell(STATIC_EXCEPTION_CELL, store_history=True)
+    err = result.error_in_exec
+    assert isinstance(err, ct.StaticException)
+    text = err.render()
+    assert f"Cell In[{result.execution_count}], line 8" in text
+    assert "ValueError: N=5 is too big" in text
 
 
 # ---- foreign pointers (1.7): emulated over the argument's memory -------------------------
@@ -143,6 +170,24 @@ def test_foreign_pointer_and_from_foreign():
     assert [a.arg for a in reads] == ["x", "x"]
     read = np.sort(np.concatenate([a.flat_indices for a in reads]))
     np.testing.assert_array_equal(read, np.arange(64))  # every element of x, as x's
+
+
+@ct.kernel
+def into_evens(x, y):
+    v = ct.Array.from_foreign(x.foreign_pointer, (x.shape[0] // 2,), (2,))
+    ct.store(v, (0,), ct.load(y, (0,), (8,)))  # y has 6: lanes 6, 7 are padding
+
+
+def test_from_foreign_view_reports_in_the_arguments_elements():
+    x, y = np.zeros(16, np.float32), np.arange(1, 7, dtype=np.float32)
+    _compiled(into_evens, (x, y))
+    tr = tile_lab.trace(into_evens, (1,), (x, y))
+    np.testing.assert_array_equal(x[0:12:2], y)
+    assert (x[1::2] == 0).all()
+    store = next(a for a in tr.accesses if a.kind == "store")
+    assert store.arg == "x" and store.flat_indices.tolist() == list(range(0, 16, 2))
+    [bad] = tr.undetermined  # padded lanes reached x[12] and x[14]
+    assert (bad.arg, bad.box_start, bad.box_stop, bad.elements) == ("x", (12,), (15,), 2)
 
 
 @ct.kernel

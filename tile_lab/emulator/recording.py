@@ -34,7 +34,7 @@ def record_box(kind: str, op: str, arr: Any, tile_index, shape, start, perm, pad
         for k, ax in enumerate(perm):
             a_start[ax], a_stop[ax] = start[k], stop[k]
         start, stop = a_start, a_stop
-    if arr._foreign:  # a from_foreign view: its box is no box of the argument's
+    if getattr(arr, "_foreign", False):  # a from_foreign view: no box of the argument
         _record_foreign_box(kind, op, arr, start, stop, unchecked)
         return
     if arr._sliced:  # a slice's coordinates shifted back into the argument's
@@ -67,7 +67,7 @@ def record_points(kind: str, op: str, arr: Any, sel: tuple[np.ndarray, ...], oob
     rec = state.recorder
     if rec is None:
         return
-    if arr._foreign:  # a from_foreign view's elements -> the argument's
+    if getattr(arr, "_foreign", False):  # a from_foreign view's elements -> the argument's
         parts, ok = arr.to_argument(sel)
         sel = tuple(p[ok] for p in parts)
         oob += int(np.count_nonzero(~ok))
