@@ -253,6 +253,28 @@ def early_returns(x, out, limit: int):
     ct.store(out, (0,), ct.full((1,), -1, ct.int32))
 
 
+@ct.kernel
+def spin_until(x, out):
+    i = 0
+    while True:
+        if ct.max(ct.load(x, (i,), (4,))) > 10:
+            ct.store(out, (0,), ct.full((1,), i, ct.int32))
+            return
+        i += 1
+
+
+def test_while_true_left_only_by_return_is_a_compiler_failure_named_as_such():
+    # cuTile 1.7 asserts inside its compiler here: no "loop without an exit" (the loop has
+    # one). The emulator still runs such a kernel, as it runs any kernel cuTile fails on
+    # internally (gate.py: no verdict), which its step budget and Ctrl-C handling rely on.
+    x, out = np.arange(32, dtype=np.int32), np.zeros(1, np.int32)
+    with pytest.raises(CompileError) as info:
+        _compiled(spin_until, (x, out))
+    assert "only exit is a `return`" in info.value.render()
+    assert "without an exit" not in info.value.render()
+    assert info.value.location.line == _line_of(spin_until, "while True")
+
+
 def test_return_inside_loops():
     x = np.arange(32, dtype=np.int32)
     out = np.zeros(2, np.int32)
