@@ -415,6 +415,10 @@ def not_constant(x):
     ct.store(x, (0,), ct.full((4,), ct.ensure_constant(ct.bid(0)), ct.int32))
 
 
+def plain_not_constant(x):
+    ct.store(x, (0,), ct.full((4,), ct.ensure_constant(ct.bid(0)), ct.int32))
+
+
 def test_ensure_constant():
     x = np.zeros(4, np.int32)
     for n, want in ((3, 1), (1, 2)):
@@ -423,9 +427,12 @@ def test_ensure_constant():
         assert x.tolist() == [want] * 4
     with pytest.raises(CompileError, match="not a compile-time constant"):
         _compiled(not_constant, (x,))
-    with pytest.raises(ct.TileStaticAssertionError, match="not a compile-time constant") as info:
-        tile_lab.emulate(not_constant, (1,), (x,))
-    assert info.value.location.line == _line_of(not_constant, "ensure_constant")
+    for kernel in (not_constant, plain_not_constant):  # gated by cuTile, and not
+        with pytest.raises(ct.TileStaticAssertionError,
+                           match="^Static assertion failed: Argument of ensure_constant"
+                                 r"\(\) is not a compile-time constant") as info:
+            tile_lab.emulate(kernel, (1,), (x,))
+        assert info.value.location.line == _line_of(kernel, "ensure_constant(ct.bid")
 
 
 # ---- break in non-static loops (1.6) ------------------------------------------------------

@@ -69,8 +69,8 @@ def static_assert(condition, message=None, /):
         return  # cuTile's front end evaluated it for this signature, and it held
     if isinstance(condition, Tile):
         raise kernel_error("ct.static_assert needs a compile-time constant condition, got a tile")
-    if not condition:
-        raise kernel_error("static assertion failed" + (f": {message}" if message else ""))
+    if not condition:  # cuTile's class and wording (runtime.py gives it the kernel line)
+        raise ct.TileStaticAssertionError(message or "")
 
 
 @emulates(ct.static_iter)
@@ -93,7 +93,8 @@ def static_exception(exc, /):
 @emulates(ct.ensure_constant)
 def ensure_constant(value, /):
     if isinstance(value, Tile) and not (state.typed() and value.ndim == 0):
-        raise kernel_error("argument of ct.ensure_constant() is not a compile-time constant")
+        raise ct.TileStaticAssertionError(
+            "Argument of ensure_constant() is not a compile-time constant")
     return value
 
 
