@@ -12,11 +12,13 @@ import contextlib
 import re
 import sys
 import types
+import warnings
 from dataclasses import dataclass
 
 import cuda.tile as ct
 import numpy as np
 import pytest
+from test_emulator_harness import Case
 
 import tile_lab
 from tile_lab.emulator import gate
@@ -571,3 +573,97 @@ def test_rounding_modes_of_float32_add_and_sub():
     with gate.disabled():  # the gate is not what makes these pass
         tile_lab.emulate(directed, (1,), (x, y, out))
     np.testing.assert_array_equal(out[32:], _directed(x64 + y64, "RM"))
+
+
+# ---- the same kernels against a GPU ---------------------------------------------------------
+# Run here against NumPy; with a GPU (pytest -m gpu) the GPU's result against the emulator's,
+# including what the emulator chooses where the documentation is silent (rows all NaN).
+
+def _nan_rows(rng) -> np.ndarray:
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    x[0, 3], x[1, 0], x[1, 5] = np.nan, np.nan, np.nan
+    x[2, :8] = np.nan  # a row of t entirely NaN
+    x[3, [1, 6]] = [-0.0, 0.0]
+    return x
+
+
+def _extremes_reference(propagate: bool):
+    def reference(a):
+        t, u = a[0][:, :8], a[0][:, 8:]
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # nanmax of an all-NaN row
+            if propagate:
+                cols = [np.max(t, 1), np.min(t, 1), _first_nan_or(t, np.argmax(t, 1)),
+                        _first_nan_or(t, np.argmin(t, 1))]
+                pair = [np.maximum(t, u), np.minimum(t, u)]
+            else:  # an all-NaN row: NaN, and index 0 (the emulator's choice)
+                clean = np.where(np.isnan(t), -np.inf, t), np.where(np.isnan(t), np.inf, t)
+                cols = [np.nanmax(t, 1), np.nanmin(t, 1), clean[0].argmax(1),
+                        clean[1].argmin(1)]
+                pair = [np.fmax(t, u), np.fmin(t, u)]
+        return {1: np.stack(cols, 1).astype(np.float32), 2: np.concatenate(pair, 1)}
+    return reference
+
+
+def _int_pairs(rng):
+    x = rng.integers(-50, 50, 8).astype(np.int32)
+    y = rng.integers(1, 9, 8).astype(np.int32) * rng.choice([-1, 1], 8).astype(np.int32)
+    return x, y, np.zeros(8, np.int32), np.zeros(8, np.int32)
+
+
+def _close_floats(rng):
+    x = (rng.standard_normal(16) * 10).astype(np.float32)
+    y = (rng.standard_normal(16) * 1e-3).astype(np.float32)
+    x[:2], y[:2] = [5e-39, 3e-39], [1e-39, -2e-39]
+    return x, y, np.zeros(48, np.float32)
+
+
+def _directed_reference(a):
+    x64, y64 = a[0].astype(np.float64), a[1].astype(np.float64)
+    tiny = np.finfo(np.float32).tiny
+    xf, yf = (np.where(np.abs(v) < tiny, 0.0, v) for v in (x64, y64))
+    return {2: np.concatenate([_directed(x64 + y64, "RZ"), _directed(xf - yf, "RP"),
+                               _directed(x64 + y64, "RM")])}
+
+
+PARITY = [
+    Case("divmod", divmods, (1,), _int_pairs,
+         lambda a: {2: np.floor_divide(a[0], a[1]),
+                    3: np.mod(a[0], a[1]) * 100 + np.mod(a[0], 3)}),
+    *(Case(f"propagate_nan={p}", extremes, (1,),
+           lambda rng, p=p: (_nan_rows(rng), np.zeros((4, 4), np.float32),
+                             np.zeros((4, 16), np.float32), p),
+           _extremes_reference(p), rtol=0, atol=0, gpu_rtol=0, gpu_atol=0)
+      for p in (False, True)),
+    Case("rounding_mode", directed, (1,), _close_floats, _directed_reference, rtol=0,
+         atol=0, gpu_rtol=0, gpu_atol=0),
+    Case("from_foreign", transposed_copy, (2,),
+         lambda rng: (rng.standard_normal((8, 8)).astype(np.float32),
+                      np.zeros((8, 8), np.float32)),
+         lambda a: {1: a[0].T.copy()}, rtol=0, atol=0),
+    Case("check_bounds=False", shifted, (3,),
+         lambda rng: (rng.standard_normal(24).astype(np.float32), np.zeros(24, np.float32),
+                      False),
+         lambda a: {1: a[0] + np.float32(1)}, rtol=0, atol=0),
+    Case("insert", patched, (1,),
+         lambda rng: (rng.integers(0, 99, (8, 8)).astype(np.int32), np.zeros((8, 8), np.int32)),
+         lambda a: {1: np.concatenate([np.where(np.pad(np.ones((2, 4), bool), ((2, 0), (4, 0))),
+                                                -1, a[0][:4]),
+                                       np.concatenate([a[0][:4, :6], a[0][:4, 2:4] * 10], 1)
+                                       ]).astype(np.int32)}),
+    Case("break", sum_until_negative, (1,),
+         lambda rng: (np.where(np.arange(32) == 21, -1, rng.integers(0, 9, 32)).astype(np.int32),
+                      np.zeros(4, np.int32)),
+         lambda a: {1: a[0].reshape(-1, 4)[:5].sum(0).astype(np.int32)}),
+    Case("return in loops", early_returns, (1,),
+         lambda rng: (np.arange(32, dtype=np.int32), np.zeros(2, np.int32), 20),
+         lambda a: {1: np.array([5, 1], np.int32)}),  # max 23 > 20 in block 5, sum 22 in 1
+    Case("contextmanager", with_block, (1,),
+         lambda rng: (rng.integers(-9, 9, 4).astype(np.int32), np.zeros(4, np.int32)),
+         lambda a: {0: a[0] + 1, 1: a[0] * 3}),
+]
+
+
+@pytest.mark.parametrize("case", PARITY, ids=str)
+def test_matches_numpy_and_the_gpu(case, check_case):
+    check_case(case)
