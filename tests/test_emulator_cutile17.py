@@ -193,6 +193,23 @@ def test_from_foreign_view_reports_in_the_arguments_elements():
 
 
 @ct.kernel
+def through_a_view(x, y):
+    evens = ct.Array.from_foreign(x.foreign_pointer, (x.shape[0] // 2,), (2,))
+    part = evens.slice(0, 1, 5)  # x[2], x[4], ..., x[8]
+    dense = ct.Array.from_foreign(part.foreign_pointer, (8,), (1,))  # memory from x[2] on
+    ct.store(y, (0,), ct.load(dense, (0,), (8,)))
+
+
+def test_from_foreign_strides_count_memory_elements_not_the_views():
+    x, y = np.arange(16, dtype=np.float32), np.zeros(8, np.float32)
+    _compiled(through_a_view, (x, y))
+    tr = tile_lab.trace(through_a_view, (1,), (x, y))
+    np.testing.assert_array_equal(y, x[2:10])
+    load = next(a for a in tr.accesses if a.kind == "load")
+    assert load.flat_indices.tolist() == list(range(2, 10)) and load.out_of_bounds == 0
+
+
+@ct.kernel
 def foreign_overrun(x, y):
     v = ct.Array.from_foreign(x.foreign_pointer, (x.shape[0] * 2,), (1,))
     ct.store(y, (0,), ct.load(v, (0,), (8,)))

@@ -31,10 +31,10 @@ class ForeignPointer:
     """``array.foreign_pointer``: a scalar that only ``Array.from_foreign`` (or a foreign
     call) takes; it holds the memory it points to (the argument's, from the array's base)."""
 
-    __slots__ = ("_memory",)
+    __slots__ = ("_base", "_memory")
 
-    def __init__(self, memory: RawArrayMemory) -> None:
-        self._memory = memory
+    def __init__(self, memory: RawArrayMemory, base: int = 0) -> None:
+        self._memory, self._base = memory, base  # base: elements past the memory's start
 
     @property
     def dtype(self) -> object:
@@ -71,12 +71,11 @@ class ForeignArray(Array):
         pos = np.full(np.shape(sel[0]) if sel else (), self._base, dtype=np.int64)
         for idx, s in zip(sel, self._estrides):
             pos = pos + np.asarray(idx, dtype=np.int64) * s
-        parts, ok = self._memory._argument_coords(np.atleast_1d(pos))
-        return parts, ok
+        return self._memory._argument_coords(np.atleast_1d(pos))
 
     @property
     def origin_array(self) -> Array:
-        """The array whose ``foreign_pointer`` this view was built from."""
+        """The argument (or its slice) whose memory this view is over."""
         return self._memory._array
 
     def slice(self, axis, start, stop) -> ForeignArray:
@@ -93,6 +92,8 @@ class ForeignArray(Array):
 
 
 def foreign_pointer(array: Array) -> ForeignPointer:
+    if isinstance(array, ForeignArray):  # the argument's memory still, from the view's base
+        return ForeignPointer(array._memory, array._base)
     return ForeignPointer(RawArrayMemory(array))
 
 
@@ -126,8 +127,8 @@ def from_foreign(pointer, shape, strides) -> ForeignArray:
     if len(dims) != len(steps):
         raise kernel_error(f"Array.from_foreign: shape {tuple(dims)} and strides "
                            f"{tuple(steps)} must have the same rank")
-    memory = pointer._memory
-    size = memory._mem.shape[0]
+    memory, base = pointer._memory, pointer._base
+    size = memory._mem.shape[0] - base
     last = sum((n - 1) * s for n, s in zip(dims, steps)) if all(dims) else -1
     if last >= size:
         name = memory._array.name
@@ -139,9 +140,9 @@ def from_foreign(pointer, shape, strides) -> ForeignArray:
             "have", hint="keep the view inside the array the pointer came from (its shape and "
                  "strides), or run the kernel on a GPU with tile_lab.launch")
     item = memory._mem.itemsize
-    data = np.lib.stride_tricks.as_strided(memory._mem, shape=tuple(dims),
+    data = np.lib.stride_tricks.as_strided(memory._mem[base:], shape=tuple(dims),
                                            strides=tuple(s * item for s in steps))
-    return ForeignArray(data, memory, 0, tuple(steps), tuple(static))
+    return ForeignArray(data, memory, base, tuple(steps), tuple(static))
 
 
 IMPLEMENTATIONS["Array.foreign_pointer"] = foreign_pointer  # Array's members call these
