@@ -549,12 +549,15 @@ def test_dataclass_dunders(capsys):
     assert capsys.readouterr().out == _printed(ir, 6, 2) == "Rows(first=6) Rows<2>\n"
 
 
-# ---- rounding modes of float32 add/sub (1.6, packed f32x2 in cuda-lang) ---------------------
+# ---- rounding modes of packed float32 add/sub (1.6: f32x2) -------------------------------
+
+LANES = 1024  # enough per thread that tileiras packs float32 adds in pairs (FADD2) on sm_100
+
 
 @ct.kernel
 def directed(x, y, out):
-    a = ct.load(x, (0,), (16,))
-    b = ct.load(y, (0,), (16,))
+    a = ct.load(x, (0,), (LANES,))
+    b = ct.load(y, (0,), (LANES,))
     ct.store(out, (0,), ct.add(a, b, rounding_mode=ct.RoundingMode.RZ))
     ct.store(out, (1,), ct.sub(a, b, rounding_mode=ct.RoundingMode.RP, flush_to_zero=True))
     ct.store(out, (2,), ct.add(a, b, rounding_mode=ct.RoundingMode.RM))
@@ -569,27 +572,39 @@ def _directed(exact: np.ndarray, mode: str) -> np.ndarray:
     return np.where(wrong, np.nextafter(near, np.float32(goal) * np.ones_like(near)), near)
 
 
-def test_rounding_modes_of_float32_add_and_sub():
-    rng = np.random.default_rng(3)
-    x = (rng.standard_normal(16) * 10).astype(np.float32)
-    y = (rng.standard_normal(16) * 1e-3).astype(np.float32)
-    x[:2], y[:2] = [5e-39, 3e-39], [1e-39, -2e-39]  # subnormals: flush_to_zero flushes
-    out = np.zeros(48, np.float32)
-    sass = _compiled(directed, (x, y, out)).sass
-    for op in ("FADD.RZ", "FADD.FTZ.RP", "FADD.RM"):  # the GPU rounds in the instruction
-        assert op in sass
-    tile_lab.emulate(directed, (1,), (x, y, out))
-    x64, y64 = x.astype(np.float64), y.astype(np.float64)
-    assert ((x64 + y64) - x64 == y64).all()  # float64 holds each sum exactly
+def _close_floats(rng):
+    """Operands less than 29 binades apart (float64 holds every sum exactly), and two pairs
+    of float32 subnormals (which flush_to_zero flushes)."""
+    sign = rng.choice([-1.0, 1.0], (2, LANES))
+    x = (sign[0] * rng.uniform(0.5, 50, LANES)).astype(np.float32)
+    y = (sign[1] * rng.uniform(1e-4, 1e-3, LANES)).astype(np.float32)
+    x[:2], y[:2] = [5e-39, 3e-39], [1e-39, -2e-39]
+    return x, y, np.zeros(3 * LANES, np.float32)
+
+
+def _directed_reference(a):
+    x64, y64 = a[0].astype(np.float64), a[1].astype(np.float64)
+    assert ((x64 + y64) - x64 == y64).all() and ((x64 - y64) - x64 == -y64).all()
     tiny = np.finfo(np.float32).tiny
     xf, yf = (np.where(np.abs(v) < tiny, 0.0, v) for v in (x64, y64))
-    np.testing.assert_array_equal(out[:16], _directed(x64 + y64, "RZ"))
-    np.testing.assert_array_equal(out[16:32], _directed(xf - yf, "RP"))
-    np.testing.assert_array_equal(out[32:], _directed(x64 + y64, "RM"))
-    assert not (out[:16] == (x + y)).all()  # the modes changed some results
-    with gate.disabled():  # the gate is not what makes these pass
-        tile_lab.emulate(directed, (1,), (x, y, out))
-    np.testing.assert_array_equal(out[32:], _directed(x64 + y64, "RM"))
+    return {2: np.concatenate([_directed(x64 + y64, "RZ"), _directed(xf - yf, "RP"),
+                               _directed(x64 + y64, "RM")])}
+
+
+def test_rounding_modes_of_packed_float32_add_and_sub():
+    x, y, out = _close_floats(np.random.default_rng(3))
+    sass = _compiled(directed, (x, y, out)).sass
+    # the GPU adds pairs of lanes in one instruction, rounding as asked
+    for op in (r"FADD2\.RZ ", r"FADD2\.(FTZ\.RP|RP\.FTZ) ", r"FADD2\.RM "):
+        assert re.search(op, sass), op
+    want = _directed_reference((x, y))[2]
+    for gated in (True, False):  # cuTile's front end is not what makes these pass
+        out[:] = 0
+        with contextlib.nullcontext() if gated else gate.disabled():
+            tile_lab.emulate(directed, (1,), (x, y, out))
+        np.testing.assert_array_equal(out, want)
+    nearest = np.concatenate([x + y, x - np.where(np.abs(y) < 1.2e-38, 0, y), x + y])
+    assert (out != nearest).sum() > LANES  # the modes changed many results
 
 
 # ---- the same kernels against a GPU ---------------------------------------------------------
@@ -626,21 +641,6 @@ def _int_pairs(rng):
     x = rng.integers(-50, 50, 8).astype(np.int32)
     y = rng.integers(1, 9, 8).astype(np.int32) * rng.choice([-1, 1], 8).astype(np.int32)
     return x, y, np.zeros(8, np.int32), np.zeros(8, np.int32)
-
-
-def _close_floats(rng):
-    x = (rng.standard_normal(16) * 10).astype(np.float32)
-    y = (rng.standard_normal(16) * 1e-3).astype(np.float32)
-    x[:2], y[:2] = [5e-39, 3e-39], [1e-39, -2e-39]
-    return x, y, np.zeros(48, np.float32)
-
-
-def _directed_reference(a):
-    x64, y64 = a[0].astype(np.float64), a[1].astype(np.float64)
-    tiny = np.finfo(np.float32).tiny
-    xf, yf = (np.where(np.abs(v) < tiny, 0.0, v) for v in (x64, y64))
-    return {2: np.concatenate([_directed(x64 + y64, "RZ"), _directed(xf - yf, "RP"),
-                               _directed(x64 + y64, "RM")])}
 
 
 PARITY = [
