@@ -126,6 +126,31 @@ def test_static_exception():
     assert x.tolist() == [3] * 4  # nothing ran
 
 
+def _checked_width(n: int) -> int:
+    if n > 4:
+        raise ValueError(f"n={n} is too big")
+    return n
+
+
+@ct.kernel
+def sized_by_helper(x, N: ct.Constant[int]):
+    n = ct.static_eval(_checked_width(N))  # a raise inside static_eval: a StaticException too
+    ct.store(x, (0,), ct.full((4,), n, ct.int32))
+
+
+def test_static_exception_from_inside_static_eval():
+    x = np.zeros(4, np.int32)
+    with pytest.raises(ct.StaticException,
+                       match=r"^Exception was raised inside static_eval\(\) \(ValueError: "
+                             r"n=5 is too big\)") as info:
+        tile_lab.emulate(sized_by_helper, (1,), (x, 5))
+    assert info.value.location.line == _line_of(sized_by_helper, "static_eval(")
+    with pytest.raises(CompileError, match="inside static_eval"):
+        _compiled(sized_by_helper, (x, 5))
+    tile_lab.emulate(sized_by_helper, (1,), (x, 2))
+    assert x.tolist() == [2] * 4
+
+
 STATIC_EXCEPTION_CELL = """import cuda.tile as ct
 import numpy as np
 import tile_lab
