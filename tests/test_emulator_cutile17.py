@@ -244,7 +244,7 @@ def test_from_foreign_past_the_argument_is_refused_by_name():
     x, y = np.zeros(4, np.float32), np.zeros(8, np.float32)
     _compiled(foreign_overrun, (x, y))  # the GPU would run it, reading past x
     with pytest.raises(EmulatorUnsupported, match=r"Array\.from_foreign.* past the 4 "
-                                                   r"elements of argument 'x'") as info:
+                                                   r"elements of 'x'") as info:
         tile_lab.emulate(foreign_overrun, (1,), (x, y))
     assert info.value.location.line == _line_of(foreign_overrun, "from_foreign")
 

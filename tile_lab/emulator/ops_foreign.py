@@ -134,8 +134,8 @@ def from_foreign(pointer, shape, strides) -> ForeignArray:
         name = memory._array.name
         raise EmulatorUnsupported(
             f"Array.from_foreign: a view of shape {tuple(dims)} and strides {tuple(steps)} "
-            f"reaches element {last} from {name!r}'s base pointer, past the {size} "
-            f"element{'s' if size != 1 else ''} of argument {name!r} there: on a GPU it "
+            f"reaches element {last} from the pointer into argument {name!r}, past the "
+            f"{size} element{'s' if size != 1 else ''} of {name!r} there: on a GPU it "
             "would touch memory the kernel was not given, which the CPU emulator does not "
             "have", hint="keep the view inside the array the pointer came from (its shape and "
                  "strides), or run the kernel on a GPU with tile_lab.launch")
