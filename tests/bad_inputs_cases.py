@@ -109,6 +109,16 @@ def spin(a, TILE: ct.Constant[int]):
         i += 1
     ct.store(a, index=(0,), tile=ct.full((TILE,), 1.0, ct.float32))
 """), "CompileError", 5, (r"loop without an exit", r"no `break`", r"hint: .*break")),
+    Case("while-true-return-only", "compile", tile('--sig "f32[1024], 256"', """\
+@ct.kernel
+def first(a, TILE: ct.Constant[int]):
+    i = 0
+    while True:
+        if i > 3:
+            return
+        i += 1
+"""), "CompileError", 5, (r"cuTile compiler failure", r"only exit is a `return`",
+                          r"hint: .*break")),
     Case("python-syntax", "compile",
          tile(SIG, vadd_with(5, "    ta = ct.load(a, index=(bid,) shape=(TILE,))")),
          "CompileError", 5, (r"SyntaxError",)),

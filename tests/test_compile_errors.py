@@ -25,6 +25,7 @@ def _located(source: str, line: int) -> SourceLocation:
     ("    while True:\n        if i > 3:\n            break\n", False),
     ("    while i < 3:\n        i += 1\n", False),
     ("    while True:\n        while i:\n            break\n        break\n", False),
+    ("    while True:\n        if i > 3:\n            return i\n", False),  # cuTile 1.7
 ])
 def test_a_loop_never_ends_only_without_a_break_of_its_own(body, never_ends):
     source = "def k(i):\n" + body + "    return i\n"

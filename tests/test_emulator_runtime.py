@@ -207,13 +207,13 @@ def test_python_errors_inside_kernels_carry_the_kernel_line():
 
 @ct.kernel
 def foreign(x):
-    x.foreign_pointer  # noqa: B018 (the attribute access is the refused op)
+    ct.Array.from_foreign(x.foreign_pointer, (x.shape[0] + 1,), (1,))  # one past the end
 
 
 def test_unsupported_features_raise_emulator_unsupported():
-    with pytest.raises(EmulatorUnsupported, match="foreign_pointer") as info:
+    with pytest.raises(EmulatorUnsupported, match="from_foreign") as info:
         tile_lab.emulate(foreign, (1,), (np.zeros(4, np.float32),))
-    assert info.value.location.line == _line_of(foreign, "foreign_pointer")
+    assert info.value.location.line == _line_of(foreign, "from_foreign")
 
 
 # ---- completeness of the emulated namespace ---------------------------------------------------

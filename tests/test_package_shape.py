@@ -201,6 +201,7 @@ EMULATOR_LAYERS = [
     ("ops_gather",),
     ("ops_atomic", "ops_math", "ops_reduce", "ops_shape", "ops_misc"),
     ("ops_raw",),
+    ("ops_foreign",),
 ]
 
 

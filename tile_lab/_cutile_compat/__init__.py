@@ -429,6 +429,17 @@ def tile_error_location(exc: BaseException) -> tuple[str, int, int | None] | Non
     return loc.filename, int(loc.line), (int(loc.col) if loc.col is not None else None)
 
 
+def locate_tile_error(exc: BaseException, filename: str, line: int, col: int,
+                      function: str) -> None:
+    """Give a cuTile error raised without a location (the emulator's ``ct.StaticException``)
+    the kernel line it came from, so its text names that line as cuTile's own errors do."""
+    from cuda.tile._exception import FunctionDesc, Loc
+
+    if getattr(exc, "loc", None) is None or exc.loc.is_unknown():
+        exc.loc = Loc(line=line, col=col, filename=filename,
+                      function=FunctionDesc(function, filename, line, col + 1))
+
+
 def tile_error_call_sites(exc: BaseException) -> list[tuple[str, int, int | None]]:
     """Every location of a cuTile error, innermost first, then its call sites."""
     out = []

@@ -146,12 +146,19 @@ def _internal_error_words(exc: BaseException, message: str, location: SourceLoca
         kind, why = _WRAPPED_KINDS[cause_name]
         return kind, message or str(cause), why
     text = (location.text or "").strip() if location else ""
-    if text.startswith("while") and location is not None and _loop_never_exits(location):
+    exits = _while_true_exits(location) if text.startswith("while") and location else None
+    if exits == set():
         return ("loop without an exit",
                 f"this `{text.rstrip(':')}` loop has no `break` and no condition that can "
                 f"end it, so the kernel would never finish",
                 "cuTile cannot compile a loop that never ends: add a `break`, or loop over "
                 "`range(...)`")
+    if exits == {"return"}:  # cuTile 1.7 asserts on it (its finalize_constant_and_loose_type)
+        return ("cuTile compiler failure",
+                f"cuTile's compiler fails on this `{text.rstrip(':')}` loop, whose only exit "
+                "is a `return` (an internal assertion in cuTile 1.7)",
+                "leave the loop with `break` and return after it, or give the loop a "
+                "condition (`while not done:`)")
     detail = message or (f"{cause_name} inside cuTile's compiler" if cause_name
                          else "no message from cuTile")
     return ("cuTile internal error", detail,
@@ -161,11 +168,18 @@ def _internal_error_words(exc: BaseException, message: str, location: SourceLoca
 
 def _loop_never_exits(location: SourceLocation) -> bool:
     """True when the ``while`` at ``location`` loops on a constant true test with no
-    ``break`` (a ``return`` is not allowed in cuTile loops either)."""
+    ``break`` of its own and no ``return``."""
+    return _while_true_exits(location) == set()
+
+
+def _while_true_exits(location: SourceLocation) -> set[str] | None:
+    """How the ``while`` loop at ``location`` can end when its test is a constant true:
+    ``"break"`` (one of its own, not an inner loop's) and ``"return"``; None for any other
+    line."""
     lines = linecache.getlines(location.filename)
     first = location.line - 1
     if not 0 <= first < len(lines):
-        return False
+        return None
     indent = len(lines[first]) - len(lines[first].lstrip())
     block = [lines[first]]
     for raw in lines[first + 1:]:
@@ -175,14 +189,17 @@ def _loop_never_exits(location: SourceLocation) -> bool:
     try:
         loop = ast.parse(textwrap.dedent("".join(block))).body[0]
     except (SyntaxError, IndexError):
-        return False
+        return None
     if not isinstance(loop, ast.While) or not (
             isinstance(loop.test, ast.Constant) and loop.test.value):
-        return False
+        return None
     inner = [n for stmt in loop.body for n in ast.walk(stmt)]
     nested = {id(m) for n in inner if isinstance(n, (ast.While, ast.For))
               for m in ast.walk(n) if m is not n}
-    return not any(isinstance(n, ast.Break) and id(n) not in nested for n in inner)
+    exits = {"return"} if any(isinstance(n, ast.Return) for n in inner) else set()
+    if any(isinstance(n, ast.Break) and id(n) not in nested for n in inner):
+        exits.add("break")
+    return exits
 
 
 # cuTile error class -> how the message introduces it

@@ -27,6 +27,8 @@ checked by ``tests/test_package_shape.py``)::
                                (over verdict_cache)
     stubs                      cuTile device functions reached through objects, routed here
     namespace                  the emulated cuda.tile, built from the registry
+    ops_foreign                Array.foreign_pointer / Array.from_foreign: strided views
+                               over an argument's memory
     ops_raw                    Array.get_raw_memory(): access by element offset
     ops_atomic, ops_math,      the operations, each registered where it is defined together
     ops_reduce, ops_shape,     with the rule by which undetermined lanes move through it:
@@ -63,6 +65,13 @@ Where the emulator has to choose (the device result is unspecified):
 * Out-of-bounds lanes of ``check_bounds=False`` gathers/scatters/atomics, and raw-memory
   offsets (``Array.get_raw_memory``) past the argument, are skipped (and recorded as
   ``unchecked``) instead of touching foreign memory.
+* ``Array.from_foreign(array.foreign_pointer, shape, strides)`` views the argument's memory
+  from that array's base element on (``ops_foreign.py``); a view reaching past it, and
+  foreign calls (``cuda.tile_preview``: NVSHMEM, other device libraries), raise
+  ``EmulatorUnsupported`` naming them. A load with ``check_bounds=False`` and a
+  ``padding_mode`` is refused as tileiras refuses it; ``raise ct.static_exception(...)``,
+  ``static_assert`` and ``ensure_constant`` raise cuTile's classes even where cuTile's front
+  end did not check the kernel first.
 * cuTile device functions reached through objects (a stub kept in a dict, a user class's
   method, ``ct.TiledView.load(view, i)``) run emulated: cuTile's dispatch routes them to
   ``stubs.py``; nothing reaches cuTile's host-side stub.

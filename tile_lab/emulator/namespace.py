@@ -23,6 +23,7 @@ from .. import _cutile_compat as compat
 from . import (  # noqa: F401 (importing the ops modules registers them)
     dtypes,
     ops_atomic,
+    ops_foreign,
     ops_gather,
     ops_math,
     ops_memory,
@@ -32,7 +33,7 @@ from . import (  # noqa: F401 (importing the ops modules registers them)
     ops_shape,
 )
 from ._kernel_access import unwrap_tile_function
-from .registry import IMPLEMENTATIONS, is_operation, unsupported
+from .registry import IMPLEMENTATIONS, foreign_call, is_operation, is_preview, unsupported
 from .tile import DTypeConstructor, Tile
 
 # Modules whose functions are library code, never rebuilt (their globals are not kernels').
@@ -169,6 +170,10 @@ class Rebuilder:
         ns = namespace() if self._ns is None else self._ns
         if value is ct:
             return ns
+        if is_preview(value):  # foreign calls (NVSHMEM, ...): refused by name when called
+            return _PreviewProxy(value) if isinstance(value, types.ModuleType) else \
+                foreign_call(f"{value.__module__}.{getattr(value, '__qualname__', value)}") \
+                if callable(value) else value
         if isinstance(value, types.ModuleType):
             if value.__name__ == "cuda":  # `import cuda.tile` then `cuda.tile.load(...)`
                 return _ModuleProxy(value, self, {"tile": ns})
@@ -243,6 +248,23 @@ class _ModuleProxy:
 
     def __repr__(self) -> str:
         return f"<emulated view of module {self._module.__name__!r}>"
+
+
+class _PreviewProxy:
+    """``cuda.tile_preview`` seen from a kernel: its functions (foreign calls) are refused
+    by name when called; anything else it holds passes through."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._module, name)
+        if isinstance(value, types.ModuleType):
+            return _PreviewProxy(value)
+        return foreign_call(f"{self._module.__name__}.{name}") if callable(value) else value
+
+    def __repr__(self) -> str:
+        return f"<module {self._module.__name__!r} as tile_lab's emulator sees it>"
 
 
 def _filled(cell: types.CellType) -> bool:

@@ -1,17 +1,13 @@
 """Arrays and tile-space memory operations: ``load``/``store``, tiled views, slices, and the
-helpers every memory op shares (argument checks, implicit casts, trace recording, the
-read-modify-write of atomics).
+helpers every memory op shares (argument checks, implicit casts, trace recording).
 
-Every operation records one :class:`~tile_lab.tracing.trace.MemoryAccess` when tracing is on.
-Coordinates in the trace are element indices of the *kernel argument* (a sliced view's
-accesses are shifted back into its parent's coordinates).
-
-Semantics follow cuTile's API reference: a tile partly outside the array is padded on a
-load (``padding_mode``; UNDETERMINED lanes are poisoned: see ``poison.py``) and its
-outside lanes are discarded on a store; gather/scatter/atomics skip out-of-bounds and
-masked-off lanes.
-A tile *entirely* outside the array is undefined behaviour in cuTile: the emulator pads /
-discards it like a partial tile and records it, so the sanitizer can report it.
+Every operation records one :class:`~tile_lab.tracing.trace.MemoryAccess` when tracing is on,
+in element indices of the *kernel argument* (a slice's shifted back into its parent's).
+Semantics follow cuTile's API reference: a tile partly outside the array is padded on a load
+(``padding_mode``; UNDETERMINED lanes are poisoned: ``poison.py``) and its outside lanes
+discarded on a store; gather/scatter/atomics skip out-of-bounds and masked-off lanes. A tile
+*entirely* outside is undefined behaviour in cuTile: padded / discarded like a partial tile
+and recorded, for the sanitizer.
 """
 
 from __future__ import annotations
@@ -22,11 +18,11 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from ..errors import EmulatorUnsupported
+from ..errors import CompileError
 from . import dtypes, poison
 from .operands import VALID_SHAPES, const_int, const_shape
 from .recording import record_box as _record_box
-from .registry import IMPLEMENTATIONS, emulates, emulates_method, refuses
+from .registry import IMPLEMENTATIONS, emulates, emulates_method
 from .rmw import RMW
 from .state import RECORDING as _RECORDING
 from .state import current, kernel_error, note_outside_tile
@@ -53,6 +49,7 @@ class Array:
     """A global array argument (a NumPy array, written in place)."""
 
     __slots__ = ("_data", "_dtype", "_origin", "_root_shape", "_shape_tiles", "_sliced", "name")
+    _foreign = False  # an Array.from_foreign view (ops_foreign.ForeignArray) says True
 
     def __init__(self, data: np.ndarray, dtype: object, name: str,
                  origin: tuple[int, ...] | None = None,
@@ -117,14 +114,14 @@ class Array:
         return TiledView(self, shape, padding_mode, steps)
 
     @property
-    @refuses
+    @emulates_method(ct.Array.foreign_pointer)
     def foreign_pointer(self):
-        raise EmulatorUnsupported("Array.foreign_pointer is not supported by the CPU emulator")
+        return IMPLEMENTATIONS["Array.foreign_pointer"](self)  # ops_foreign
 
     @staticmethod
-    @refuses
+    @emulates_method(ct.Array.from_foreign)
     def from_foreign(pointer, shape, strides):
-        raise EmulatorUnsupported("Array.from_foreign is not supported by the CPU emulator")
+        return IMPLEMENTATIONS["Array.from_foreign"](pointer, shape, strides)
 
     @emulates_method(ct.Array.get_raw_memory)
     def get_raw_memory(self):
@@ -173,6 +170,8 @@ class TiledView:
 
     @emulates_method(ct.TiledView.load)
     def load(self, index, *, check_bounds=True, latency=None, allow_tma=None) -> Tile:
+        if check_bounds is False and self._padding is not _UNDETERMINED:
+            raise _padding_without_bounds("TiledView.load", self._padding)
         arr = self._array
         start, idx = self._start(index)
         shape = self._full_shape()
@@ -249,6 +248,14 @@ IMPLEMENTATIONS["Slice"] = Slice
 
 
 # ---- argument checking ----------------------------------------------------------------
+
+def _padding_without_bounds(op: str, padding_mode: Any) -> CompileError:
+    """A padded load without bounds checks: cuTile passes it, tileiras (13.4) fails on it."""
+    return CompileError(
+        f"{op} with check_bounds=False and padding_mode={padding_mode.name}: tileiras fails "
+        "on a padded load without bounds checks, so the emulator does not run it either",
+        hint="check_bounds=False declares every lane in bounds: drop the padding_mode")
+
 
 def check_array(array: Any, op: str) -> Array:
     if not isinstance(array, Array):
@@ -432,6 +439,8 @@ def _inside_slices(array: Any, index: Any, shape: Any) -> tuple[slice, ...] | No
 @emulates(ct.load)
 def load(array, /, index, shape, *, order="C", padding_mode=_UNDETERMINED, check_bounds=True,
          latency=None, allow_tma=None, memory_order=_WEAK, memory_scope=_NOSCOPE) -> Tile:
+    if check_bounds is False and padding_mode is not _UNDETERMINED:
+        raise _padding_without_bounds("ct.load", padding_mode)
     if order == "C":
         box = _inside_slices(array, index, shape)
         if box is not None and (not _RECORDING[0] or current().recorder is None):

@@ -69,8 +69,8 @@ def static_assert(condition, message=None, /):
         return  # cuTile's front end evaluated it for this signature, and it held
     if isinstance(condition, Tile):
         raise kernel_error("ct.static_assert needs a compile-time constant condition, got a tile")
-    if not condition:
-        raise kernel_error("static assertion failed" + (f": {message}" if message else ""))
+    if not condition:  # cuTile's class and wording (runtime.py gives it the kernel line)
+        raise ct.TileStaticAssertionError(message or "")
 
 
 @emulates(ct.static_iter)
@@ -80,13 +80,21 @@ def static_iter(iterable):
 
 @emulates(ct.static_exception)
 def static_exception(exc, /):
-    return exc
+    """``raise ct.static_exception(ValueError(...))``: cuTile raises a ``ct.StaticException``
+    at compile time, worded as here (the gate raises cuTile's own before a gated kernel runs;
+    outside the gate the emulator raises it where the kernel reaches the ``raise``)."""
+    if not isinstance(exc, BaseException):
+        raise kernel_error(f"'{type(exc).__name__}' is not derived from 'BaseException'")
+    text = str(exc)
+    name = type(exc).__name__ + (f": {text}" if text else "")
+    return ct.StaticException(f"Exception was raised at compile time ({name})")
 
 
 @emulates(ct.ensure_constant)
 def ensure_constant(value, /):
     if isinstance(value, Tile) and not (state.typed() and value.ndim == 0):
-        raise kernel_error("argument of ct.ensure_constant() is not a compile-time constant")
+        raise ct.TileStaticAssertionError(
+            "Argument of ensure_constant() is not a compile-time constant")
     return value
 
 

@@ -217,9 +217,22 @@ def _record_box(origin: Origin, arr: Any, op: str, box_lo, box_hi, count: int, p
         for k, ax in enumerate(perm):
             a_lo[ax], a_hi[ax] = box_lo[k], box_hi[k]
         box_lo, box_hi = a_lo, a_hi
+    if getattr(arr, "_foreign", False):  # a from_foreign view's box: the argument's elements
+        grids = np.meshgrid(*(np.arange(a, b) for a, b in zip(box_lo, box_hi)), indexing="ij")
+        coords = _argument_coords(arr, tuple(g.ravel() for g in grids))
+        if coords and coords[0].size:
+            _record(origin, arr.name, op, tuple(int(c.min()) for c in coords),
+                    tuple(int(c.max()) + 1 for c in coords), int(count))
+        return
     at = arr._origin
     _record(origin, arr.name, op, tuple(a + o for a, o in zip(box_lo, at)),
             tuple(b + o for b, o in zip(box_hi, at)), int(count))
+
+
+def _argument_coords(arr: Any, sel: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """Element indices of a from_foreign view -> the kernel argument's (elements of it only)."""
+    parts, ok = arr.to_argument(sel)
+    return tuple(p[ok] + o for p, o in zip(parts, arr.origin_array._origin))
 
 
 def sink_points(value: Any, arr: Any, parts: tuple[np.ndarray, ...], live: np.ndarray | None,
@@ -234,6 +247,8 @@ def sink_points(value: Any, arr: Any, parts: tuple[np.ndarray, ...], live: np.nd
         m = m & live
     coords = tuple(np.broadcast_to(np.asarray(p), shape)[m] + o
                    for p, o in zip(parts, arr._origin))
+    if getattr(arr, "_foreign", False):
+        coords = _argument_coords(arr, coords)
     report(value._origin, arr.name, op, coords)
 
 

@@ -34,6 +34,9 @@ def record_box(kind: str, op: str, arr: Any, tile_index, shape, start, perm, pad
         for k, ax in enumerate(perm):
             a_start[ax], a_stop[ax] = start[k], stop[k]
         start, stop = a_start, a_stop
+    if getattr(arr, "_foreign", False):  # a from_foreign view: no box of the argument
+        _record_foreign_box(kind, op, arr, start, stop, unchecked)
+        return
     if arr._sliced:  # a slice's coordinates shifted back into the argument's
         start = [s + o for s, o in zip(start, arr._origin)]
         stop = [s + o for s, o in zip(stop, arr._origin)]
@@ -43,12 +46,32 @@ def record_box(kind: str, op: str, arr: Any, tile_index, shape, start, perm, pad
         None if padding is None else padding.name, unchecked))
 
 
+def _record_foreign_box(kind: str, op: str, arr: Any, start, stop, unchecked: bool) -> None:
+    """A box of an ``Array.from_foreign`` view, recorded as the argument elements it covers
+    (lanes outside the view, padded or discarded, count as out of bounds)."""
+    dshape = arr._data.shape
+    lo = [max(a, 0) for a in start]
+    hi = [min(b, n) for b, n in zip(stop, dshape)]
+    total = int(np.prod([b - a for a, b in zip(start, stop)]))
+    if any(a >= b for a, b in zip(lo, hi)):
+        sel: tuple[np.ndarray, ...] = tuple(np.zeros(0, np.int64) for _ in dshape)
+    else:
+        grids = np.meshgrid(*(np.arange(a, b) for a, b in zip(lo, hi)), indexing="ij")
+        sel = tuple(g.ravel() for g in grids)
+    record_points(kind, op, arr, sel, total - int(sel[0].size if sel else 0), 0, unchecked)
+
+
 def record_points(kind: str, op: str, arr: Any, sel: tuple[np.ndarray, ...], oob: int,
                    masked: int, unchecked: bool) -> None:
     state = current()
     rec = state.recorder
     if rec is None:
         return
+    if getattr(arr, "_foreign", False):  # a from_foreign view's elements -> the argument's
+        parts, ok = arr.to_argument(sel)
+        sel = tuple(p[ok] for p in parts)
+        oob += int(np.count_nonzero(~ok))
+        arr = arr.origin_array
     filename, line, it = _site(state)
     root = tuple(np.asarray(a, dtype=np.int64) + o for a, o in zip(sel, arr._origin))
     flat = np.ravel_multi_index(root, arr._root_shape).ravel() if root and root[0].size else \

@@ -123,3 +123,28 @@ def unsupported(name: str) -> Callable[..., Any]:
     raiser.__name__ = name
     raiser.__qualname__ = f"unsupported.{name}"
     return refuses(raiser)
+
+
+# cuTile's foreign calls (NVSHMEM, other device libraries linked into the kernel) come from
+# this package; cuda.tile itself only hands out the pointers they take (ops_foreign.py).
+PREVIEW_PACKAGE = "cuda.tile_preview"
+
+
+def is_preview(obj: Any) -> bool:
+    """True for the ``cuda.tile_preview`` module (or a submodule) and what it defines."""
+    name = obj.__name__ if inspect.ismodule(obj) else getattr(obj, "__module__", None)
+    return isinstance(name, str) and (name == PREVIEW_PACKAGE
+                                      or name.startswith(PREVIEW_PACKAGE + "."))
+
+
+def foreign_call(qualname: str) -> Callable[..., Any]:
+    """What a kernel's ``cuda.tile_preview`` function becomes: it raises EmulatorUnsupported
+    naming it (a foreign call runs device library code, e.g. NVSHMEM, that has no CPU form)."""
+    def raiser(*args: Any, **kwargs: Any) -> Any:
+        raise EmulatorUnsupported(
+            f"{qualname} is a foreign call (cuda.tile_preview: NVSHMEM or another device "
+            "library linked into the kernel), which the CPU emulator cannot run",
+            hint="run the kernel on a GPU with tile_lab.launch (NVSHMEM calls also need "
+                 "the nvshmem package there)")
+    raiser.__name__ = raiser.__qualname__ = qualname.rpartition(".")[2]
+    return refuses(raiser)

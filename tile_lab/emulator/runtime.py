@@ -22,7 +22,7 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from .._cutile_compat import is_kernel, kernel_parameters
+from .._cutile_compat import is_kernel, is_tile_error, kernel_parameters, locate_tile_error
 from .._cutile_compat.device import device_calls_routed
 from ..array_like import ArgumentProblem
 from ..array_like import is_array_like as _array_like
@@ -133,6 +133,12 @@ def _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back, traced
             exc.location = state.location_in_traceback(exc, rebuilder.user_codes)
         raise
     except Exception as exc:
+        if is_tile_error(exc):  # cuTile's compile-time error, met as the kernel ran (a
+            # `raise ct.static_exception(...)` where the gate did not look): cuTile's class
+            from ..compile_errors import as_cutile_error
+
+            _locate(exc, rebuilder.user_codes)
+            raise as_cutile_error(exc) from None
         raise EmulationError(f"{type(exc).__name__}: {exc} "
                              f"(block {format_block(run.bid, run.grid)})",
                              state.location_in_traceback(exc, rebuilder.user_codes)) from exc
@@ -147,6 +153,23 @@ def _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back, traced
     arrays, scalars = traced
     return _make_trace(pyfunc, grid3, arrays, scalars, run.recorder or [],
                        run.mma_recorder or [], subset, run.undetermined)
+
+
+def _locate(exc: BaseException, user_codes) -> None:
+    """A cuTile error the kernel raised as it ran gets the kernel line (innermost user
+    frame) as its cuTile location."""
+    frames = [tb for tb in _walk(exc.__traceback__) if tb.tb_frame.f_code in user_codes]
+    if frames:
+        code, line = frames[-1].tb_frame.f_code, frames[-1].tb_lineno
+        text = linecache.getline(code.co_filename, line)
+        locate_tile_error(exc, code.co_filename, line, len(text) - len(text.lstrip()),
+                          code.co_name)
+
+
+def _walk(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
 
 
 def _probe(fn, converted: list[Any], run: state.RunState, subset, total: int

@@ -22,7 +22,7 @@ from ..errors import EmulatorUnsupported
 from . import namespace as namespace_mod
 from .ops_memory import Array, Slice, TiledView
 from .ops_raw import RawArrayMemory
-from .registry import IMPLEMENTATIONS
+from .registry import IMPLEMENTATIONS, foreign_call, is_preview
 from .tile import Tile
 
 # the emulator's class for each of cuTile's stub classes
@@ -46,6 +46,8 @@ def resolve(func: Any, rebuild: Callable[[Any], Any] | None = None) -> Callable[
     if fake is not None:
         return fake
     qualname = getattr(func, "__qualname__", getattr(func, "__name__", repr(func)))
+    if is_preview(func):  # a foreign call (NVSHMEM, ...) reached through an object
+        return foreign_call(f"{func.__module__}.{qualname}")
     owner, _, attr = qualname.partition(".")
     from_cutile = compat.is_stub(func) or \
         (getattr(func, "__module__", None) or "").startswith("cuda.tile")

@@ -150,8 +150,8 @@ class Tile:
     def __invert__(self): return unary("bitwise_not", self)
     def __matmul__(self, o): return emulation_of(ct.matmul)(self, o)
     def __rmatmul__(self, o): return emulation_of(ct.matmul)(o, self)
-    def __divmod__(self, o): return (binary("floordiv", self, o), binary("mod", self, o))
-    def __rdivmod__(self, o): return (binary("floordiv", o, self), binary("mod", o, self))
+    def __divmod__(self, o): return emulation_of(ct.divmod)(self, o)
+    def __rdivmod__(self, o): return emulation_of(ct.divmod)(o, self)
 
     # ---- printing: cuTile prints tiles as nested lists ---------------------------------
     def __format__(self, spec: str) -> str:
