@@ -270,3 +270,18 @@ def test_right_arguments_pass_the_launch_checks():
     out = np.zeros(1, np.int32)
     tile_lab.emulate(pair_sum, (1,), (out, (4, 5)))
     assert out[0] == 9
+
+
+def test_an_argument_cutiles_launcher_refuses_is_its_value_error():
+    """An axis annotated static beyond the array's rank: ct.launch raises a ValueError with
+    cuTile's wording before compiling; the emulator raises the same class, not the front
+    end's parameter error."""
+    from typing import Annotated
+
+    def copy(x, y):
+        ct.store(y, (0, 0), ct.load(x, (0, 0), (4, 4)))
+
+    copy.__annotations__ = {"x": Annotated[ct.Array, ct.ArrayAnnotation(static_shape_dims=(3,))]}
+    x = np.zeros((4, 4), np.float32)
+    with pytest.raises(ValueError, match="static_shape_dims contains axis 3 but array rank is 2"):
+        tile_lab.emulate(ct.kernel(copy), (1,), (x, np.zeros_like(x)))

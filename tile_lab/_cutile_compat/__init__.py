@@ -94,6 +94,8 @@ class ParamInfo:
     # every position (tuple[ct.Constant[int], ...]); None when not given
     items: tuple[ParamInfo, ...] | None = None
     each: ParamInfo | None = None
+    # a list parameter's ct.ListAnnotation(element=...): what it says of every array in it
+    element: ParamInfo | None = None
 
 
 def kernel_parameters(kernel: Any) -> list[ParamInfo]:
@@ -109,18 +111,27 @@ def _param_info(name: str, annotation: Any, node: Any) -> ParamInfo:
 
     if isinstance(node, LeafAnnotationNode):
         arr = node.array
+        # ct.ListAnnotation(element=...): cuTile has normalised element to an ArrayAnnotation
+        element = None if node.list is None else ParamInfo(
+            name=f"{name}[i]", constant=False, annotation=None,
+            **_array_annotation_fields(node.list.element))
         return ParamInfo(
             name=name, constant=node.constant, annotation=annotation,
-            array_index_dtype=arr.index_dtype if arr is not None else None,
-            static_shape_dims=tuple(arr.static_shape_dims) if arr is not None else (),
-            static_stride_dims=tuple(arr.static_stride_dims) if arr is not None else (),
-            scalar_dtype=node.scalar.dtype if node.scalar is not None else None)
+            **(_array_annotation_fields(arr) if arr is not None else {}),
+            scalar_dtype=node.scalar.dtype if node.scalar is not None else None,
+            element=element)
     if isinstance(node, HomogeneousTupleNode):
         return ParamInfo(name=name, constant=False, annotation=annotation, is_tuple=True,
                          each=_param_info(f"{name}[i]", None, node.each))
     return ParamInfo(name=name, constant=False, annotation=annotation, is_tuple=True,
                      items=tuple(_param_info(f"{name}[{i}]", None, item)
                                  for i, item in enumerate(node.items)))
+
+
+def _array_annotation_fields(arr: Any) -> dict[str, Any]:
+    return {"array_index_dtype": arr.index_dtype,
+            "static_shape_dims": tuple(arr.static_shape_dims),
+            "static_stride_dims": tuple(arr.static_stride_dims)}
 
 
 # -- compiler options (kernel hints) ---------------------------------------------------

@@ -49,10 +49,13 @@ def check(kernel: Any, args: Sequence[Any]) -> bool:
     if quick is not None and quick in _QUICK.get(kernel, ()):
         return True  # the same argument layout passed before: skip building its signature
     _check_launch_arguments(kernel, args)
+    from ..errors import ArgumentValueError
     from ..signature import build_signature
 
     try:
         signature = build_signature(kernel, [_describable(a) for a in args]).kernel_signature
+    except ArgumentValueError:
+        raise  # what cuTile's launcher refuses with a ValueError, with its message
     except (TileLabError, TypeError, ValueError):
         return False  # arguments the signature cannot describe: the emulator reports them
     key = repr(signature)

@@ -117,8 +117,10 @@ def activate(device: str = "auto", arch: str = DEFAULT_ARCH) -> contextlib.ExitS
             from .torch_cpu import cuda_on_cpu
 
             stack.enter_context(cuda_on_cpu(capability))
-    from ..emulator import program
+    from ..emulator import program, verdict_cache
 
+    # a suite may count cuTile's compiles: each process checks each kernel signature once
+    stack.enter_context(verdict_cache.off_by_default())
     if not program.is_enabled():
         program.enable()
         stack.callback(program.disable)
