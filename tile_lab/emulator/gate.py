@@ -12,6 +12,11 @@ is checked once per process, and an acceptance is remembered on disk for later p
 (``verdict_cache.py``; keyed by the kernel's code, what it names, the signature and cuTile's
 version; ``TILE_LAB_FRONTEND_CACHE=off`` turns that off).
 
+Where something replaced ``ct.kernel._compile`` (what ``ct.launch`` calls to compile; a test
+patches it to target sm_80), that compile decides instead, on every launch, with the
+compute capability cuTile's device query answers: it runs cuTile's whole compile, tileiras
+included, as ``ct.launch`` would.
+
 Plain Python functions (not ``@ct.kernel``) are not gated: cuTile cannot compile them.
 Arguments the signature builder cannot describe skip the gate; the emulator's own checks
 report them.
@@ -45,18 +50,15 @@ def check(kernel: Any, args: Sequence[Any]) -> bool:
     when it was not asked (gate off, a plain function, arguments it cannot describe)."""
     if _OFF[0] or not compat.is_kernel(kernel):
         return False
+    override = compat.overridden_compile(kernel)
+    if override is not None:
+        return _check_with_override(kernel, args, override)
     quick = _quick_key(args)
     if quick is not None and quick in _QUICK.get(kernel, ()):
         return True  # the same argument layout passed before: skip building its signature
     _check_launch_arguments(kernel, args)
-    from ..errors import ArgumentValueError
-    from ..signature import build_signature
-
-    try:
-        signature = build_signature(kernel, [_describable(a) for a in args]).kernel_signature
-    except ArgumentValueError:
-        raise  # what cuTile's launcher refuses with a ValueError, with its message
-    except (TileLabError, TypeError, ValueError):
+    signature = _signature(kernel, args)
+    if signature is None:
         return False  # arguments the signature cannot describe: the emulator reports them
     key = repr(signature)
     with _LOCK:
@@ -67,8 +69,19 @@ def check(kernel: Any, args: Sequence[Any]) -> bool:
     if disk is not None and verdict_cache.known(disk):
         _passed(kernel, seen, key, quick)  # accepted in an earlier process
         return True
+    if not _verdict(compat.check_frontend, kernel, signature):
+        return False
+    _passed(kernel, seen, key, quick)
+    if disk is not None:
+        verdict_cache.remember(disk)
+    return True
+
+
+def _verdict(compile_check: Any, *how: Any) -> bool:
+    """Run ``compile_check(*how)``; raise cuTile's error as ct.launch would if it rejects the
+    kernel; False when cuTile could not look at it (no verdict), True when it accepted."""
     try:
-        compat.check_frontend(kernel, signature)
+        return compile_check(*how) is not False
     except Exception as exc:
         if compat.is_parameter_error(exc):  # ct.launch raises these TypeErrors as they are
             from ..errors import ArgumentTypeError
@@ -81,10 +94,31 @@ def check(kernel: Any, args: Sequence[Any]) -> bool:
 
         raise as_cutile_error(exc, "cuTile's compiler rejects this kernel, so the emulator "
                               "does not run it") from None
-    _passed(kernel, seen, key, quick)
-    if disk is not None:
-        verdict_cache.remember(disk)
-    return True
+
+
+def _check_with_override(kernel: Any, args: Sequence[Any], override: Any) -> bool:
+    """The gate where something replaced ``kernel._compile`` (a test making cuTile target
+    sm_80, say): that compile is what ct.launch would run, so it decides, on every launch
+    (what it does may differ from call to call; no verdict is remembered). It runs cuTile's
+    whole compile, tileiras included, where cuTile's own ``_compile`` is called."""
+    _check_launch_arguments(kernel, args)
+    signature = _signature(kernel, args)
+    return signature is not None and _verdict(compat.compile_with_override, override, signature)
+
+
+def _signature(kernel: Any, args: Sequence[Any]) -> Any:
+    """cuTile's KernelSignature for these arguments; None for arguments the signature
+    builder cannot describe. What cuTile's launcher refuses with a ValueError (an axis
+    annotated static beyond the rank) is raised, with its message."""
+    from ..errors import ArgumentValueError
+    from ..signature import build_signature
+
+    try:
+        return build_signature(kernel, [_describable(a) for a in args]).kernel_signature
+    except ArgumentValueError:
+        raise
+    except (TileLabError, TypeError, ValueError):
+        return None
 
 
 def _passed(kernel: Any, seen: set, key: str, quick: tuple | None) -> None:
