@@ -358,6 +358,19 @@ def test_numpy_dtypes_and_dtype_constructors():
 
 
 @ct.kernel
+def from_strings(out):
+    # a constant converts as Python converts it: float("-inf"), int("7")
+    low = ct.full((4,), ct.float32("-inf"), dtype=ct.float32)
+    ct.store(out, (0,), ct.maximum(low, ct.float32(ct.int32("7"))))
+
+
+def test_dtype_constructors_take_constant_strings_as_cutile_does():
+    out = np.zeros(4, np.float32)
+    tile_lab.emulate(from_strings, (1,), (out,))
+    np.testing.assert_array_equal(out, np.full(4, 7.0, np.float32))
+
+
+@ct.kernel
 def tuple_params(pair, scales, out):
     a, b = pair
     s0, s1 = scales
