@@ -272,3 +272,20 @@ def test_a_suite_counting_cutiles_compiles_sees_them_despite_earlier_runs(tmp_pa
         capture_output=True, text=True, timeout=280, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "1 passed" in run.stdout
+
+
+def test_abs_of_a_bool_tensor_works_as_on_cuda():
+    """torch has abs for bool tensors on CUDA only; with CUDA played by the CPU it is there."""
+    torch = pytest.importorskip("torch")
+    from tile_lab.testing.torch_cpu import cuda_on_cpu
+
+    flags = torch.tensor([True, False, True])
+    with pytest.raises(NotImplementedError):
+        abs(flags)  # the CPU's own torch
+    with cuda_on_cpu():
+        x = flags.to("cuda")
+        for result in (abs(x), torch.abs(x), x.abs()):
+            assert result.dtype == torch.bool and result.tolist() == [True, False, True]
+            assert result.data_ptr() != x.data_ptr()  # a new tensor, as abs makes
+    with pytest.raises(NotImplementedError):
+        abs(flags)
