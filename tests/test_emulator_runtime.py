@@ -183,9 +183,11 @@ def asserting(x):
     ct.assert_(t > 0, "inputs must be positive")
 
 
-def test_assert_failure_names_the_line_and_block():
+def test_assert_failure_names_the_line_and_block(capsys):
     with pytest.raises(EmulationError, match="inputs must be positive") as info:
         tile_lab.emulate(asserting, (1,), (np.array([1, 2, 0, 3], np.float32),))
+    # cuTile prints the message where the condition is false, as the GPU prints it
+    assert capsys.readouterr().out == "inputs must be positive\n"
     err = info.value
     assert err.location.line == _line_of(asserting, "ct.assert_")
     assert "block (0,)" in err.message  # the launch grid (1,) has one axis: so has the block

@@ -289,3 +289,49 @@ def test_abs_of_a_bool_tensor_works_as_on_cuda():
             assert result.data_ptr() != x.data_ptr()  # a new tensor, as abs makes
     with pytest.raises(NotImplementedError):
         abs(flags)
+
+
+CHILD_PROGRAM = '''
+import cuda.tile as ct
+import torch
+
+
+@ct.kernel
+def checked(x, TILE: ct.Constant[int]):
+    ct.assert_(ct.load(x, index=(ct.bid(0),), shape=(TILE,)) > 0, "found a zero")
+
+
+x = torch.ones(64, device="cuda")
+ct.launch(torch.cuda.current_stream(), (4,), checked, (x, 16))
+x[20] = 0
+ct.launch(torch.cuda.current_stream(), (4,), checked, (x, 16))
+'''
+
+STARTS_A_CHILD = '''
+import subprocess
+import sys
+
+
+def test_a_program_the_suite_starts_runs_like_the_suite():
+    child = subprocess.run([sys.executable, "child.py"], capture_output=True, text=True)
+    assert child.returncode != 0, child.stderr
+    assert child.stdout.splitlines() == ["found a zero"], child.stderr
+    assert "ct.assert_ failed: found a zero" in child.stderr
+'''
+
+
+def test_programs_a_suite_starts_inherit_the_emulation(tmp_path):
+    """A test that runs a Python program (a device-side assert is tested in a child process)
+    gets the plugin's emulation, device and arch in that program too; the assert's message is
+    printed on stdout, as cuTile documents."""
+    pytest.importorskip("torch")
+    (tmp_path / "child.py").write_text(textwrap.dedent(CHILD_PROGRAM))
+    (tmp_path / "test_child.py").write_text(textwrap.dedent(STARTS_A_CHILD))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILE_LAB_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tile_lab.testing", "-q", "-o", "addopts=",
+         "-p", "no:cacheprovider", *NO_NBVAL, "--tile-lab-device=cpu", "test_child.py"],
+        capture_output=True, text=True, timeout=280, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "1 passed" in run.stdout
