@@ -421,3 +421,22 @@ def test_strides_past_int32_need_indexed_with_int64():
     with pytest.raises(OverflowError, match="IndexedWithInt64"):
         tile_lab.emulate(touches_nothing, (1,), (huge,))
     tile_lab.emulate(touches_nothing_64, (1,), (huge,))
+
+
+@ct.kernel
+def first_rows_of_each(xs: Annotated[list, ct.ListAnnotation(element=ct.IndexedWithInt64)],
+                       out):
+    total = ct.zeros((4, 4), dtype=ct.int8)
+    for i in range(len(xs)):
+        total += ct.load(xs[i], (0, 0), (4, 4))
+    ct.store(out, (0, 0), total)
+
+
+def test_arrays_of_a_list_annotated_int64_may_pass_int32():
+    """ct.ListAnnotation(element=ct.IndexedWithInt64): every array in the list may have more
+    than 2**31 rows (broadcast views here: no memory behind them)."""
+    rows = 2**32 + 16
+    xs = [np.broadcast_to(np.full((1, 4), i + 1, np.int8), (rows, 4)) for i in range(3)]
+    out = np.zeros((4, 4), np.int8)
+    tile_lab.emulate(first_rows_of_each, (1,), (xs, out))
+    np.testing.assert_array_equal(out, np.full((4, 4), 6, np.int8))

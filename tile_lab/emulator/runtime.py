@@ -290,7 +290,9 @@ def _spec_of(info: Any) -> _ParamSpec:
                       static_dims=info.static_shape_dims, array=_names_array(info.annotation),
                       int64_index=info.array_index_dtype is ct.int64,
                       items=None if info.items is None else tuple(map(_spec_of, info.items)),
-                      each=None if info.each is None else _spec_of(info.each))
+                      each=_spec_of(info.each) if info.each is not None else
+                      # a list's ct.ListAnnotation(element=...): what holds for each array
+                      None if info.element is None else _spec_of(info.element))
 
 
 def _names_array(annotation: Any) -> bool:
