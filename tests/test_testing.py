@@ -335,3 +335,20 @@ def test_programs_a_suite_starts_inherit_the_emulation(tmp_path):
         capture_output=True, text=True, timeout=280, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "1 passed" in run.stdout
+
+
+def test_cuda_on_cpu_inside_another_adds_no_second_layer():
+    """A pytest worker that inherited TILE_LAB_DEVICE=cpu has the start-up hook's switch on
+    when the plugin switches: the inner one must neither stack a second rewrite of every torch
+    call nor, on leaving, switch off the outer one."""
+    torch = pytest.importorskip("torch")
+    from torch.overrides import _get_current_function_mode_stack
+
+    from tile_lab.testing.torch_cpu import cuda_on_cpu
+
+    before = len(_get_current_function_mode_stack())
+    with cuda_on_cpu():
+        with cuda_on_cpu():
+            assert len(_get_current_function_mode_stack()) == before + 1
+        assert torch.cuda.is_available() and torch.ones(2, device="cuda").device.type == "cpu"
+    assert len(_get_current_function_mode_stack()) == before

@@ -31,6 +31,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 _CPU = torch.device("cpu")
+_ACTIVE: list[tuple[int, int]] = []  # the capability of the cuda_on_cpu in force, if any
 
 
 def _names_cuda(device: Any) -> bool:
@@ -194,7 +195,22 @@ def _cuda_namespace(capability: tuple[int, int]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def cuda_on_cpu(capability: tuple[int, int] = (9, 0)) -> Iterator[None]:
-    """While inside, torch's CUDA device is the CPU (see the module docstring)."""
+    """While inside, torch's CUDA device is the CPU (see the module docstring). Inside an
+    outer ``cuda_on_cpu`` (the start-up hook's, for a pytest worker that inherited
+    ``TILE_LAB_DEVICE``, and the plugin's) it does nothing: one mode rewrites each call."""
+    if _ACTIVE:
+        yield
+        return
+    _ACTIVE.append(capability)
+    try:
+        with _cuda_on_cpu(capability):
+            yield
+    finally:
+        _ACTIVE.pop()
+
+
+@contextlib.contextmanager
+def _cuda_on_cpu(capability: tuple[int, int]) -> Iterator[None]:
     replacements = _cuda_namespace(capability)
     missing = object()
     saved = {name: torch.cuda.__dict__.get(name, missing) for name in replacements}
