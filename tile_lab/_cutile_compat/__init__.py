@@ -204,33 +204,6 @@ def check_frontend(kernel: Any, signature: Any) -> None:
                  return_bytecode=False, return_cubin=False)
 
 
-def overridden_compile(kernel: Any) -> Any:
-    """The kernel's ``_compile`` (what ``ct.launch`` calls on a cache miss, with the
-    signature, a TileContext and the target's compute capability) when something replaced
-    cuTile's own, e.g. a test patching ``ct.kernel._compile`` to target another arch; None
-    when it is cuTile's."""
-    compile_method = getattr(type(kernel), "_compile", None)
-    if compile_method is None or (
-            getattr(compile_method, "__module__", None) == "cuda.tile._execution"
-            and getattr(compile_method, "__qualname__", None) == "kernel._compile"):
-        return None
-    return kernel._compile
-
-
-def compile_with_override(compile_method: Any, signature: Any) -> bool:
-    """Call a replaced ``kernel._compile`` as ``ct.launch`` does (cuTile's default context,
-    the compute capability cuTile's device query answers): its errors are the kernel's
-    verdict. False, without calling it, where no device answers that query."""
-    from cuda.tile._cext import default_tile_context, get_compute_capability
-
-    try:
-        capability = get_compute_capability()
-    except Exception:  # no driver (and no emulated device queries): cuTile could not launch
-        return False
-    compile_method(signature, default_tile_context, capability)
-    return True
-
-
 def compile_cubin_like_cutile(kernel: Any, signature: Any, arch: str, options: Any) -> bytes:
     """cuTile's own end-to-end compile (front end + its tileiras call), for benchmarks."""
     from cuda.tile._compile import compile_tile

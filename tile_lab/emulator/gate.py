@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .. import _cutile_compat as compat
+from .._cutile_compat import kernel_compile
 from ..errors import TileLabError
 from . import verdict_cache
 
@@ -50,7 +51,7 @@ def check(kernel: Any, args: Sequence[Any]) -> bool:
     when it was not asked (gate off, a plain function, arguments it cannot describe)."""
     if _OFF[0] or not compat.is_kernel(kernel):
         return False
-    override = compat.overridden_compile(kernel)
+    override = kernel_compile.overridden_compile(kernel)
     if override is not None:
         return _check_with_override(kernel, args, override)
     quick = _quick_key(args)
@@ -103,7 +104,9 @@ def _check_with_override(kernel: Any, args: Sequence[Any], override: Any) -> boo
     whole compile, tileiras included, where cuTile's own ``_compile`` is called."""
     _check_launch_arguments(kernel, args)
     signature = _signature(kernel, args)
-    return signature is not None and _verdict(compat.compile_with_override, override, signature)
+    if signature is None:
+        return False
+    return _verdict(kernel_compile.compile_with_override, override, signature)
 
 
 def _signature(kernel: Any, args: Sequence[Any]) -> Any:
