@@ -211,3 +211,23 @@ def vadd_torch(a, b, c, TILE: ct.Constant[int]):
     with pytest.raises(SignatureError, match=r"argument 1 \('a'\): .*complex64"):
         tile_lab.inspect(vadd, [torch.zeros(1024, dtype=torch.complex64), *[
             torch.zeros(1024)] * 2, 256])
+
+
+def test_results_copy_back_into_a_torch_tensor_with_a_repeated_axis(monkeypatch):
+    """A device tensor made by ``expand`` (stride 0) is copied to the host for the emulator
+    and written back after the launch, which torch refuses for such a tensor as a whole."""
+    torch = pytest.importorskip("torch")
+    from tile_lab import array_like
+
+    base = torch.arange(4, dtype=torch.float32).reshape(4, 1)
+    x = base.expand(4, 8)
+    real_view = array_like.host_view
+    # x stands in for CUDA memory: no host view of it, and .cpu() makes a copy
+    monkeypatch.setattr(array_like, "host_view", lambda v: None if v is x else real_view(v))
+    monkeypatch.setattr(torch.Tensor, "cpu", lambda self: self.clone())
+    copy_back = []
+    host = array_like.to_host(x, copy_back)
+    np.testing.assert_array_equal(host, x.numpy())
+    host[:] = 5  # the kernel's results
+    copy_back[0]()  # torch's x.copy_() refuses: more than one element refers to one location
+    np.testing.assert_array_equal(base.numpy().ravel(), [5, 5, 5, 5])

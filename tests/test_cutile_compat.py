@@ -16,6 +16,7 @@ import kernels_inspect as K
 import pytest
 
 from tile_lab import _cutile_compat as compat
+from tile_lab._cutile_compat import kernel_compile
 from tile_lab.compile.signature import signature_from_spec
 from tile_lab.errors import ToolchainError
 
@@ -353,3 +354,16 @@ def test_a_dtype_registered_by_hand_is_asked_of_cutile(tmp_path):
         "print(compat.native_dtype(Half) is ct.float16,\n"
         "      cext.classify_constant(Half, False) is cext.ConstantKind.ForeignDType)\n"))
     assert proc.stdout.split("\n")[:2] == ["True", "True True"], proc.stdout + proc.stderr
+
+
+def test_cutiles_own_kernel_compile_is_told_from_a_replaced_one(monkeypatch):
+    """``overridden_compile`` recognises cuTile's ``kernel._compile`` by where it is defined
+    (``cuda.tile._execution``, ``kernel._compile``): if cuTile moves it, this fails loudly
+    instead of the gate compiling every launch with tileiras."""
+    assert kernel_compile.overridden_compile(K.vector_add) is None
+
+    def replaced(self, signature, context, compute_capability):
+        raise AssertionError("not called here")
+
+    monkeypatch.setattr(ct.kernel, "_compile", replaced)
+    assert kernel_compile.overridden_compile(K.vector_add).__func__ is replaced

@@ -270,3 +270,54 @@ def test_right_arguments_pass_the_launch_checks():
     out = np.zeros(1, np.int32)
     tile_lab.emulate(pair_sum, (1,), (out, (4, 5)))
     assert out[0] == 9
+
+
+def test_an_argument_cutiles_launcher_refuses_is_its_value_error():
+    """An axis annotated static beyond the array's rank: ct.launch raises a ValueError with
+    cuTile's wording before compiling; the emulator raises the same class, not the front
+    end's parameter error."""
+    from typing import Annotated
+
+    def copy(x, y):
+        ct.store(y, (0, 0), ct.load(x, (0, 0), (4, 4)))
+
+    copy.__annotations__ = {"x": Annotated[ct.Array, ct.ArrayAnnotation(static_shape_dims=(3,))]}
+    x = np.zeros((4, 4), np.float32)
+    with pytest.raises(ValueError, match="static_shape_dims contains axis 3 but array rank is 2"):
+        tile_lab.emulate(ct.kernel(copy), (1,), (x, np.zeros_like(x)))
+
+
+@ct.kernel
+def fp8_product(a, b, c):
+    acc = ct.mma(ct.load(a, (0, 0), (16, 16)), ct.load(b, (0, 0), (16, 16)),
+                 ct.zeros((16, 16), ct.float32))
+    ct.store(c, (0, 0), acc)
+
+
+def test_a_replaced_kernel_compile_decides_as_it_would_for_ct_launch(monkeypatch):
+    """Something that replaces ``ct.kernel._compile`` (here: to compile for sm_80) is what
+    ct.launch would run, so the gate runs it on every launch: float8 on sm_80 is refused
+    with cuTile's own error, though the same kernel passed for the emulated sm_90."""
+    import ml_dtypes
+    from cuda.tile._exception import TileUnsupportedFeatureError
+
+    from tile_lab._cutile_compat.device import emulated_device_queries
+
+    a = np.ones((16, 16), ml_dtypes.float8_e4m3fn)
+    c = np.zeros((16, 16), np.float32)
+    calls = []
+    cutiles_compile = ct.kernel._compile
+
+    def compile_for_sm80(self, signature, context, compute_capability):
+        calls.append(compute_capability)
+        return cutiles_compile(self, signature, context, (8, 0))
+
+    gate.clear_cache()
+    with emulated_device_queries((9, 0)):
+        tile_lab.emulate(fp8_product, (1,), (a, a, c))
+        np.testing.assert_array_equal(c, np.full((16, 16), 16, np.float32))
+        monkeypatch.setattr(ct.kernel, "_compile", compile_for_sm80)
+        for _ in range(2):  # refused each time: a replaced compile is not remembered
+            with pytest.raises(TileUnsupportedFeatureError, match="not supported on sm_80"):
+                tile_lab.emulate(fp8_product, (1,), (a, a, c))
+    assert calls == [(9, 0), (9, 0)]  # what cuTile's device query answers

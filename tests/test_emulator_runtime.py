@@ -183,9 +183,11 @@ def asserting(x):
     ct.assert_(t > 0, "inputs must be positive")
 
 
-def test_assert_failure_names_the_line_and_block():
+def test_assert_failure_names_the_line_and_block(capsys):
     with pytest.raises(EmulationError, match="inputs must be positive") as info:
         tile_lab.emulate(asserting, (1,), (np.array([1, 2, 0, 3], np.float32),))
+    # cuTile prints the message where the condition is false, as the GPU prints it
+    assert capsys.readouterr().out == "inputs must be positive\n"
     err = info.value
     assert err.location.line == _line_of(asserting, "ct.assert_")
     assert "block (0,)" in err.message  # the launch grid (1,) has one axis: so has the block
@@ -358,6 +360,19 @@ def test_numpy_dtypes_and_dtype_constructors():
 
 
 @ct.kernel
+def from_strings(out):
+    # a constant converts as Python converts it: float("-inf"), int("7")
+    low = ct.full((4,), ct.float32("-inf"), dtype=ct.float32)
+    ct.store(out, (0,), ct.maximum(low, ct.float32(ct.int32("7"))))
+
+
+def test_dtype_constructors_take_constant_strings_as_cutile_does():
+    out = np.zeros(4, np.float32)
+    tile_lab.emulate(from_strings, (1,), (out,))
+    np.testing.assert_array_equal(out, np.full(4, 7.0, np.float32))
+
+
+@ct.kernel
 def tuple_params(pair, scales, out):
     a, b = pair
     s0, s1 = scales
@@ -406,3 +421,22 @@ def test_strides_past_int32_need_indexed_with_int64():
     with pytest.raises(OverflowError, match="IndexedWithInt64"):
         tile_lab.emulate(touches_nothing, (1,), (huge,))
     tile_lab.emulate(touches_nothing_64, (1,), (huge,))
+
+
+@ct.kernel
+def first_rows_of_each(xs: Annotated[list, ct.ListAnnotation(element=ct.IndexedWithInt64)],
+                       out):
+    total = ct.zeros((4, 4), dtype=ct.int8)
+    for i in range(len(xs)):
+        total += ct.load(xs[i], (0, 0), (4, 4))
+    ct.store(out, (0, 0), total)
+
+
+def test_arrays_of_a_list_annotated_int64_may_pass_int32():
+    """ct.ListAnnotation(element=ct.IndexedWithInt64): every array in the list may have more
+    than 2**31 rows (broadcast views here: no memory behind them)."""
+    rows = 2**32 + 16
+    xs = [np.broadcast_to(np.full((1, 4), i + 1, np.int8), (rows, 4)) for i in range(3)]
+    out = np.zeros((4, 4), np.int8)
+    tile_lab.emulate(first_rows_of_each, (1,), (xs, out))
+    np.testing.assert_array_equal(out, np.full((4, 4), 6, np.int8))

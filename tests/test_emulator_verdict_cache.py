@@ -168,3 +168,15 @@ def test_a_later_process_skips_cutiles_compiler(tmp_path):
     again = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                            env=env, timeout=120)
     assert again.stdout.strip() == "compiler imported: True", again.stderr
+
+
+def test_off_by_default_turns_the_default_cache_off_but_not_a_named_one(tmp_path, monkeypatch):
+    monkeypatch.delenv("TILE_LAB_FRONTEND_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert verdict_cache.directory() == tmp_path / "tile_lab" / "frontend"
+    with verdict_cache.off_by_default():
+        assert verdict_cache.directory() is None
+        monkeypatch.setenv("TILE_LAB_FRONTEND_CACHE", str(tmp_path / "named"))
+        assert verdict_cache.directory() == tmp_path / "named"
+    monkeypatch.delenv("TILE_LAB_FRONTEND_CACHE")
+    assert verdict_cache.directory() == tmp_path / "tile_lab" / "frontend"

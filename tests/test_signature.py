@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import cuda.tile as ct
 import kernels_inspect as K
 import ml_dtypes
@@ -16,7 +18,7 @@ from tile_lab.compile.signature import (
     signature_from_spec,
 )
 from tile_lab.compile.signature_spec import parse_spec
-from tile_lab.errors import SignatureError
+from tile_lab.errors import ArgumentValueError, SignatureError
 
 
 class FakeDeviceArray:
@@ -122,6 +124,76 @@ def test_list_of_arrays():
     lst = params(built)[0]
     assert lst.element.dtype == ct.float32 and lst.element.shape_divisible_by == (16,)
     assert built.display.startswith("list[2 x f321d]")
+
+
+StaticRows = Annotated[list, ct.ListAnnotation(element=ct.ArrayAnnotation(static_shape_dims=(0,)))]
+StaticPitch = Annotated[list,
+                        ct.ListAnnotation(element=ct.ArrayAnnotation(static_stride_dims=(0,)))]
+WideList = Annotated[list, ct.ListAnnotation(element=ct.IndexedWithInt64)]
+
+
+@ct.kernel
+def sum_rows(xs: StaticRows, out):
+    ct.store(out, (0, 0), ct.load(xs[0], (0, 0), (4, 4)))
+
+
+@ct.kernel
+def sum_pitched(xs: StaticPitch, out):
+    ct.store(out, (0, 0), ct.load(xs[0], (0, 0), (4, 4)))
+
+
+@ct.kernel
+def sum_wide(xs: WideList, out):
+    ct.store(out, (0, 0), ct.load(xs[0], (0, 0), (4, 4)))
+
+
+def test_a_list_annotation_describes_each_array_in_the_list():
+    out = np.zeros((4, 4), np.float32)
+    rows8 = [np.zeros((8, 4), np.float32), np.ones((8, 4), np.float32)]
+    built = signature_from_args(sum_rows, (rows8, out))
+    element = params(built)[0].element
+    assert element.shape_constant == (8, None)  # the annotated axis is a constant
+    assert built.kernel_signature.calling_convention == \
+        ct.compilation.CallingConvention.cutile_python_v2()
+    rows16 = [np.zeros((16, 4), np.float32)] * 2
+    assert params(signature_from_args(sum_rows, (rows16, out)))[0].element.shape_constant == \
+        (16, None)
+
+    pitched = [np.zeros((4, 10), np.float32)[:, :4] for _ in range(3)]
+    element = params(signature_from_args(sum_pitched, (pitched, out)))[0].element
+    assert element.stride_constant == (10, None)  # listed strides replace the unit inference
+
+    # a list of arrays over 2**31 elements (a broadcast view: no memory) is fine for int64
+    huge = np.broadcast_to(np.zeros((1, 4), np.int8), (2**32 + 16, 4))
+    element = params(signature_from_args(sum_wide, ([huge, huge], out)))[0].element
+    assert element.index_dtype == ct.int64
+    with pytest.raises(SignatureError, match="exceed int32"):
+        signature_from_args(sum_rows, ([huge], out))
+
+
+def test_list_items_that_differ_on_a_static_axis_are_a_value_error():
+    out = np.zeros((4, 4), np.float32)
+    with pytest.raises(ValueError, match="vary in static shape at axis 0: 8 vs 16") as info:
+        signature_from_args(sum_rows, ([np.zeros((8, 4)), np.zeros((16, 4))], out))
+    assert isinstance(info.value, ArgumentValueError)
+    with pytest.raises(ValueError, match="vary in static stride at axis 0: 10 vs 12"):
+        signature_from_args(sum_pitched, ([np.zeros((4, 10))[:, :4], np.zeros((4, 12))[:, :4]],
+                                          out))
+
+
+@pytest.mark.parametrize("annotation, message", [
+    (ct.ArrayAnnotation(static_shape_dims=(2,)), "static_shape_dims contains axis 2 but"),
+    (ct.ArrayAnnotation(static_stride_dims=(-3,)), "static_stride_dims contains axis -3 but"),
+    (ct.ArrayAnnotation(static_stride_dims=(1, -1)), "static_stride_dims contains duplicate"),
+])
+def test_static_axes_outside_the_array_are_cutiles_value_error(annotation, message):
+    def copy(x, out):
+        ct.store(out, (0, 0), ct.load(x, (0, 0), (4, 4)))
+
+    copy.__annotations__ = {"x": Annotated[ct.Array, annotation]}  # not a string: a local
+    k = ct.kernel(copy)
+    with pytest.raises(ValueError, match=message):
+        signature_from_args(k, (np.zeros((4, 4)), np.zeros((4, 4))))
 
 
 @pytest.mark.parametrize("args, message", [

@@ -207,3 +207,148 @@ def test_a_bad_device_value_is_one_line(tmp_path):
     run = _program(tmp_path, True, TILE_LAB_EMULATE="1", TILE_LAB_DEVICE="gpu")
     assert run.returncode == 1
     assert run.stderr.strip() == "tile_lab: TILE_LAB_DEVICE='gpu': expected one of auto, cpu, cuda"
+
+
+COUNTED_KERNEL = '''
+import cuda.tile as ct
+
+
+@ct.kernel
+def tripled(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, index=(bid,), tile=ct.load(x, index=(bid,), shape=(TILE,)) * 3)
+'''
+
+COUNTS_COMPILES = '''
+from unittest.mock import patch
+
+import cuda.tile as ct
+import cuda.tile._compile
+import torch
+
+from counted_kernel import tripled
+
+
+def test_each_signature_compiles_once_per_process():
+    x = torch.arange(64, dtype=torch.float32, device="cuda")
+    y = torch.zeros_like(x)
+    with patch("cuda.tile._compile.compile_tile",
+               side_effect=cuda.tile._compile.compile_tile) as compile_tile:
+        for _ in range(2):
+            ct.launch(torch.cuda.current_stream(), (4,), tripled, (x, y, 16))
+    assert compile_tile.call_count == 1
+    assert torch.equal(y, 3 * x)
+'''
+
+
+def test_a_suite_counting_cutiles_compiles_sees_them_despite_earlier_runs(tmp_path, monkeypatch):
+    """A verdict an earlier process stored on disk does not hide the compile from a suite
+    under the plugin (cuTile compiles each kernel signature once per process)."""
+    pytest.importorskip("torch")
+    import numpy as np
+
+    import tile_lab
+    from tile_lab.emulator import gate
+
+    (tmp_path / "counted_kernel.py").write_text(textwrap.dedent(COUNTED_KERNEL))
+    (tmp_path / "test_counts.py").write_text(textwrap.dedent(COUNTS_COMPILES))
+    verdicts = tmp_path / "xdg" / "tile_lab" / "frontend"
+    monkeypatch.setenv("TILE_LAB_FRONTEND_CACHE", str(verdicts))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from counted_kernel import tripled  # an earlier run accepts this very signature
+
+    gate.clear_cache()
+    x = np.arange(64, dtype=np.float32)
+    tile_lab.emulate(tripled, (4,), (x, np.zeros_like(x), 16))
+    gate.clear_cache()
+    assert len(list(verdicts.iterdir())) == 1
+
+    env = {k: v for k, v in os.environ.items() if k != "TILE_LAB_FRONTEND_CACHE"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), PYTHONPATH=os.pathsep.join(
+        [str(tmp_path), str(ROOT), env.get("PYTHONPATH", "")]))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tile_lab.testing", "-q", "-o", "addopts=",
+         "-p", "no:cacheprovider", *NO_NBVAL, "--tile-lab-device=cpu", "test_counts.py"],
+        capture_output=True, text=True, timeout=280, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "1 passed" in run.stdout
+
+
+def test_abs_of_a_bool_tensor_works_as_on_cuda():
+    """torch has abs for bool tensors on CUDA only; with CUDA played by the CPU it is there."""
+    torch = pytest.importorskip("torch")
+    from tile_lab.testing.torch_cpu import cuda_on_cpu
+
+    flags = torch.tensor([True, False, True])
+    with pytest.raises(NotImplementedError):
+        abs(flags)  # the CPU's own torch
+    with cuda_on_cpu():
+        x = flags.to("cuda")
+        for result in (abs(x), torch.abs(x), x.abs()):
+            assert result.dtype == torch.bool and result.tolist() == [True, False, True]
+            assert result.data_ptr() != x.data_ptr()  # a new tensor, as abs makes
+    with pytest.raises(NotImplementedError):
+        abs(flags)
+
+
+CHILD_PROGRAM = '''
+import cuda.tile as ct
+import torch
+
+
+@ct.kernel
+def checked(x, TILE: ct.Constant[int]):
+    ct.assert_(ct.load(x, index=(ct.bid(0),), shape=(TILE,)) > 0, "found a zero")
+
+
+x = torch.ones(64, device="cuda")
+ct.launch(torch.cuda.current_stream(), (4,), checked, (x, 16))
+x[20] = 0
+ct.launch(torch.cuda.current_stream(), (4,), checked, (x, 16))
+'''
+
+STARTS_A_CHILD = '''
+import subprocess
+import sys
+
+
+def test_a_program_the_suite_starts_runs_like_the_suite():
+    child = subprocess.run([sys.executable, "child.py"], capture_output=True, text=True)
+    assert child.returncode != 0, child.stderr
+    assert child.stdout.splitlines() == ["found a zero"], child.stderr
+    assert "ct.assert_ failed: found a zero" in child.stderr
+'''
+
+
+def test_programs_a_suite_starts_inherit_the_emulation(tmp_path):
+    """A test that runs a Python program (a device-side assert is tested in a child process)
+    gets the plugin's emulation, device and arch in that program too; the assert's message is
+    printed on stdout, as cuTile documents."""
+    pytest.importorskip("torch")
+    (tmp_path / "child.py").write_text(textwrap.dedent(CHILD_PROGRAM))
+    (tmp_path / "test_child.py").write_text(textwrap.dedent(STARTS_A_CHILD))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILE_LAB_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tile_lab.testing", "-q", "-o", "addopts=",
+         "-p", "no:cacheprovider", *NO_NBVAL, "--tile-lab-device=cpu", "test_child.py"],
+        capture_output=True, text=True, timeout=280, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "1 passed" in run.stdout
+
+
+def test_cuda_on_cpu_inside_another_adds_no_second_layer():
+    """A pytest worker that inherited TILE_LAB_DEVICE=cpu has the start-up hook's switch on
+    when the plugin switches: the inner one must neither stack a second rewrite of every torch
+    call nor, on leaving, switch off the outer one."""
+    torch = pytest.importorskip("torch")
+    from torch.overrides import _get_current_function_mode_stack
+
+    from tile_lab.testing.torch_cpu import cuda_on_cpu
+
+    before = len(_get_current_function_mode_stack())
+    with cuda_on_cpu():
+        with cuda_on_cpu():
+            assert len(_get_current_function_mode_stack()) == before + 1
+        assert torch.cuda.is_available() and torch.ones(2, device="cuda").device.type == "cpu"
+    assert len(_get_current_function_mode_stack()) == before

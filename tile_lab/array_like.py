@@ -126,7 +126,7 @@ def to_host(value: Any, copy_back: list[Callable[[], None]]) -> np.ndarray:
         cpu = t.cpu()
         host = host_view(cpu)  # shares memory with cpu
         assert host is not None
-        copy_back.append(lambda: t.copy_(cpu))
+        copy_back.append(lambda: _copy_into_torch(t, cpu))
         return host
     try:
         import cupy
@@ -139,6 +139,18 @@ def to_host(value: Any, copy_back: list[Callable[[], None]]) -> np.ndarray:
     host = device.get()
     copy_back.append(lambda: device.set(host))
     return host
+
+
+def _copy_into_torch(target: Any, result: Any) -> None:
+    """Write ``result`` (the host copy, after the kernel ran) back into torch tensor
+    ``target``. An axis of stride 0 (``expand``) repeats one element in memory, and torch
+    refuses to write into such a tensor; writing index 0 of that axis writes every element
+    of its memory once (the GPU leaves one of the lanes' values there too)."""
+    for axis, (n, stride) in enumerate(zip(target.shape, target.stride(), strict=True)):
+        if stride == 0 and n > 1:
+            target = target.narrow(axis, 0, 1)
+            result = result.narrow(axis, 0, 1)
+    target.copy_(result)
 
 
 def as_launch_args(args: Any) -> Any:

@@ -119,6 +119,13 @@ class ArgumentTypeError(TileLabError, TypeError):
     (position and name) and the type it expects."""
 
 
+class ArgumentValueError(TileLabError, ValueError):
+    """An argument cuTile's launcher refuses with a ValueError (an axis in
+    ``static_shape_dims`` beyond the array's rank, arrays of a list that differ on an axis
+    annotated static); the message is cuTile's, so ``except ValueError`` catches it as it
+    catches cuTile's own."""
+
+
 class OptionError(TileLabError, UsageError):
     """A ``%%tile`` option is wrong or missing. Also an IPython ``UsageError`` (what magics
     raise for usage mistakes), but shown like every tile_lab error: at the ``%%tile`` line,

@@ -6,7 +6,8 @@ inspect view shows. Those come from ``cuda.tile._compile.compile_tile`` and frie
 which may change in any cuTile release, so:
 
 * every private name is imported here (and in ``device.py`` beside it: the device side the
-  emulator replaces; ``tileiras_choice.py``: which tileiras build cuTile's compiles run) and
+  emulator replaces; ``tileiras_choice.py``: which tileiras build cuTile's compiles run;
+  ``tile_errors.py``: where a cuTile error points) and
   nowhere else in tile_lab;
 * the supported cuTile range is pinned (``SUPPORTED``) and anything outside it fails
   loudly with the installed version in the message;
@@ -94,6 +95,8 @@ class ParamInfo:
     # every position (tuple[ct.Constant[int], ...]); None when not given
     items: tuple[ParamInfo, ...] | None = None
     each: ParamInfo | None = None
+    # a list parameter's ct.ListAnnotation(element=...): what it says of every array in it
+    element: ParamInfo | None = None
 
 
 def kernel_parameters(kernel: Any) -> list[ParamInfo]:
@@ -109,18 +112,27 @@ def _param_info(name: str, annotation: Any, node: Any) -> ParamInfo:
 
     if isinstance(node, LeafAnnotationNode):
         arr = node.array
+        # ct.ListAnnotation(element=...): cuTile has normalised element to an ArrayAnnotation
+        element = None if node.list is None else ParamInfo(
+            name=f"{name}[i]", constant=False, annotation=None,
+            **_array_annotation_fields(node.list.element))
         return ParamInfo(
             name=name, constant=node.constant, annotation=annotation,
-            array_index_dtype=arr.index_dtype if arr is not None else None,
-            static_shape_dims=tuple(arr.static_shape_dims) if arr is not None else (),
-            static_stride_dims=tuple(arr.static_stride_dims) if arr is not None else (),
-            scalar_dtype=node.scalar.dtype if node.scalar is not None else None)
+            **(_array_annotation_fields(arr) if arr is not None else {}),
+            scalar_dtype=node.scalar.dtype if node.scalar is not None else None,
+            element=element)
     if isinstance(node, HomogeneousTupleNode):
         return ParamInfo(name=name, constant=False, annotation=annotation, is_tuple=True,
                          each=_param_info(f"{name}[i]", None, node.each))
     return ParamInfo(name=name, constant=False, annotation=annotation, is_tuple=True,
                      items=tuple(_param_info(f"{name}[{i}]", None, item)
                                  for i, item in enumerate(node.items)))
+
+
+def _array_annotation_fields(arr: Any) -> dict[str, Any]:
+    return {"array_index_dtype": arr.index_dtype,
+            "static_shape_dims": tuple(arr.static_shape_dims),
+            "static_stride_dims": tuple(arr.static_stride_dims)}
 
 
 # -- compiler options (kernel hints) ---------------------------------------------------
@@ -414,54 +426,6 @@ def signatures_without_driver(constraints_of: Any) -> Iterator[None]:
         KernelSignature.from_kernel_args = original
 
 
-def tile_error_message(exc: BaseException) -> str:
-    return str(getattr(exc, "message", exc))
-
-
-def tile_error_location(exc: BaseException) -> tuple[str, int, int | None] | None:
-    """(filename, 1-based line, 0-based column) of a cuTile error, or None when unknown.
-
-    For an error inside an inlined helper, the innermost location is returned.
-    """
-    loc = getattr(exc, "loc", None)
-    if loc is None or loc.is_unknown() or not loc.filename or not loc.line:
-        return None
-    return loc.filename, int(loc.line), (int(loc.col) if loc.col is not None else None)
-
-
-def locate_tile_error(exc: BaseException, filename: str, line: int, col: int,
-                      function: str) -> None:
-    """Give a cuTile error raised without a location (the emulator's ``ct.StaticException``)
-    the kernel line it came from, so its text names that line as cuTile's own errors do."""
-    from cuda.tile._exception import FunctionDesc, Loc
-
-    if getattr(exc, "loc", None) is None or exc.loc.is_unknown():
-        exc.loc = Loc(line=line, col=col, filename=filename,
-                      function=FunctionDesc(function, filename, line, col + 1))
-
-
-def tile_error_call_sites(exc: BaseException) -> list[tuple[str, int, int | None]]:
-    """Every location of a cuTile error, innermost first, then its call sites."""
-    out = []
-    loc = getattr(exc, "loc", None)
-    while loc is not None and not loc.is_unknown():
-        if loc.filename and loc.line:
-            out.append((loc.filename, int(loc.line),
-                        int(loc.col) if loc.col is not None else None))
-        loc = loc.call_site
-    return out
-
-
-def parse_tileiras_stderr(stderr: str) -> tuple[str, tuple[str, int, int | None] | None]:
-    """tileiras' error text, cleaned, and the first source location it names."""
-    from cuda.tile._compile import _parse_tileir_stderr
-
-    message, loc = _parse_tileir_stderr(stderr)
-    if loc.is_unknown() or not loc.filename or not loc.line:
-        return message, None
-    return message, (loc.filename, int(loc.line), int(loc.col) if loc.col else None)
-
-
 # -- the local GPU (through cuTile's driver bindings; no CuPy needed) ------------------
 
 def gpu_compute_capability(device: int = 0) -> tuple[int, int] | None:
@@ -487,6 +451,15 @@ def driver_cuda_version() -> tuple[int, int] | None:
         return v // 1000, (v % 1000) // 10
     return None
 
+
+# the locations of cuTile's errors (their Loc objects), in tile_errors.py beside this
+from .tile_errors import (  # noqa: E402, F401 (re-exported: compat.tile_error_message etc.)
+    locate_tile_error,
+    parse_tileiras_stderr,
+    tile_error_call_sites,
+    tile_error_location,
+    tile_error_message,
+)
 
 # cuTile's compiler imports torch (2.5-3 s of CPU, inside C code that swallowed a Ctrl-C) on
 # its first dtype question; torch_deferral.py answers without torch until torch is imported:

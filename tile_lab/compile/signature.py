@@ -40,7 +40,7 @@ from cuda.tile.compilation import (
 
 from .. import _cutile_compat as compat
 from ..array_like import ArgumentProblem, array_info, is_array_like
-from ..errors import SignatureError
+from ..errors import ArgumentValueError, SignatureError
 from .signature_spec import DTYPE_CODES, SpecItem, parse_spec
 
 _CODE_BY_NUMPY_NAME = {np_name: code for code, (_, np_name) in DTYPE_CODES.items()}
@@ -151,8 +151,8 @@ def array_constraint(desc: ArrayDesc, param: compat.ParamInfo | None = None) -> 
     if index_dtype == ct.int32 and max([extent, *desc.shape], default=0) > _INT32_MAX:
         raise _ArgProblem("shape or strides exceed int32; annotate the parameter with "
                           "ct.ArrayAnnotation(index_dtype=ct.int64)")
-    static_strides = set(_normalise_dims(param.static_stride_dims if param else (), ndim))
-    static_shapes = set(_normalise_dims(param.static_shape_dims if param else (), ndim))
+    static_shapes = set(_static_dims("static_shape_dims", param, ndim))
+    static_strides = set(_static_dims("static_stride_dims", param, ndim))
     if static_strides:
         # cuTile: listing static strides replaces its own stride == 1 inference
         stride_constant = tuple(s if i in static_strides else None
@@ -176,8 +176,20 @@ def array_constraint(desc: ArrayDesc, param: compat.ParamInfo | None = None) -> 
         base_addr_divisible_by=_ALIGN_BYTES if desc.aligned else 1)
 
 
-def _normalise_dims(dims: Sequence[int], ndim: int) -> list[int]:
-    return [d + ndim if d < 0 else d for d in dims]
+def _static_dims(field: str, param: compat.ParamInfo | None, ndim: int) -> list[int]:
+    """The axes ``param``'s ArrayAnnotation names in ``field`` (negative ones counted from
+    the end), refused as cuTile's launcher refuses them: a ValueError for an axis beyond
+    the array's rank or named twice."""
+    dims = getattr(param, field) if param is not None else ()
+    out: list[int] = []
+    for d in dims:
+        axis = d + ndim if d < 0 else d
+        if not 0 <= axis < ndim:
+            raise ArgumentValueError(f"{field} contains axis {d} but array rank is {ndim}")
+        if axis in out:
+            raise ArgumentValueError(f"{field} contains duplicate axis {d}")
+        out.append(axis)
+    return out
 
 
 def _scalar_constraint(value: Any, param: compat.ParamInfo) -> tuple[ScalarConstraint, str]:
@@ -266,15 +278,22 @@ def _list_constraint(values: list, param: compat.ParamInfo) -> tuple[ListConstra
     first = descs[0]
     if any(d.code != first.code or len(d.shape) != len(first.shape) for d in descs):
         raise _ArgProblem("all arrays in a list must have the same dtype and rank")
-    constraints = [array_constraint(d, param) for d in descs]
-    # cuTile specialises a list on what holds for every element
+    # the list's ct.ListAnnotation(element=...) describes every array in it
+    element_param = param.element if param.element is not None else param
+    constraints = [array_constraint(d, element_param) for d in descs]
     c0 = constraints[0]
+    # an axis annotated static is one constant for the whole list: items must agree there
+    shape_constant = _agreed_constants("shape", [c.shape_constant for c in constraints])
+    static_strides = bool(element_param.static_stride_dims)
+    stride_constant = (_agreed_constants("stride", [c.stride_constant for c in constraints])
+                       if static_strides else
+                       # else cuTile specialises a list on what holds for every element
+                       tuple(v if all(c.stride_constant[i] == v for c in constraints) else None
+                             for i, v in enumerate(c0.stride_constant)))
     element = ArrayConstraint(
         c0.dtype, c0.ndim, index_dtype=c0.index_dtype, stride_lower_bound_incl=0,
         alias_groups=(), may_alias_internally=any(c.may_alias_internally for c in constraints),
-        stride_constant=tuple(
-            v if all(c.stride_constant[i] == v for c in constraints) else None
-            for i, v in enumerate(c0.stride_constant)),
+        stride_constant=stride_constant, shape_constant=shape_constant,
         stride_divisible_by=tuple(math.gcd(*(c.stride_divisible_by[i] for c in constraints))
                                   for i in range(c0.ndim)),
         shape_divisible_by=tuple(math.gcd(*(c.shape_divisible_by[i] for c in constraints))
@@ -282,6 +301,21 @@ def _list_constraint(values: list, param: compat.ParamInfo) -> tuple[ListConstra
         base_addr_divisible_by=math.gcd(*(c.base_addr_divisible_by for c in constraints)))
     return (ListConstraint(element, alias_groups=(), elements_may_alias=True),
             f"list[{len(values)} x {first.code}{len(first.shape)}d]")
+
+
+def _agreed_constants(what: str, per_item: list[tuple[int | None, ...] | None]
+                      ) -> tuple[int | None, ...] | None:
+    """The constants (None: not annotated static) every item of a list shares; a ValueError
+    with cuTile's wording where two items differ on an annotated axis."""
+    first = per_item[0]
+    if first is None:
+        return None
+    for other in per_item[1:]:
+        for axis, (a, b) in enumerate(zip(first, other, strict=True)):
+            if a is not None and a != b:
+                raise ArgumentValueError(
+                    f"Arrays in list vary in static {what} at axis {axis}: {a} vs {b}")
+    return first
 
 
 # -- spec items (tile_lab.compile.signature_spec) as constraints -----------------------------------
@@ -323,9 +357,8 @@ def _check_count(kernel: Any, params: list[compat.ParamInfo], n: int, what: str)
 def _finish(kernel: Any, params: list[compat.ParamInfo], parts: list[tuple[Any, str]]
             ) -> BuiltSignature:
     constraints = [c for c, _ in parts]
-    needs_v2 = any(isinstance(c, TupleConstraint) or (
-        isinstance(c, ArrayConstraint) and any(x is not None for x in c.shape_constant))
-        for c in constraints)
+    needs_v2 = any(isinstance(c, TupleConstraint) or _has_static_shape(c) or (
+        isinstance(c, ListConstraint) and _has_static_shape(c.element)) for c in constraints)
     cconv = (CallingConvention.cutile_python_v2() if needs_v2
              else CallingConvention.cutile_python_v1())
     try:
@@ -333,6 +366,12 @@ def _finish(kernel: Any, params: list[compat.ParamInfo], parts: list[tuple[Any, 
     except (TypeError, ValueError) as e:
         raise SignatureError(f"cuTile rejected the signature: {e}") from e
     return BuiltSignature(sig, ", ".join(t for _, t in parts))
+
+
+def _has_static_shape(c: Any) -> bool:
+    """An array constraint with a constant extent (cuTile passes those under its v2 calling
+    convention)."""
+    return isinstance(c, ArrayConstraint) and any(x is not None for x in c.shape_constant)
 
 
 def signature_from_args(kernel: Any, args: Sequence[Any]) -> BuiltSignature:
@@ -344,6 +383,8 @@ def signature_from_args(kernel: Any, args: Sequence[Any]) -> BuiltSignature:
     for i, (value, param) in enumerate(zip(args, params, strict=True)):
         try:
             parts.append(_arg_constraint(value, param))
+        except ArgumentValueError:
+            raise  # cuTile's launcher raises these as they are
         except (_ArgProblem, TypeError, ValueError) as e:
             raise SignatureError(f"{_describe_param(i, param)}: {e}") from None
     return _finish(kernel, params, parts)

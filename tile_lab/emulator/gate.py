@@ -5,12 +5,17 @@ folding, ``static_assert``; no tileiras, no GPU) types it for the signature of t
 arguments. A kernel the compiler would reject (``range(4, 0, -1)``, a name bound to tiles of
 different dtypes on two paths, a Python list of tiles) fails here with cuTile's message at
 the kernel's line, as cuTile's own exception class (``ct.TileTypeError`` & co.; also a
-:class:`~tile_lab.errors.CompileError`, see ``compile_errors.as_cutile_error``), instead
+:class:`~tile_lab.errors.CompileError`, see ``compile.errors.as_cutile_error``), instead
 of "working" on the CPU and failing on the GPU. ``ct.launch``'s own argument checks (count,
 tuple arity, constants) raise cuTile's TypeError the same way. Each (kernel, signature)
 is checked once per process, and an acceptance is remembered on disk for later processes
 (``verdict_cache.py``; keyed by the kernel's code, what it names, the signature and cuTile's
 version; ``TILE_LAB_FRONTEND_CACHE=off`` turns that off).
+
+Where something replaced ``ct.kernel._compile`` (what ``ct.launch`` calls to compile; a test
+patches it to target sm_80), that compile decides instead, on every launch, with the
+compute capability cuTile's device query answers: it runs cuTile's whole compile, tileiras
+included, as ``ct.launch`` would.
 
 Plain Python functions (not ``@ct.kernel``) are not gated: cuTile cannot compile them.
 Arguments the signature builder cannot describe skip the gate; the emulator's own checks
@@ -28,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .. import _cutile_compat as compat
+from .._cutile_compat import kernel_compile
 from ..errors import TileLabError
 from . import verdict_cache
 
@@ -45,15 +51,15 @@ def check(kernel: Any, args: Sequence[Any]) -> bool:
     when it was not asked (gate off, a plain function, arguments it cannot describe)."""
     if _OFF[0] or not compat.is_kernel(kernel):
         return False
+    override = kernel_compile.overridden_compile(kernel)
+    if override is not None:
+        return _check_with_override(kernel, args, override)
     quick = _quick_key(args)
     if quick is not None and quick in _QUICK.get(kernel, ()):
         return True  # the same argument layout passed before: skip building its signature
     _check_launch_arguments(kernel, args)
-    from ..compile.signature import build_signature
-
-    try:
-        signature = build_signature(kernel, [_describable(a) for a in args]).kernel_signature
-    except (TileLabError, TypeError, ValueError):
+    signature = _signature(kernel, args)
+    if signature is None:
         return False  # arguments the signature cannot describe: the emulator reports them
     key = repr(signature)
     with _LOCK:
@@ -64,8 +70,19 @@ def check(kernel: Any, args: Sequence[Any]) -> bool:
     if disk is not None and verdict_cache.known(disk):
         _passed(kernel, seen, key, quick)  # accepted in an earlier process
         return True
+    if not _verdict(compat.check_frontend, kernel, signature):
+        return False
+    _passed(kernel, seen, key, quick)
+    if disk is not None:
+        verdict_cache.remember(disk)
+    return True
+
+
+def _verdict(compile_check: Any, *how: Any) -> bool:
+    """Run ``compile_check(*how)``; raise cuTile's error as ct.launch would if it rejects the
+    kernel; False when cuTile could not look at it (no verdict), True when it accepted."""
     try:
-        compat.check_frontend(kernel, signature)
+        return compile_check(*how) is not False
     except Exception as exc:
         if compat.is_parameter_error(exc):  # ct.launch raises these TypeErrors as they are
             from ..errors import ArgumentTypeError
@@ -78,10 +95,33 @@ def check(kernel: Any, args: Sequence[Any]) -> bool:
 
         raise as_cutile_error(exc, "cuTile's compiler rejects this kernel, so the emulator "
                               "does not run it") from None
-    _passed(kernel, seen, key, quick)
-    if disk is not None:
-        verdict_cache.remember(disk)
-    return True
+
+
+def _check_with_override(kernel: Any, args: Sequence[Any], override: Any) -> bool:
+    """The gate where something replaced ``kernel._compile`` (a test making cuTile target
+    sm_80, say): that compile is what ct.launch would run, so it decides, on every launch
+    (what it does may differ from call to call; no verdict is remembered). It runs cuTile's
+    whole compile, tileiras included, where cuTile's own ``_compile`` is called."""
+    _check_launch_arguments(kernel, args)
+    signature = _signature(kernel, args)
+    if signature is None:
+        return False
+    return _verdict(kernel_compile.compile_with_override, override, signature)
+
+
+def _signature(kernel: Any, args: Sequence[Any]) -> Any:
+    """cuTile's KernelSignature for these arguments; None for arguments the signature
+    builder cannot describe. What cuTile's launcher refuses with a ValueError (an axis
+    annotated static beyond the rank) is raised, with its message."""
+    from ..compile.signature import build_signature
+    from ..errors import ArgumentValueError
+
+    try:
+        return build_signature(kernel, [_describable(a) for a in args]).kernel_signature
+    except ArgumentValueError:
+        raise
+    except (TileLabError, TypeError, ValueError):
+        return None
 
 
 def _passed(kernel: Any, seen: set, key: str, quick: tuple | None) -> None:

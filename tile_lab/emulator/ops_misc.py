@@ -54,6 +54,8 @@ def assert_(cond, /, message=None) -> None:
     values = cond._a if isinstance(cond, Tile) else cond
     if not np.all(values):
         failed = int(np.size(values) - np.count_nonzero(values))
+        if message:  # cuTile: "Message to print if condition is false", as the device prints
+            builtins.print(message, flush=True)
         text = "ct.assert_ failed" + (f": {message}" if message else "")
         raise kernel_error(f"{text} ({failed} of {np.size(values)} lanes false)")
 

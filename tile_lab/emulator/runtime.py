@@ -135,7 +135,7 @@ def _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back, traced
     except Exception as exc:
         if is_tile_error(exc):  # cuTile's compile-time error, met as the kernel ran (a
             # `raise ct.static_exception(...)` where the gate did not look): cuTile's class
-            from ..compile_errors import as_cutile_error
+            from ..compile.errors import as_cutile_error
 
             _locate(exc, rebuilder.user_codes)
             raise as_cutile_error(exc) from None
@@ -314,7 +314,9 @@ def _spec_of(info: Any) -> _ParamSpec:
                       static_dims=info.static_shape_dims, array=_names_array(info.annotation),
                       int64_index=info.array_index_dtype is ct.int64,
                       items=None if info.items is None else tuple(map(_spec_of, info.items)),
-                      each=None if info.each is None else _spec_of(info.each))
+                      each=_spec_of(info.each) if info.each is not None else
+                      # a list's ct.ListAnnotation(element=...): what holds for each array
+                      None if info.element is None else _spec_of(info.element))
 
 
 def _names_array(annotation: Any) -> bool:

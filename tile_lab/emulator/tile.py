@@ -233,6 +233,9 @@ class DTypeConstructor(dtypes.KernelDType):
     __slots__ = ()
 
     def __call__(self, x: object = 0) -> Tile:  # cuTile: ct.float32() is 0
+        if isinstance(x, str):  # a constant: cuTile converts it as Python does, float("-inf")
+            x = (float if dtypes.is_float(self.dtype) else
+                 int if dtypes.is_integer(self.dtype) else bool)(x)
         t = as_tile(x, f"the argument of {self.dtype}()")
         if t.ndim != 0:
             raise kernel_error(f"{self.dtype}() converts scalars; use .astype() for tiles")

@@ -20,21 +20,30 @@ gets no key: it is checked every process, as before. Entries are empty files nam
 under ``$XDG_CACHE_HOME/tile_lab/frontend`` (``~/.cache/...``). ``TILE_LAB_FRONTEND_CACHE=off``
 turns the cache off; ``TILE_LAB_FRONTEND_CACHE=/abs/dir`` puts it elsewhere. A cache that
 cannot be written is skipped silently (it only saves time).
+
+Under the pytest plugin (``pytest -p tile_lab.testing``) the cache is off unless
+``TILE_LAB_FRONTEND_CACHE`` names a directory (:func:`off_by_default`): a test suite may count
+cuTile's compiles (patching ``cuda.tile._compile.compile_tile``), and with the cache a kernel
+some earlier run accepted would not be compiled at all, where cuTile compiles it once per
+process. Each process then checks each (kernel, signature) once, as cuTile compiles it once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import hashlib
 import marshal
 import os
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 ENV_VAR = "TILE_LAB_FRONTEND_CACHE"
 FORMAT = "1"
 _CONSTANT_TYPES = (int, float, str, bool, bytes, type(None))
+_DEFAULT_OFF = [0]  # >0 inside ``off_by_default()``
 _LIBRARY_ROOTS = frozenset({"cuda", "numpy", "math", "operator", "functools", "typing",
                             "itertools", "builtins", "ml_dtypes"})
 
@@ -50,8 +59,21 @@ def directory() -> Path | None:
             raise ValueError(f"{ENV_VAR}={value!r}: use off (no cache) or an absolute "
                              "directory path")
         return Path(value)
+    if _DEFAULT_OFF[0]:
+        return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "tile_lab" / "frontend"
+
+
+@contextlib.contextmanager
+def off_by_default() -> Iterator[None]:
+    """Inside this block the cache is off unless ``TILE_LAB_FRONTEND_CACHE`` names a
+    directory (the pytest plugin's setting: see the module's docstring)."""
+    _DEFAULT_OFF[0] += 1
+    try:
+        yield
+    finally:
+        _DEFAULT_OFF[0] -= 1
 
 
 def key(pyfunc: types.FunctionType, signature_repr: str) -> str | None:

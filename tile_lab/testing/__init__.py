@@ -10,6 +10,12 @@ before anything is replaced) it also lets the suite's GPU habits work on the CPU
   ``device="cuda"``, ``.cuda()``, ``torch.cuda.current_stream()``, ``synchronize()``,
   ``is_available()``, ``get_device_capability()``).
 
+Python programs a test starts (``subprocess.run([sys.executable, script])``) inherit
+``TILE_LAB_EMULATE``, ``TILE_LAB_DEVICE`` and ``TILE_LAB_ARCH``, so they run emulated on the same
+device and arch. cuTile's compiles stay countable (a suite patching
+``cuda.tile._compile.compile_tile`` sees one per kernel signature per process): the front-end
+gate's on-disk verdict cache is off unless ``TILE_LAB_FRONTEND_CACHE`` names a directory.
+
 Everything is switched on before the suite's ``conftest.py`` files are imported (they evaluate
 GPU checks at import) and switched off when the session ends.
 """

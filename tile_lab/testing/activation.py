@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+from collections.abc import Iterator
 from typing import Any
 
 DEVICE_VAR = "TILE_LAB_DEVICE"
@@ -108,7 +109,9 @@ def activate(device: str = "auto", arch: str = DEFAULT_ARCH) -> contextlib.ExitS
         raise ValueError(f"device must be one of {DEVICE_CHOICES}, got {device!r}")
     capability = capability_of(arch)
     stack = contextlib.ExitStack()
-    if device == "cpu" or (device == "auto" and not torch_sees_a_gpu()):
+    on_cpu = device == "cpu" or (device == "auto" and not torch_sees_a_gpu())
+    stack.enter_context(_children_alike("cpu" if on_cpu else "cuda", arch))
+    if on_cpu:
         from .._cutile_compat.device import emulated_device_queries
 
         stack.enter_context(emulated_device_queries(capability))
@@ -117,12 +120,36 @@ def activate(device: str = "auto", arch: str = DEFAULT_ARCH) -> contextlib.ExitS
             from .torch_cpu import cuda_on_cpu
 
             stack.enter_context(cuda_on_cpu(capability))
-    from ..emulator import program
+    from ..emulator import program, verdict_cache
 
+    # a suite may count cuTile's compiles: each process checks each kernel signature once
+    stack.enter_context(verdict_cache.off_by_default())
     if not program.is_enabled():
         program.enable()
         stack.callback(program.disable)
     return stack
+
+
+@contextlib.contextmanager
+def _children_alike(device: str, arch: str) -> Iterator[None]:
+    """Python programs the suite starts (``subprocess.run([sys.executable, script])``, as
+    tests of device-side asserts do) inherit the environment: with ``TILE_LAB_EMULATE`` (kept
+    if set, else ``1``), ``TILE_LAB_DEVICE`` and ``TILE_LAB_ARCH`` they run emulated on the
+    same device and arch (tile_lab's start-up hook), as the suite's own launches do."""
+    from .._env_mode import ENV_VAR as EMULATE_VAR
+
+    wanted = {EMULATE_VAR: os.environ.get(EMULATE_VAR) or "1", DEVICE_VAR: device,
+              ARCH_VAR: arch}
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def cuda_tile_on_cpu(device: str, arch: str) -> None:

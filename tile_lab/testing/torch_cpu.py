@@ -7,7 +7,8 @@ machine without CUDA every one of those fails. :func:`cuda_on_cpu` makes them wo
 * a :class:`torch.overrides.TorchFunctionMode` rewrites every ``device`` that names CUDA
   (``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``) to the CPU, in keyword and positional
   form; ``.cuda()`` and ``.to(<cuda>)`` return a CPU copy, as a host-to-device copy would;
-* products with ``out_dtype=`` (CUDA-only kernels in torch) widen their operands first;
+* products with ``out_dtype=`` (CUDA-only kernels in torch) widen their operands first, and
+  ``abs`` of a bool tensor (also CUDA-only) is the tensor;
 * ``torch.cuda``'s queries answer for one emulated device (``is_available()`` True,
   ``get_device_capability()`` the emulated arch, ``device_count()`` 1, a name that says it
   is the emulator), and its streams, events and ``synchronize()`` are host-side stand-ins
@@ -30,6 +31,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 _CPU = torch.device("cpu")
+_ACTIVE: list[tuple[int, int]] = []  # the capability of the cuda_on_cpu in force, if any
 
 
 def _names_cuda(device: Any) -> bool:
@@ -62,12 +64,21 @@ class _CudaArgumentsToCpu(TorchFunctionMode):
         try:
             result = func(*args, **kwargs)
         except NotImplementedError:
-            if "out_dtype" not in kwargs:
+            if "out_dtype" in kwargs:
+                result = _wide_product(func, args, kwargs)
+            elif _is_abs_of_bool(func, args):
+                result = args[0].clone()  # CUDA's abs of a bool tensor: the tensor itself
+            else:
                 raise
-            result = _wide_product(func, args, kwargs)
         if copy and result is args[0]:
             return result.clone()  # a move to "the GPU" is a copy, never an alias
         return result
+
+
+def _is_abs_of_bool(func: Any, args: tuple) -> bool:
+    """``abs(t)`` of a bool tensor: torch has that kernel on CUDA only."""
+    return (func in (torch.abs, torch.Tensor.abs, torch.Tensor.__abs__) and len(args) == 1
+            and isinstance(args[0], torch.Tensor) and args[0].dtype == torch.bool)
 
 
 def _wide_product(func: Any, args: tuple, kwargs: dict) -> Any:
@@ -184,7 +195,22 @@ def _cuda_namespace(capability: tuple[int, int]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def cuda_on_cpu(capability: tuple[int, int] = (9, 0)) -> Iterator[None]:
-    """While inside, torch's CUDA device is the CPU (see the module docstring)."""
+    """While inside, torch's CUDA device is the CPU (see the module docstring). Inside an
+    outer ``cuda_on_cpu`` (the start-up hook's, for a pytest worker that inherited
+    ``TILE_LAB_DEVICE``, and the plugin's) it does nothing: one mode rewrites each call."""
+    if _ACTIVE:
+        yield
+        return
+    _ACTIVE.append(capability)
+    try:
+        with _cuda_on_cpu(capability):
+            yield
+    finally:
+        _ACTIVE.pop()
+
+
+@contextlib.contextmanager
+def _cuda_on_cpu(capability: tuple[int, int]) -> Iterator[None]:
     replacements = _cuda_namespace(capability)
     missing = object()
     saved = {name: torch.cuda.__dict__.get(name, missing) for name in replacements}
