@@ -3,7 +3,7 @@ no module over 500 lines (a listed few at most their length today), no public fu
 than 10 parameters, no private name imported across packages, mypy clean on the measuring core
 (gpu/ and tuning/), no HTML or SVG outside render/, no module but the front ends importing
 render/, no SASS/Tile IR regex outside the stage parser (tile_lab/compile/stage_rows.py), no import
-by string, a thin magic, and README's Layout drawing the tree as it is."""
+by string, a thin magic, and CONTRIBUTING.md's Layout drawing the tree as it is."""
 
 from __future__ import annotations
 
@@ -509,12 +509,13 @@ def test_the_markup_rules_catch_markup_and_renderer_imports(tmp_path):
                                           "tile_lab.data:7 imports tile_lab.render"]
 
 
-# ---- the layers README's Layout draws ---------------------------------------------------------
+# ---- the layers CONTRIBUTING.md's Layout draws -------------------------------------------------
 
-# Top to bottom, as README's Layout draws them: a module imports (also inside a function) only
-# from its own layer or the layers below. An entry names a module and everything under it; the
-# longest entry that matches a module places it. tile_lab.cpp's __init__ re-exports tune_cpp,
-# so the package itself sits with tuning while its build/launch/bench modules sit in execution.
+# Top to bottom, as CONTRIBUTING.md's Layout draws them: a module imports (also inside a
+# function) only from its own layer or the layers below. An entry names a module and everything
+# under it; the longest entry that matches a module places it. tile_lab.cpp's __init__
+# re-exports tune_cpp, so the package itself sits with tuning while its build/launch/bench
+# modules sit in execution.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front ends", ("tile_lab", "tile_lab.__main__", "tile_lab._startup", "tile_lab.examples",
                     "tile_lab.magic", "tile_lab.cell", "tile_lab.cell_options", "tile_lab._run",
@@ -647,26 +648,27 @@ def test_the_magic_is_thin():
     assert len(outside) <= MAGIC_MAX_IMPORTS, f"the magic imports {sorted(outside)}"
 
 
-# ---- README's Layout is the tree ---------------------------------------------------------------
+# ---- CONTRIBUTING.md's Layout is the tree -------------------------------------------------------
 
 def _layout_drawing() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Layout"):]
+    guide = (ROOT / "CONTRIBUTING.md").read_text()
+    section = guide[guide.index("## Layout"):]
     return section[section.index("```"):section.index("```", section.index("```") + 3)]
 
 
-def test_readme_layout_names_every_module_and_package_at_the_top_and_nothing_else():
+def test_layout_names_every_module_and_package_at_the_top_and_nothing_else():
     drawing = _layout_drawing()
     # "name.py", and "name/" standing alone or before a file ("tracing/index.py"); not the
     # slashes of prose such as "loads/stores"
     named = set(re.findall(r"(?<![\w/.])([A-Za-z_]\w*(?:\.py|/(?=\s|$|\w+\.py)))", drawing))
     top = {p.name + "/" for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     top |= {p.name for p in PKG.glob("*.py")}
-    assert top - named == set(), f"in tile_lab/ but not in README's Layout: {top - named}"
+    assert top - named == set(), f"in tile_lab/ but not in CONTRIBUTING.md's Layout: {top - named}"
     # whatever the drawing names exists: at the top of the package, in it, or beside it
     present = {p.name + ("/" if p.is_dir() else "") for p in PKG.rglob("*")} | \
         {p.name + "/" for p in ROOT.iterdir() if p.is_dir()}
-    assert named - present == set(), f"README's Layout names what is not there: {named - present}"
+    assert named - present == set(), \
+        f"CONTRIBUTING.md's Layout names what is not there: {named - present}"
     # and its layers are LAYERS': every entry of LAYERS is drawn in its layer's band
     bands = re.split(r"\n ─+\n", drawing)
     for (layer, entries), band in zip(LAYERS, bands, strict=True):
@@ -675,4 +677,5 @@ def test_readme_layout_names_every_module_and_package_at_the_top_and_nothing_els
             parts = entry.split(".")
             leaf = ("__init__" if entry == "tile_lab" else
                     parts[-2] if parts[-1] == "__init__" else parts[-1])
-            assert leaf in band, f"{entry} ({layer}) is not drawn in README's {layer} band"
+            assert leaf in band, \
+                f"{entry} ({layer}) is not drawn in CONTRIBUTING.md's {layer} band"

@@ -25,9 +25,9 @@ def _default_timing() -> Any:
 
 @dataclass(frozen=True)
 class RaceOptions:
-    """The race: every config gets ``samples`` samples; only those within ``keep``× of the best
-    are measured fully; a config whose first sample is ``prune``× slower than the best so far
-    stops at that sample."""
+    """The race: every config gets ``samples`` samples; only those within ``keep`` times the
+    best are measured fully; a config whose first sample is ``prune`` times slower than the best
+    so far stops at that sample."""
 
     samples: int = 5
     keep: float = 1.5
