@@ -201,3 +201,11 @@ def test_doctor_reports_triton_and_what_it_enables(monkeypatch):
     assert missing.fix == 'pip install "tile_lab[triton]"'
     assert {c.name: c.version for c in report.components}["triton"] == \
         "not installed (optional)"
+
+
+def test_command_line_refuses_abbreviated_options(capsys, tmp_path):
+    # "--out" is not taken for --output: an option is written in full or refused, by name
+    with pytest.raises(SystemExit) as exited:
+        main(["export", str(tmp_path / "n.ipynb"), "--out", str(tmp_path / "n.html")])
+    assert exited.value.code == 2
+    assert "tile-lab: error: unrecognized arguments: --out" in capsys.readouterr().err

@@ -14,6 +14,7 @@ option error as ``OptionError`` (an IPython ``UsageError``); the shell keeps wor
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from typing import Any
@@ -146,10 +147,15 @@ class TileMagics(Magics):
         try:
             opts = parse_argstring(self.tile, line)
         except UsageError as err:  # an option mistake: at the %%tile line, like the rest
-            raise option_error(str(err), body) from None
+            raise option_error(with_suggestion(str(err), self.tile.parser), body) from None
         defaults = Defaults(self.arch, self.show, self.emulator_max_blocks,
                             self.emulator_max_steps, self.launch_fallback)
         run_cell(body, opts, self.shell.user_ns, display, defaults)
+
+    # "--emulat" is a typo, not "--emulate": argparse's prefix matching would take it (and
+    # "--s" would mean --sig today and fail once another --s... option came). IPython's
+    # magic_arguments cannot pass allow_abbrev to its parser, so it is set here, once.
+    tile.parser.allow_abbrev = False
 
     def _register_cell(self, line: str, cell: str) -> Cell:
         shell = self.shell
@@ -160,6 +166,24 @@ class TileMagics(Magics):
         label = " ".join(named) if named else filename
         return Cell(text=text, filename=filename, label=label,
                     magic_line=f"%%tile {line}".rstrip(), compile=shell.compile)
+
+
+def with_suggestion(message: str, parser: Any) -> str:
+    """argparse's "unrecognized arguments: --emulat" with the option meant, where one is
+    close: "...; did you mean --emulate?" (options are never abbreviated)."""
+    unknown = re.fullmatch(r"unrecognized arguments: (.*)", message)
+    if unknown is None:
+        return message
+    known = sorted(set(re.findall(r"--[a-z][\w+-]*", parser.format_usage())))
+    for word in unknown.group(1).split():
+        flag = word.split("=", 1)[0]
+        if not flag.startswith("--"):
+            continue
+        meant = [o for o in known if o.startswith(flag)] or \
+            difflib.get_close_matches(flag, known, n=1, cutoff=0.7)
+        if meant:
+            return f"{message}; did you mean {' or '.join(meant)}?"
+    return message
 
 
 def running_cell_number(shell: Any) -> int:
