@@ -28,13 +28,16 @@ from traitlets import Int, TraitError, Unicode, validate
 from .._run import arch_problem, switch_emulation
 from ..cell import Cell, option_error, run_cell
 from ..cell_options import PANES, Defaults
+from ..errors import show_warnings_at_cells
 
 __all__ = ["TileMagics", "register"]
 
 
 def register(ipython: Any) -> None:
-    """Register the ``%%tile`` cell magic on ``ipython`` (prints nothing)."""
+    """Register the ``%%tile`` cell magic on ``ipython`` (prints nothing); tile_lab's
+    warnings at a cell's line then name it ``Cell In[N], line L``."""
     ipython.register_magics(TileMagics)
+    show_warnings_at_cells()
     ipython.register_magic_function(tile_emulate, "line", "tile_emulate")
 
 
