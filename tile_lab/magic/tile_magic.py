@@ -56,7 +56,7 @@ class TileMagics(Magics):
     ``%config TileMagics.arch = "sm_90"`` (or in ``ipython_config.py``)."""
 
     arch = Unicode("", help="target GPU when a cell gives no --arch, e.g. sm_90 "
-                            "(empty: the local GPU's, else sm_100)").tag(config=True)
+                            "(empty: the local GPU's, else sm_90)").tag(config=True)
     show = Unicode("", help="panes shown when a cell gives no --show, e.g. "
                             "'source,tileir,sass' (empty: every pane)").tag(config=True)
     emulator_max_blocks = Int(
@@ -111,7 +111,7 @@ class TileMagics(Magics):
                    '"a, b, c, 128" (NumPy/CuPy arrays, scalars, constants)')
     @argument("--sig", metavar="SPEC",
               help='signature without arrays: "f32[4096], f32[4096], f32[4096], 128"')
-    @argument("--arch", help="target GPU, e.g. sm_90 (default: the local GPU's, else sm_100)")
+    @argument("--arch", help="target GPU, e.g. sm_90 (default: the local GPU's, else sm_90)")
     @argument("--hints", help="kernel hints, e.g. num_ctas=2,occupancy=4")
     @argument("--show", help="panes: " + ",".join(PANES))
     @argument("--kernel", metavar="NAME",
