@@ -155,9 +155,9 @@ class TileMagics(Magics):
                             self.emulator_max_steps, self.launch_fallback)
         run_cell(body, opts, self.shell.user_ns, display, defaults)
 
-    # "--emulat" is a typo, not "--emulate": argparse's prefix matching would take it (and
-    # "--s" would mean --sig today and fail once another --s... option came). IPython's
-    # magic_arguments cannot pass allow_abbrev to its parser, so it is set here, once.
+    # argparse takes any unique prefix of an option: a typo such as "--emulat" ran as
+    # --emulate, and a prefix unique today would change meaning once an option is added.
+    # IPython's magic_arguments cannot pass allow_abbrev to its parser: set here, once.
     tile.parser.allow_abbrev = False
 
     def _register_cell(self, line: str, cell: str) -> Cell:
