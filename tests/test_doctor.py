@@ -168,6 +168,18 @@ def test_command_line_doctor(capsys, monkeypatch):
     assert main(["doctor"]) == 1
 
 
+def test_report_displays_as_its_text_in_a_terminal(monkeypatch):
+    from IPython.core.formatters import DisplayFormatter
+
+    _fake_gpu(monkeypatch, None, None)
+    report = _doctor.doctor()
+    # a terminal IPython asks for text/plain only: the table, not the dataclass repr
+    terminal, _ = DisplayFormatter().format(report, include={"text/plain"})
+    assert terminal == {"text/plain": str(report)}
+    assert str(report).startswith("tile_lab doctor\n")
+    assert DisplayFormatter().format(report)[0]["text/html"] == report._repr_html_()
+
+
 def test_smoke_compile():
     assert _doctor.smoke_compile() is None
 
