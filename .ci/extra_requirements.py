@@ -9,7 +9,10 @@ import argparse
 import re
 from pathlib import Path
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (tile_lab's oldest): the TOML reader pip carries
+    from pip._vendor import tomli as tomllib
 
 
 def main() -> None:
