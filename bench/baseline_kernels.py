@@ -131,7 +131,7 @@ def chosen(spec: str | None) -> list[tuple[str, str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--rows", default=None, help="comma-separated row-name fragments")
     p.add_argument("--out", default=".")
     p.add_argument("--markdown", metavar="JSON", help="print the table of a saved run")

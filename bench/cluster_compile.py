@@ -98,7 +98,7 @@ def _ray(jobs, workers: int, cache: str) -> tuple[float, float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--configs", type=int, default=16)
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--arch", default="sm_90")

@@ -47,7 +47,7 @@ def cases(cp):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--samples", type=int, default=30, help="samples per round and language")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--mode", choices=("cold", "warm"), default="cold")

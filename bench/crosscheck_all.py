@@ -331,7 +331,7 @@ def rejudge(paths: list[Path], items: list[Item]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--json", type=Path, help="write the rows and crosschecks here")
     ap.add_argument("--only", nargs="+", choices=SOURCES, default=list(SOURCES))
     ap.add_argument("--dry-run", action="store_true",

@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     import statistics
     import tempfile
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--repeat", type=int, default=3,
                         help="later-call rounds per process (best kept)")
     parser.add_argument("--processes", type=int, default=3,

@@ -91,7 +91,7 @@ def build(use_gpu: bool):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--gpu", action="store_true", help="measure on the GPU (8192^3)")
     ns = ap.parse_args()
     explorer = build(ns.gpu)

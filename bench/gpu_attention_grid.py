@@ -393,7 +393,8 @@ class AttentionBackend:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     add_sweep_arguments(p, budget_s=330.0, max_configs=10, name="attention_grid.json")
     p.add_argument("--screen", action="store_true", help="spill screen on the CPU")
     p.add_argument("--screen-heads", default="128,64",

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # tile_lab from a checkout
 
 
 def parse_args(description: str) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=description)
+    p = argparse.ArgumentParser(description=description, allow_abbrev=False)
     p.add_argument("--out", default=os.path.join(os.path.dirname(HERE), "notebooks", "data"),
                    help="folder for the JSON measurements")
     p.add_argument("--samples", type=int, default=50)

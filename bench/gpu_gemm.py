@@ -102,7 +102,7 @@ def main() -> None:
     import argparse
     import sys
 
-    extra = argparse.ArgumentParser(add_help=False)
+    extra = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     extra.add_argument("--configs", default=None)
     known, rest = extra.parse_known_args()
     sys.argv = [sys.argv[0], *rest]

@@ -121,7 +121,7 @@ def profile_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--sweep", default="notebooks/data/gemm_sweep_h200.json.gz")
     p.add_argument("--rows", default=None, help="rows to profile (as gpu_gemm_sweep.py "
                    "--rows); default: every row below 1.0x in either regime")

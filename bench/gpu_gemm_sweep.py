@@ -533,7 +533,8 @@ def _why(row: GemmRow, result: Any) -> dict[str, Any]:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     add_sweep_arguments(p, budget_s=540.0, max_configs=6, name="gemm_sweep.json")
     p.add_argument("--screen", action="store_true", help="spill screen on the CPU")
     return p.parse_args(argv)

@@ -18,7 +18,7 @@ from gpu_common import HERE, environment, save_json
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     p.add_argument("--out", default=os.path.join(os.path.dirname(HERE), "notebooks", "data"))
     p.add_argument("--quick", action="store_true")
     p.add_argument("--size", type=int, default=8192)

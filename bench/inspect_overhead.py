@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
 parser.add_argument("--repeat", type=int, default=5)
 parser.add_argument("--arch", action="append", default=None)
 parser.add_argument("--cutile-cache", choices=("off", "fresh"), default="off",

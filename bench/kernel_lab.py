@@ -233,7 +233,7 @@ def launcher(kernel: Any, hints: dict[str, Any], grid: tuple[int, ...],
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--out", default=".")
     ap.add_argument("--phases", default="gemm,norms,vadd")
     ap.add_argument("--budget-s", type=float, default=380.0)

@@ -81,7 +81,7 @@ def verdicts(out: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--out", type=Path, default=ROOT / "test-artifacts" / "size_bench.json",
                     help="where the driver's JSON goes")
     args = ap.parse_args(argv)

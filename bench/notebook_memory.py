@@ -86,7 +86,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("names", nargs="*", help="notebook number prefixes (default: all)")
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--no-torch", action="store_true",

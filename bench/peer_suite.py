@@ -269,7 +269,7 @@ def save(data: dict[str, Any], path: str | os.PathLike) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("path", help="a cutile-python checkout (or its test/ folder)")
     ap.add_argument("--mode", choices=("auto", "native", "emulated", "both"), default="auto")
     ap.add_argument("-n", "--workers", type=int, default=0, help="pytest-xdist workers (0: none)")

@@ -61,7 +61,7 @@ def record_case(label: str, misaligned: bool, zero_pad: bool, repeats: int) -> d
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--out", type=Path, default=ROOT / "notebooks" / "data" /
                     "decode_alignment.json")
     ap.add_argument("--repeats", type=int, default=5)

@@ -81,7 +81,7 @@ def hook_itself(calls: int = 20000) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--runs", type=int, default=200, help="start-ups of each (default 200)")
     opts = parser.parse_args(argv)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; hook: {HOOK.read_text()!r}")

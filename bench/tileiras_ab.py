@@ -319,7 +319,7 @@ def run(ns: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--a", help="folder of build A's tileiras")
     p.add_argument("--b", help="folder of build B's tileiras")
     p.add_argument("--gemm", nargs="*", default=GEMM, help="GEMM sweep JSON (later wins)")

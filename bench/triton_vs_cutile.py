@@ -68,7 +68,7 @@ def record_pair(name: str, size: int, options: Any, mode: str) -> dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--out", type=Path,
                     default=ROOT / "notebooks" / "data" / "triton_vs_cutile.json")
     ap.add_argument("--only", default=",".join(SIZES), help="pairs, comma-separated")

@@ -265,7 +265,7 @@ def _run_phase(size, phase, store=None, extra=()):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--out", default=str(HERE.parent / "notebooks" / "data"))
     ap.add_argument("--phases", default="naive,cutile,grouped,persistent,persistent_acc",

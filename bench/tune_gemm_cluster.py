@@ -118,7 +118,7 @@ def phase(name: str, size: int, small: bool = False, timeout_s: float = 600.0) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--size", type=int, default=8192)
     parser.add_argument("--out", default=None)
     parser.add_argument("--phases", default="local,ray1,ray")

@@ -169,6 +169,18 @@ def test_command_line_doctor(capsys, monkeypatch):
     assert main(["doctor"]) == 1
 
 
+def test_report_displays_as_its_text_in_a_terminal(monkeypatch):
+    from IPython.core.formatters import DisplayFormatter
+
+    _fake_gpu(monkeypatch, None, None)
+    report = _doctor.doctor()
+    # a terminal IPython asks for text/plain only: the table, not the dataclass repr
+    terminal, _ = DisplayFormatter().format(report, include={"text/plain"})
+    assert terminal == {"text/plain": str(report)}
+    assert str(report).startswith("tile_lab doctor\n")
+    assert DisplayFormatter().format(report)[0]["text/html"] == report._repr_html_()
+
+
 def test_smoke_compile():
     assert _doctor.smoke_compile() is None
 
@@ -202,3 +214,11 @@ def test_doctor_reports_triton_and_what_it_enables(monkeypatch):
     assert missing.fix == 'pip install "tile_lab[triton]"'
     assert {c.name: c.version for c in report.components}["triton"] == \
         "not installed (optional)"
+
+
+def test_command_line_refuses_abbreviated_options(capsys, tmp_path):
+    # "--out" is not taken for --output: an option is written in full or refused, by name
+    with pytest.raises(SystemExit) as exited:
+        main(["export", str(tmp_path / "n.ipynb"), "--out", str(tmp_path / "n.html")])
+    assert exited.value.code == 2
+    assert "tile-lab: error: unrecognized arguments: --out" in capsys.readouterr().err

@@ -309,6 +309,32 @@ def test_env_var_sanitize_exit_status_matches_the_runner(tmp_path):
     assert failed.returncode == 1 and "ValueError: boom" in failed.stderr
 
 
+# An object that computes its __class__ and warns when asked, as torch.distributed.reduce_op
+# does (a FutureWarning printed after the findings whenever the program had imported torch)
+WARNS_WHEN_ITS_CLASS_IS_READ = textwrap.dedent('''\
+    import warnings
+
+
+    class Deprecated:
+        @property
+        def __class__(self):
+            warnings.warn("Deprecated is deprecated", FutureWarning, stacklevel=2)
+            return type(self)
+
+
+    kept = Deprecated()
+    ''')
+
+
+def test_env_var_sanitize_exit_reads_no_objects_class(tmp_path):
+    found = _run(RACE + WARNS_WHEN_ITS_CLASS_IS_READ, env={"TILE_LAB_EMULATE": "sanitize"},
+                 tmp_path=tmp_path)
+    assert found.returncode == 3, found.stderr
+    assert found.stderr.endswith(
+        "TILE_LAB_EMULATE=sanitize: 1 launch with findings (exit status 3)\n"), found.stderr
+    assert "FutureWarning" not in found.stderr
+
+
 SPIN = textwrap.dedent('''\
     import signal, sys, threading, time
     import numpy as np

@@ -228,10 +228,10 @@ def test_default_arch_without_gpu(monkeypatch):
     monkeypatch.setattr(_cutile_compat, "gpu_compute_capability", lambda device=0: None)
     _inspect.default_arch.cache_clear()
     try:
-        assert _inspect.resolve_arch(None) == "sm_100"
-        monkeypatch.setattr(_cutile_compat, "gpu_compute_capability", lambda device=0: (9, 0))
+        assert _inspect.resolve_arch(None) == "sm_90"  # the tour's target
+        monkeypatch.setattr(_cutile_compat, "gpu_compute_capability", lambda device=0: (10, 0))
         _inspect.default_arch.cache_clear()
-        assert _inspect.resolve_arch(None) == "sm_90"
+        assert _inspect.resolve_arch(None) == "sm_100"  # the local GPU's
     finally:
         _inspect.default_arch.cache_clear()
 

@@ -239,6 +239,22 @@ def test_bad_options_are_usage_errors(shell, api_calls, line, match):
         shell.run_cell_magic("tile", line, VADD)
 
 
+@pytest.mark.parametrize("line,meant", [
+    ("--emulat --grid 4 --args 'ea, eb, ec, 128'", "--emulate"),  # a prefix of one option
+    ("--sanitise --grid 4 --args 'ea, eb, ec, 128'", "--sanitize"),  # close to one
+    ("--s " + SIG3, "--sanitize or --show or --sig"),  # a prefix of several
+])
+def test_abbreviated_or_misspelt_options_are_refused_with_the_full_one(shell, api_calls,
+                                                                      line, meant):
+    # argparse's default takes any unique prefix ("--emulat" ran as --emulate): refused here
+    with pytest.raises(UsageError) as info:
+        shell.run_cell_magic("tile", line, VADD)
+    flag = line.split()[0]
+    assert str(info.value).startswith(
+        f"%%tile: unrecognized arguments: {flag}; did you mean {meant}?")
+    assert not api_calls
+
+
 def test_bad_option_in_notebook_cell_and_shell_keeps_working(shell, capsys, shown):
     capsys.readouterr()
     result = shell.run_cell("%%tile --no-such-flag\nx = 1\n")
@@ -377,7 +393,10 @@ def test_trace_and_sanitize_for_real(shell, shown):
     shell.run_cell_magic("tile", '--sanitize --grid "(8,)" --args "ta_, tb_, tc_, 128"', VADD)
     diagram, report = shown
     assert "image/svg+xml" in diagram and "vadd" in diagram["text/plain"]
-    assert "SanitizerReport" in report["text/plain"] and "findings=()" in report["text/plain"]
+    # the report's text (what a terminal IPython prints), not the dataclass repr; and its HTML
+    assert report["text/plain"] == ("sanitizer: vadd grid=(8,): 24 memory ops checked, no "
+                                    "problems found")
+    assert "tile-lab-sanitizer-ok" in report["text/html"]
 
 
 # -- CUDA Tile C++ cells (needs inspect_cpp of issue 9) ---------------------------------------

@@ -679,3 +679,25 @@ def test_layout_names_every_module_and_package_at_the_top_and_nothing_else():
                     parts[-2] if parts[-1] == "__init__" else parts[-1])
             assert leaf in band, \
                 f"{entry} ({layer}) is not drawn in CONTRIBUTING.md's {layer} band"
+
+
+# ---- command lines take options whole ---------------------------------------------------------
+
+def test_every_argument_parser_refuses_abbreviations():
+    # argparse takes any unique prefix by default ("--emulat" ran as --emulate, "--gp" as
+    # --gpu): every parser in tile_lab, bench/, tools/ and .ci/ refuses them instead
+    # (%%tile's parser comes from IPython's magic_arguments: tests/test_magic.py checks it)
+    files = [*PKG.rglob("*.py"), *(ROOT / "bench").glob("*.py"), *(ROOT / "tools").glob("*.py"),
+             *(ROOT / ".ci").glob("*.py")]
+    lax = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "attr", getattr(node.func, "id", None))
+            if name in ("ArgumentParser", "add_parser") and not any(
+                    k.arg == "allow_abbrev" and isinstance(k.value, ast.Constant)
+                    and k.value.value is False for k in node.keywords):
+                lax.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert lax == []
+    assert len(files) > 100  # the scan saw the tree

@@ -151,3 +151,7 @@ def test_a_config_timed_once_has_no_interval():
     assert "n/a (1 sample)" in table and "±0.2" in table and "±0.0" not in table
     text = r.summary()
     assert "(1 sample)" in text and "± 0.2" in text and "± 0.0" not in text
+    # a terminal IPython (text/plain only) shows that summary, not the dataclass repr
+    from IPython.core.formatters import DisplayFormatter
+
+    assert DisplayFormatter().format(r, include={"text/plain"})[0] == {"text/plain": text}

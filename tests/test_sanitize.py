@@ -409,6 +409,19 @@ def test_report_text_html_and_json_are_deterministic_and_escaped():
     assert r1.to_json()["findings"][0]["boxes"] == [[[0], [8]]]
 
 
+def test_report_displays_as_its_text_in_a_terminal_and_as_html_in_jupyter():
+    from IPython.core.formatters import DisplayFormatter
+
+    report = check_trace(_racy_trace("k"))
+    # a terminal IPython asks for text/plain only: the report's text, not the dataclass repr
+    terminal, _ = DisplayFormatter().format(report, include={"text/plain"})
+    assert terminal == {"text/plain": str(report)}
+    assert str(report).startswith("sanitizer: k grid=(4,)")
+    jupyter, _ = DisplayFormatter().format(report)
+    assert jupyter["text/html"] == report._repr_html_() and "tile-lab-sanitizer" in \
+        jupyter["text/html"]
+
+
 def test_clean_report():
     t = _Builder()
     t.box(0, "store", "C", (0,), (8,))

@@ -156,3 +156,60 @@ def test_a_working_kernel_reruns_on_the_gpu(tmp_path):
     print(proc.stdout)  # names the device: "launched grid (3,) on NVIDIA ... (driver CUDA ...)"
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "launched grid (3,) on" in proc.stdout and "GPU and emulator AGREE" in proc.stdout
+
+
+# CuPy and torch as a machine without a GPU has them: CuPy's runtime calls fail (as CuPy's
+# CUDARuntimeError does), torch is a CPU-only build.
+_CUPY_WITHOUT_DEVICE = '''
+class CUDARuntimeError(RuntimeError):
+    pass
+
+
+def _no_device(*args):
+    raise CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
+
+
+class _runtime:
+    getDeviceCount = getDeviceProperties = driverGetVersion = staticmethod(_no_device)
+
+
+class cuda:
+    runtime = _runtime
+    get_current_stream = staticmethod(_no_device)
+'''
+_TORCH_CPU_ONLY = '''
+__version__ = "2.9.1+cpu"
+
+
+class version:
+    cuda = None
+
+
+def _no_driver(*args):
+    raise RuntimeError("Found no NVIDIA driver on your system.")
+
+
+class cuda:
+    is_available = staticmethod(lambda: False)
+    current_stream = get_device_name = synchronize = staticmethod(_no_driver)
+'''
+
+
+def test_run_py_refuses_in_one_line_what_it_cannot_do(tmp_path):
+    rep = tile_lab.reproducer(scale_rows, (3,), _scale_args(), tmp_path / "r", arch="sm_90")
+    shadow = tmp_path / "no_tile_lab"  # first on run.py's path (see _run)
+    for name, text in (("cupy", _CUPY_WITHOUT_DEVICE), ("torch", _TORCH_CPU_ONLY)):
+        (shadow / name).mkdir(parents=True)
+        (shadow / name / "__init__.py").write_text(text)
+    # --gpu without a GPU: what is missing, in one line, and no traceback
+    proc = _run(rep.path, "--gpu", tmp=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.splitlines()[-1] == (
+        "--gpu: no GPU to launch on: CuPy finds no CUDA device (cudaErrorNoDevice: no "
+        "CUDA-capable device is detected); torch 2.9.1+cpu (a CPU-only build) finds no CUDA "
+        "device")
+    # an abbreviated option is refused, not taken for the one it begins
+    abbreviated = _run(rep.path, "--gp", tmp=tmp_path)
+    assert abbreviated.returncode == 2 and abbreviated.stdout == ""
+    assert "run.py: error: unrecognized arguments: --gp" in abbreviated.stderr

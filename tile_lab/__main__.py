@@ -14,12 +14,17 @@ from typing import Any
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status (1 when the doctor finds an error)."""
-    parser = argparse.ArgumentParser(prog="tile-lab", description="tile_lab command line")
+    # allow_abbrev=False everywhere: "--out" is refused rather than taken as --output
+    parser = argparse.ArgumentParser(prog="tile-lab", description="tile_lab command line",
+                                     allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("doctor", help="check the toolchain, the GPU and known environment traps")
-    sub.add_parser("version", help="print the versions of tile_lab, cuda.tile and the tools")
+    sub.add_parser("doctor", help="check the toolchain, the GPU and known environment traps",
+                   allow_abbrev=False)
+    sub.add_parser("version", help="print the versions of tile_lab, cuda.tile and the tools",
+                   allow_abbrev=False)
     exp = sub.add_parser("export", help="write every tile_lab view of a notebook to one "
-                                        "self-contained HTML file (opens offline)")
+                                        "self-contained HTML file (opens offline)",
+                         allow_abbrev=False)
     exp.add_argument("notebook", help="a .ipynb file")
     exp.add_argument("-o", "--output", help="the HTML file (default: NOTEBOOK with .html)")
     ins = sub.add_parser("inspect", help="compile a @ct.kernel of a Python file for a signature "

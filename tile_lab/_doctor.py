@@ -18,6 +18,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .compile import toolchain as tc
 from .errors import ToolchainError
@@ -82,6 +83,12 @@ class DoctorReport:
         from .display import mimebundle  # drawn by render/doctor_view.py
 
         return str(mimebundle(self).get("text/html", ""))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        # text/plain is str(self): a terminal IPython printed the dataclass repr
+        from .display import mimebundle
+
+        return mimebundle(self)
 
 
 def _detect_gpu() -> GPUInfo | None:

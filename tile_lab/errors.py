@@ -7,7 +7,12 @@ failing ``%%tile`` cell shows the user's line instead of a tile_lab stack trace.
 
 from __future__ import annotations
 
+import contextlib
+import linecache
+import sys
+import warnings
 from dataclasses import dataclass
+from typing import Any, TextIO
 
 from IPython.core.error import UsageError
 
@@ -189,3 +194,46 @@ class FileFormatError(TileLabError, ValueError):
     """A saved file (a trace, a notebook to export) that is not what it claims: corrupt,
     truncated, too large, of a newer format version, or holding unknown fields. Raised
     before anything in it is used; nothing in a file is ever executed."""
+
+
+# ---- where a warning is shown ------------------------------------------------------------------
+# The emulator warns at the kernel's line (warnings.warn_explicit with the kernel's own file),
+# and Python's warning format has no place for a label: at a notebook cell's line it named the
+# file IPython compiled the cell under ("<ipython-input-3-1f2e…>:7" in a terminal IPython,
+# "/tmp/ipykernel_81/2871.py:7" in Jupyter). show_warnings_at_cells() (%load_ext tile_lab
+# calls it) wraps warnings.showwarning once so that a TileLabWarning at a cell's line says
+# "Cell In[3], line 7"; every other warning goes to the function it replaced, and filters
+# (-W error) apply as before.
+
+_replaced_showwarning: list[Any] = []  # the showwarning the wrapper took over (at most one)
+
+
+def format_cell_warning(message: Warning | str, category: type[Warning], filename: str,
+                        lineno: int, line: str | None = None) -> str | None:
+    """``Cell In[3], line 7: OutOfArrayTileWarning: ...`` and the line's text, for a
+    TileLabWarning at a notebook cell's line; None for any other warning."""
+    if not issubclass(category, TileLabWarning):
+        return None
+    label = location_label(filename)
+    if not label.startswith("Cell In["):
+        return None
+    text = linecache.getline(filename, lineno) if line is None else line
+    shown = f"{label}, line {lineno}: {category.__name__}: {message}\n"
+    return shown + (f"  {text.strip()}\n" if text.strip() else "")
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    text = format_cell_warning(message, category, filename, lineno, line)
+    if text is None:
+        _replaced_showwarning[0](message, category, filename, lineno, file, line)
+        return
+    with contextlib.suppress(OSError, AttributeError):  # no or a closed stderr, as warnings
+        (sys.stderr if file is None else file).write(text)
+
+
+def show_warnings_at_cells() -> None:
+    """Make ``warnings.showwarning`` name notebook cells for tile_lab's warnings (once)."""
+    if warnings.showwarning is not _show_warning:
+        _replaced_showwarning[:] = [warnings.showwarning]
+        warnings.showwarning = _show_warning

@@ -103,7 +103,7 @@ def execute(out: Path, *, keep_all_outputs: bool = False) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--execute", action="store_true", help="execute after building")
     mode.add_argument("--check", action="store_true", help="only compare notebooks with sources")

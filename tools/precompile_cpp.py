@@ -32,7 +32,7 @@ def cpp_inspection(cu_file: str | os.PathLike[str], arch: str):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--out", default=".gpu_cpp")
     ns = ap.parse_args()

@@ -21,7 +21,9 @@ from .pipeline import compile_kernel
 from .signature import BuiltSignature, build_signature
 from .toolchain import tileiras_gpu_names, tool_version
 
-DEFAULT_ARCH = "sm_100"  # used when there is no (supported) local GPU
+# Used when there is no (supported) local GPU: Hopper, what the notebooks' tour targets (an
+# inspection then matches the tour's SASS; tile_lab.testing and the Triton pair default to it).
+DEFAULT_ARCH = "sm_90"
 
 
 def inspect(kernel: Any, args_or_sig: str | Sequence[Any], *, arch: str | None = None,
@@ -34,7 +36,7 @@ def inspect(kernel: Any, args_or_sig: str | Sequence[Any], *, arch: str | None =
         args_or_sig: example arguments (NumPy/CuPy arrays, scalars, ``ct.Constant``
             values), or a spec string such as ``"f32[4096], f32[4096], f32[4096], 128"``.
         arch: target GPU, e.g. ``"sm_90"`` (also ``90``, ``"9.0"``, ``(9, 0)``). Default:
-            the local GPU's architecture, else ``sm_100``.
+            the local GPU's architecture, else ``sm_90`` (``DEFAULT_ARCH``).
         hints: kernel hints on top of the kernel's own, e.g. ``{"num_ctas": 2}`` or
             ``"num_ctas=2,occupancy=4"``.
         show: the panes the rich display shows, among ``STAGES``.

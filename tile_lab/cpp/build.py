@@ -203,7 +203,7 @@ def inspect_cpp(source: str | os.PathLike[str], kernel_name: str | None = None, 
 
     ``source`` is C++ text (or a path to a ``.cu`` file); ``kernel_name`` picks the
     ``__tile_global__`` kernel (None: the only one). ``arch`` as for ``tile_lab.inspect``
-    (default: the local GPU's, else ``sm_100``). ``defines`` become ``-D`` flags (tile
+    (default: the local GPU's, else ``sm_90``). ``defines`` become ``-D`` flags (tile
     sizes, hint values). ``include_dirs`` are searched for ``#include "..."`` files (a
     path ``source`` adds its own folder).
     ``filename`` is the name errors use; line N of ``source`` is line N as the user sees

@@ -233,7 +233,9 @@ def _at_exit() -> None:
     atexit.unregister(_at_exit)
     atexit._run_exitfuncs()  # the program's own exit functions (registered before us) still run
     for obj in gc.get_objects():  # what interpreter shutdown would flush, os._exit does not
-        if isinstance(obj, io.IOBase):
+        # the object's real type, never isinstance: that reads obj.__class__, which some
+        # objects compute and warn on (torch.distributed.reduce_op: a FutureWarning at exit)
+        if issubclass(type(obj), io.IOBase):
             with contextlib.suppress(Exception):
                 if not obj.closed:
                     obj.flush()

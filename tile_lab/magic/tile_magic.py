@@ -14,6 +14,7 @@ option error as ``OptionError`` (an IPython ``UsageError``); the shell keeps wor
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from typing import Any
@@ -27,13 +28,16 @@ from traitlets import Int, TraitError, Unicode, validate
 from .._run import arch_problem, switch_emulation
 from ..cell import Cell, option_error, run_cell
 from ..cell_options import PANES, Defaults
+from ..errors import show_warnings_at_cells
 
 __all__ = ["TileMagics", "register"]
 
 
 def register(ipython: Any) -> None:
-    """Register the ``%%tile`` cell magic on ``ipython`` (prints nothing)."""
+    """Register the ``%%tile`` cell magic on ``ipython`` (prints nothing); tile_lab's
+    warnings at a cell's line then name it ``Cell In[N], line L``."""
     ipython.register_magics(TileMagics)
+    show_warnings_at_cells()
     ipython.register_magic_function(tile_emulate, "line", "tile_emulate")
 
 
@@ -52,7 +56,7 @@ class TileMagics(Magics):
     ``%config TileMagics.arch = "sm_90"`` (or in ``ipython_config.py``)."""
 
     arch = Unicode("", help="target GPU when a cell gives no --arch, e.g. sm_90 "
-                            "(empty: the local GPU's, else sm_100)").tag(config=True)
+                            "(empty: the local GPU's, else sm_90)").tag(config=True)
     show = Unicode("", help="panes shown when a cell gives no --show, e.g. "
                             "'source,tileir,sass' (empty: every pane)").tag(config=True)
     emulator_max_blocks = Int(
@@ -107,7 +111,7 @@ class TileMagics(Magics):
                    '"a, b, c, 128" (NumPy/CuPy arrays, scalars, constants)')
     @argument("--sig", metavar="SPEC",
               help='signature without arrays: "f32[4096], f32[4096], f32[4096], 128"')
-    @argument("--arch", help="target GPU, e.g. sm_90 (default: the local GPU's, else sm_100)")
+    @argument("--arch", help="target GPU, e.g. sm_90 (default: the local GPU's, else sm_90)")
     @argument("--hints", help="kernel hints, e.g. num_ctas=2,occupancy=4")
     @argument("--show", help="panes: " + ",".join(PANES))
     @argument("--kernel", metavar="NAME",
@@ -146,10 +150,15 @@ class TileMagics(Magics):
         try:
             opts = parse_argstring(self.tile, line)
         except UsageError as err:  # an option mistake: at the %%tile line, like the rest
-            raise option_error(str(err), body) from None
+            raise option_error(with_suggestion(str(err), self.tile.parser), body) from None
         defaults = Defaults(self.arch, self.show, self.emulator_max_blocks,
                             self.emulator_max_steps, self.launch_fallback)
         run_cell(body, opts, self.shell.user_ns, display, defaults)
+
+    # argparse takes any unique prefix of an option: a typo such as "--emulat" ran as
+    # --emulate, and a prefix unique today would change meaning once an option is added.
+    # IPython's magic_arguments cannot pass allow_abbrev to its parser: set here, once.
+    tile.parser.allow_abbrev = False
 
     def _register_cell(self, line: str, cell: str) -> Cell:
         shell = self.shell
@@ -160,6 +169,24 @@ class TileMagics(Magics):
         label = " ".join(named) if named else filename
         return Cell(text=text, filename=filename, label=label,
                     magic_line=f"%%tile {line}".rstrip(), compile=shell.compile)
+
+
+def with_suggestion(message: str, parser: Any) -> str:
+    """argparse's "unrecognized arguments: --emulat" with the option meant, where one is
+    close: "...; did you mean --emulate?" (options are never abbreviated)."""
+    unknown = re.fullmatch(r"unrecognized arguments: (.*)", message)
+    if unknown is None:
+        return message
+    known = sorted(set(re.findall(r"--[a-z][\w+-]*", parser.format_usage())))
+    for word in unknown.group(1).split():
+        flag = word.split("=", 1)[0]
+        if not flag.startswith("--"):
+            continue
+        meant = [o for o in known if o.startswith(flag)] or \
+            difflib.get_close_matches(flag, known, n=1, cutoff=0.7)
+        if meant:
+            return f"{message}; did you mean {' or '.join(meant)}?"
+    return message
 
 
 def running_cell_number(shell: Any) -> int:

@@ -6,6 +6,7 @@ drawn by ``render/sanitizer_view.py`` (looked up through ``tile_lab.display``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -116,6 +117,13 @@ class SanitizerReport:
         from ..display import mimebundle  # drawn by render/sanitizer_view.py
 
         return str(mimebundle(self).get("text/html", ""))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        # text/plain is str(self), the readable report (a terminal IPython shows only that;
+        # without this it showed the dataclass repr); text/html is _repr_html_'s
+        from .display import mimebundle
+
+        return mimebundle(self)
 
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "grid": list(self.grid), "accesses": self.accesses,

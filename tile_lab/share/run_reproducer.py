@@ -38,7 +38,8 @@ RECORD: dict = {}  # repro.json, read by main()
 
 def main() -> int:
     RECORD.update(json.loads((HERE / "repro.json").read_text(encoding="utf-8")))
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # allow_abbrev=False: "--emu" is refused, not taken for --emulate
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--check", action="store_true",
                         help="exit 0 when the compile reproduces what was recorded, else 1")
     parser.add_argument("--emulate", action="store_true", help="run on tile_lab's emulator")
@@ -153,6 +154,13 @@ def run(opts: argparse.Namespace) -> int:
         print("no launch grid was recorded: give one with --grid 8,8")
         return 2
     grid = tuple(grid)
+    gpu = None
+    if opts.gpu:  # before anything runs: without a GPU, one line saying what is missing
+        try:
+            gpu = _gpu_arrays()
+        except NoGPU as e:
+            print(f"--gpu: {e}")
+            return 2
     kernel = load_kernel()
     args = load_args()
     expected = None
@@ -173,7 +181,7 @@ def run(opts: argparse.Namespace) -> int:
         tile_lab.emulate(kernel, grid, expected)
     import cuda.tile as ct
 
-    device, stream, to_device, to_host = _gpu_arrays()
+    device, stream, to_device, to_host = gpu
     dev_args = [to_device(a) if isinstance(a, np.ndarray) else a for a in args]
     ct.launch(stream, grid, kernel, tuple(dev_args))
     got = [to_host(d) if isinstance(a, np.ndarray) else a for a, d in zip(args, dev_args)]
@@ -196,13 +204,23 @@ def run(opts: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+class NoGPU(Exception):
+    """Neither CuPy nor torch reaches a CUDA device; the message says what each lacks."""
+
+
 def _gpu_arrays():
-    have = {m for m in ("cupy", "torch") if importlib.util.find_spec(m) is not None}
-    if not have:
-        raise SystemExit("--gpu needs CuPy (pip install cupy-cuda13x) or torch, and a GPU")
-    if "cupy" in have:
+    """(device name, stream, to_device, to_host) through CuPy, else torch."""
+    missing = []
+    try:
         import cupy
 
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError("no CUDA device")
+    except ImportError:
+        missing.append("CuPy is not installed (pip install cupy-cuda13x)")
+    except Exception as e:  # no driver, no device, no CUDA runtime: CuPy says which
+        missing.append(f"CuPy finds no CUDA device ({_first_line(e)})")
+    else:
         stream = cupy.cuda.get_current_stream()
         name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
         name += f" (driver CUDA {cupy.cuda.runtime.driverGetVersion()})"
@@ -211,18 +229,34 @@ def _gpu_arrays():
             stream.synchronize()
             return d.get()
         return name, stream, cupy.asarray, to_host_cupy
-    else:
+    try:
         import torch
+    except ImportError:
+        missing.append("torch is not installed")
+    else:
+        if torch.cuda.is_available():
+            return _torch_arrays(torch)
+        build = "a CPU-only build" if torch.version.cuda is None else \
+            f"built for CUDA {torch.version.cuda}"
+        missing.append(f"torch {torch.__version__} ({build}) finds no CUDA device")
+    raise NoGPU("no GPU to launch on: " + "; ".join(missing))
 
-        stream = torch.cuda.current_stream()
 
-        def to_device_torch(a):
-            return torch.from_numpy(a).cuda()
+def _torch_arrays(torch):
+    stream = torch.cuda.current_stream()
 
-        def to_host_torch(d):
-            torch.cuda.synchronize()
-            return d.cpu().numpy()
-        return torch.cuda.get_device_name(0), stream, to_device_torch, to_host_torch
+    def to_device_torch(a):
+        return torch.from_numpy(a).cuda()
+
+    def to_host_torch(d):
+        torch.cuda.synchronize()
+        return d.cpu().numpy()
+    return torch.cuda.get_device_name(0), stream, to_device_torch, to_host_torch
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _report(args) -> None:

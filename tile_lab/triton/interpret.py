@@ -93,9 +93,10 @@ _MISSING = object()
 def _index_fix(patch_tensor: Any) -> Any:
     """Triton 3.5's interpreter turns a scalar into an int with ``int(array)``, which NumPy
     >= 2.4 refuses for its one-element 1-D arrays (``range(0, K, BK)`` over a runtime ``K``
-    fails); ``.item()`` reads the same value on every NumPy."""
-    def patched(tensor: Any) -> None:
-        patch_tensor(tensor)
+    fails); ``.item()`` reads the same value on every NumPy. (Triton 3.9 squeezes the array
+    itself, and passes the patch a scope that undoes it, hence ``*scope``.)"""
+    def patched(tensor: Any, *scope: Any) -> None:
+        patch_tensor(tensor, *scope)
         tensor.__index__ = lambda self: int(self.handle.data.item())
 
     return patched

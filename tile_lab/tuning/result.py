@@ -123,3 +123,9 @@ class TuningResult:
         from ..display import mimebundle  # drawn by render/tune_plots.py
 
         return str(mimebundle(self).get("text/html", ""))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        # text/plain is the summary: a terminal IPython printed the dataclass repr
+        from ..display import mimebundle
+
+        return mimebundle(self)
