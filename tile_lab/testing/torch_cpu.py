@@ -30,6 +30,12 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 _CPU = torch.device("cpu")
+_DEPTH = [0]  # cuda_on_cpu blocks open now
+
+
+def active() -> bool:
+    """Whether torch's CUDA device is played by the CPU right now."""
+    return _DEPTH[0] > 0
 
 
 def _names_cuda(device: Any) -> bool:
@@ -143,6 +149,10 @@ class _Event:
 _DEFAULT_STREAM = _Stream()
 
 
+def _seed_host(seed: int) -> None:
+    torch.default_generator.manual_seed(int(seed))
+
+
 def _cuda_namespace(capability: tuple[int, int]) -> dict[str, Any]:
     """What replaces ``torch.cuda``'s attributes while the CPU plays the device."""
     major, minor = capability
@@ -173,8 +183,15 @@ def _cuda_namespace(capability: tuple[int, int]) -> dict[str, Any]:
         "Event": _Event,
         "stream": lambda stream=None: contextlib.nullcontext(stream),
         "device": lambda device=None: contextlib.nullcontext(),
-        "manual_seed": torch.manual_seed,
-        "manual_seed_all": torch.manual_seed,
+        # torch.manual_seed calls torch.cuda.manual_seed_all: these seed the host generator
+        # ("cuda" tensors are drawn from it) without calling back into torch.manual_seed
+        "manual_seed": _seed_host,
+        "manual_seed_all": _seed_host,
+        "seed": lambda: None,
+        "seed_all": lambda: None,
+        "initial_seed": torch.initial_seed,
+        "get_rng_state": lambda device="cuda": torch.get_rng_state(),
+        "set_rng_state": lambda state, device="cuda": torch.set_rng_state(state),
         "memory_allocated": lambda device=None: 0,
         "max_memory_allocated": lambda device=None: 0,
         "reset_peak_memory_stats": nothing,
@@ -192,9 +209,11 @@ def cuda_on_cpu(capability: tuple[int, int] = (9, 0)) -> Iterator[None]:
         setattr(torch.cuda, name, value)
     mode = _CudaArgumentsToCpu()
     mode.__enter__()
+    _DEPTH[0] += 1
     try:
         yield
     finally:
+        _DEPTH[0] -= 1
         mode.__exit__(None, None, None)
         for name, value in saved.items():
             if value is missing:
