@@ -78,6 +78,7 @@ def test_two_launch_reduction_with_memory_queries():
     _timed(timing, rf"reduce_sum n=1000003: {NUMBER} ms, {NUMBER} GB/s, peak 0 MiB allocated")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_ten_million_elements_cost_cpu_seconds_not_minutes():
     """Row softmax over 10^7 elements (3 launches: the check, a warm-up, one timed): the
