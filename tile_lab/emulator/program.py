@@ -401,9 +401,6 @@ def run_script(argv: Sequence[str]) -> int:
         return 2
     sys.argv = args
     sys.path.insert(0, os.path.dirname(os.path.abspath(args[0])))
-    from .._startup import play_device_from_env
-
-    play_device_from_env()  # TILE_LAB_DEVICE=cpu: torch's CUDA device on the CPU, as under it
     enable(sanitize=sanitize)
     found_before = _FOUND[0]
     try:
