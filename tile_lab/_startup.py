@@ -13,9 +13,9 @@ package (``tile_lab/__init__`` is lazy: nothing heavy), which calls :func:`activ
 
 With ``TILE_LAB_DEVICE=cpu`` (or ``auto``: the CPU unless a GPU answers) CUDA is also played by
 the CPU for the whole process, as under ``pytest -p tile_lab.testing``: cuTile's device
-queries answer for ``TILE_LAB_ARCH`` (default sm_90) once cuda.tile is imported, and torch's
-CUDA device is the CPU once torch is (``tile_lab/testing/activation.py``), in whichever
-order the program imports them.
+queries answer for ``TILE_LAB_ARCH`` (default sm_90) once cuda.tile is imported, torch's
+CUDA device is the CPU once torch is, and ``triton.testing``'s timers time the host once
+triton is (``tile_lab/testing/activation.py``), in whichever order the program imports them.
 
 A value that is not a mode (``TILE_LAB_EMULATE=maybe``) is a one-line error, raised as
 ``SystemExit`` (Python prints its message alone and exits 1) when the program imports
@@ -49,6 +49,7 @@ def activate() -> None:
         return
     if _device() not in (None, "cuda"):
         _when_imported("torch", _torch_on_cpu)
+        _when_imported("triton", _triton_on_cpu)
     if _loaded("cuda.tile"):
         _switch()
     else:
@@ -62,6 +63,7 @@ def play_device_from_env() -> None:
     if _PLAYING or _device() in (None, "cuda"):
         return
     _when_imported("torch", _torch_on_cpu)
+    _when_imported("triton", _triton_on_cpu)
     _cuda_tile_on_cpu()
 
 
@@ -78,6 +80,15 @@ def _torch_on_cpu() -> None:
 
     try:
         torch_on_cpu(device_from_env() or "auto", arch_from_env())
+    except ValueError as exc:
+        raise SystemExit(f"tile_lab: {exc}") from None
+
+
+def _triton_on_cpu() -> None:
+    from .testing.activation import arch_from_env, device_from_env, triton_on_cpu
+
+    try:
+        triton_on_cpu(device_from_env() or "auto", arch_from_env())
     except ValueError as exc:
         raise SystemExit(f"tile_lab: {exc}") from None
 
