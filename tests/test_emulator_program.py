@@ -127,18 +127,45 @@ def test_env_var_sanitize_reports_every_launch_with_its_line(tmp_path):
     assert done.stdout.count("no problems found") == 2
 
 
-def test_gpu_only_call_gets_a_note_naming_it(tmp_path):
-    pytest.importorskip("torch")
-    import torch
+@pytest.mark.parametrize("module", [False, True], ids=["env-var", "runner"])
+def test_a_cuda_tensor_without_the_device_variable_says_to_add_it(tmp_path, module):
+    """Issue 49: torch's traceback and a hint without TILE_LAB_DEVICE=cpu. Now: one short
+    message naming the user's line and the command that runs the program as it is."""
+    torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("needs a CPU-only torch")
     script = SAMPLE.format(extra_import="import torch").replace(
         "c = vector_add_host(a, b)", "c = vector_add_host(a, b, torch.cuda.current_stream())")
-    done = _run(script, module=True, tmp_path=tmp_path)
+    env = {"TILE_LAB_EMULATE": "1"} if not module else {}
+    done = _run(script, "64", env=env, module=module, tmp_path=tmp_path)
     assert done.returncode == 1
-    assert "`c = vector_add_host(a, b, torch.cuda.current_stream())` (sample.py:26) needs " \
-           "a GPU" in done.stderr
-    assert "pass stream=None" in done.stderr
+    runner = "-m tile_lab.emulator " if module else ""
+    variables = "TILE_LAB_DEVICE=cpu" if module else "TILE_LAB_EMULATE=1 TILE_LAB_DEVICE=cpu"
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("tile_lab: `c = vector_add_host(a, b, "
+                               "torch.cuda.current_stream())` (sample.py:26) needs a GPU ("), lines
+    assert lines[-1] == f"  {variables} python {runner}{tmp_path / 'sample.py'} 64"
+    assert len(lines) == 3 and "Traceback" not in done.stderr
+    # what it says to run runs
+    done = _run(script, "64", env={**env, "TILE_LAB_DEVICE": "cpu"}, module=module,
+                tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "vector_add OK 64" in done.stdout
+
+
+def test_a_call_the_cpu_does_not_play_is_named_without_suggesting_the_variable(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("needs a CPU-only torch")
+    script = "import torch\nimport cuda.tile as ct\n\ngraph = torch.cuda.CUDAGraph()\n"
+    done = _run(script, env={"TILE_LAB_EMULATE": "1", "TILE_LAB_DEVICE": "cpu"},
+                tmp_path=tmp_path)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("tile_lab: `graph = torch.cuda.CUDAGraph()` (sample.py:4) needs "
+                               "a GPU (")
+    assert lines[1].startswith("TILE_LAB_DEVICE=cpu plays torch's CUDA tensors") and \
+        "not this call" in lines[1] and len(lines) == 2
 
 
 # ---- in process ------------------------------------------------------------------------------

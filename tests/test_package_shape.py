@@ -516,8 +516,10 @@ def test_the_markup_rules_catch_markup_and_renderer_imports(tmp_path):
 # under it; the longest entry that matches a module places it. tile_lab.cpp's __init__
 # re-exports tune_cpp, so the package itself sits with tuning while its build/launch/bench
 # modules sit in execution.
+# ``python -m tile_lab.emulator`` (emulator/__main__) is a front end, like ``python -m tile_lab``.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("front ends", ("tile_lab", "tile_lab.__main__", "tile_lab._startup", "tile_lab.examples",
+    ("front ends", ("tile_lab", "tile_lab.__main__", "tile_lab.emulator.__main__",
+                    "tile_lab._startup", "tile_lab.examples",
                     "tile_lab.magic", "tile_lab.cell", "tile_lab.cell_options", "tile_lab._run",
                     "tile_lab.widgets", "tile_lab.share", "tile_lab.testing")),
     ("renderers", ("tile_lab.render",)),

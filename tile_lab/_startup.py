@@ -13,9 +13,9 @@ package (``tile_lab/__init__`` is lazy: nothing heavy), which calls :func:`activ
 
 With ``TILE_LAB_DEVICE=cpu`` (or ``auto``: the CPU unless a GPU answers) CUDA is also played by
 the CPU for the whole process, as under ``pytest -p tile_lab.testing``: cuTile's device
-queries answer for ``TILE_LAB_ARCH`` (default sm_90) once cuda.tile is imported, and torch's
-CUDA device is the CPU once torch is (``tile_lab/testing/activation.py``), in whichever
-order the program imports them.
+queries answer for ``TILE_LAB_ARCH`` (default sm_90) once cuda.tile is imported, torch's
+CUDA device is the CPU once torch is, and ``triton.testing``'s timers time the host once
+triton is (``tile_lab/testing/activation.py``), in whichever order the program imports them.
 
 A value that is not a mode (``TILE_LAB_EMULATE=maybe``) is a one-line error, raised as
 ``SystemExit`` (Python prints its message alone and exits 1) when the program imports
@@ -32,7 +32,8 @@ from typing import Any
 
 from ._env_mode import ENV_VAR, MODES_HELP, mode_from_env
 
-__all__ = ["ENV_VAR", "MODES_HELP", "activate", "mode_from_env"]
+__all__ = ["ENV_VAR", "MODES_HELP", "activate", "mode_from_env", "play_device_from_env"]
+_PLAYING: list[str] = []  # "cuda.tile" once its device queries are played by the CPU
 
 
 def activate() -> None:
@@ -46,13 +47,24 @@ def activate() -> None:
         return
     if mode is None:
         return
-    device = _device()
-    if device not in (None, "cuda"):
+    if _device() not in (None, "cuda"):
         _when_imported("torch", _torch_on_cpu)
+        _when_imported("triton", _triton_on_cpu)
     if _loaded("cuda.tile"):
         _switch()
     else:
         _install_finder(None)
+
+
+def play_device_from_env() -> None:
+    """``TILE_LAB_DEVICE=cpu`` (or ``auto``) for ``python -m tile_lab.emulator``, which has
+    cuda.tile loaded already: cuTile's device queries now, torch's CUDA device now or when
+    torch is imported. Once per process (the start-up hook may have done it)."""
+    if _PLAYING or _device() in (None, "cuda"):
+        return
+    _when_imported("torch", _torch_on_cpu)
+    _when_imported("triton", _triton_on_cpu)
+    _cuda_tile_on_cpu()
 
 
 def _device() -> str | None:
@@ -68,6 +80,15 @@ def _torch_on_cpu() -> None:
 
     try:
         torch_on_cpu(device_from_env() or "auto", arch_from_env())
+    except ValueError as exc:
+        raise SystemExit(f"tile_lab: {exc}") from None
+
+
+def _triton_on_cpu() -> None:
+    from .testing.activation import arch_from_env, device_from_env, triton_on_cpu
+
+    try:
+        triton_on_cpu(device_from_env() or "auto", arch_from_env())
     except ValueError as exc:
         raise SystemExit(f"tile_lab: {exc}") from None
 
@@ -88,15 +109,19 @@ def _loaded(name: str) -> bool:
 def _switch() -> None:
     from .emulator.program import install_from_env
 
-    device = _device()
-    if device not in (None, "cuda"):
-        from .testing.activation import arch_from_env, cuda_tile_on_cpu, device_from_env
-
-        try:
-            cuda_tile_on_cpu(device_from_env() or "auto", arch_from_env())
-        except ValueError as exc:
-            raise SystemExit(f"tile_lab: {exc}") from None
+    if _device() not in (None, "cuda"):
+        _cuda_tile_on_cpu()
     install_from_env()
+
+
+def _cuda_tile_on_cpu() -> None:
+    from .testing.activation import arch_from_env, cuda_tile_on_cpu, device_from_env
+
+    _PLAYING.append("cuda.tile")
+    try:
+        cuda_tile_on_cpu(device_from_env() or "auto", arch_from_env())
+    except ValueError as exc:
+        raise SystemExit(f"tile_lab: {exc}") from None
 
 
 def _install_finder(error: str | None) -> None:

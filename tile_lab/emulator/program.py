@@ -24,8 +24,11 @@ bound before the switch (``from cuda.tile import launch``) still refers to cuTil
 launch: programs written as ``ct.launch(...)`` are the ones that switch.
 
 A program that calls a GPU-only API (``torch.cuda.current_stream()`` on a CPU-only torch,
-``device="cuda"``, CuPy) fails with that error plus a note naming the call and the CPU-mode
-alternative.
+``device="cuda"``, CuPy) ends, in program mode, with a short message instead of the library's
+traceback: the user's call, the error's first line, and, for torch, the command that runs the
+program as it is with torch's CUDA device played by the CPU (``TILE_LAB_DEVICE=cpu``, which
+``python -m tile_lab.emulator`` honours too). Inside ``emulation()`` the error keeps its
+traceback, with a note naming the call and the CPU-mode alternative.
 """
 
 from __future__ import annotations
@@ -249,27 +252,77 @@ _GPU_WORDS = ("not compiled with CUDA", "no CUDA GPUs", "CUDA driver", "cudaErro
               "CUDA_ERROR_NO_DEVICE", "libcuda", "Found no NVIDIA driver", "cuInit")
 
 
-def add_gpu_note(exc: BaseException) -> bool:
-    """Add a note naming the user's call when ``exc`` comes from a GPU-only API."""
-    if getattr(exc, "_tile_lab_gpu_note", False):
-        return True
+def _gpu_call(exc: BaseException) -> tuple[str, bool] | None:
+    """``(the user's call, whether torch raised)`` when ``exc`` comes from a GPU-only API;
+    None when it does not."""
     frames = traceback.extract_tb(exc.__traceback__)
     message = str(exc)
-    in_gpu = any(any(m in f.filename.replace("\\", "/") for m in _GPU_MODULES) for f in frames)
+    paths = [f.filename.replace("\\", "/") for f in frames]
+    in_gpu = any(any(m in p for m in _GPU_MODULES) for p in paths)
     if not in_gpu and not any(w in message for w in _GPU_WORDS):
-        return False
+        return None
     user = [f for f in frames if "site-packages" not in f.filename
             and "/tile_lab/" not in f.filename.replace("\\", "/")]
     where = user[-1] if user else (frames[-1] if frames else None)
     call = f"`{where.line.strip()}` ({os.path.basename(where.filename)}:{where.lineno})" \
         if where is not None and where.line else "a GPU-only call"
+    from_torch = any("/torch/" in p for p in paths) or "Torch not compiled" in message \
+        or "Found no NVIDIA driver" in message or type(exc).__module__.startswith("torch")
+    return call, from_torch
+
+
+def add_gpu_note(exc: BaseException) -> bool:
+    """Add a note naming the user's call when ``exc`` comes from a GPU-only API."""
+    if getattr(exc, "_tile_lab_gpu_note", False):
+        return True
+    found = _gpu_call(exc)
+    if found is None:
+        return False
     exc.add_note(
-        f"tile_lab emulation: {call} needs a GPU, but kernels run on the CPU emulator here. "
+        f"tile_lab emulation: {found[0]} needs a GPU, but kernels run on the CPU emulator here. "
         "In CPU mode pass stream=None (or 0) to ct.launch instead of a CUDA stream "
         "(e.g. torch.cuda.current_stream()), and make arrays on the host: NumPy arrays or "
         "torch tensors with device='cpu'.")
     exc._tile_lab_gpu_note = True  # type: ignore[attr-defined]
     return True
+
+
+def gpu_only_message(exc: BaseException, command: str) -> str | None:
+    """What a program run on the emulator ends with, instead of the traceback, when ``exc``
+    comes from a GPU-only API (None when it does not): the user's call, the error's first
+    line, and ``command`` (how to run the program with torch's CUDA device played by the
+    CPU) unless it already is."""
+    found = _gpu_call(exc)
+    if found is None:
+        return None
+    call, from_torch = found
+    first = (str(exc).strip().splitlines() or [""])[0]
+    if len(first) > 100:  # torch's driver message goes on about where to download one
+        first = first[:first.find(". ") + 1] if 0 < first.find(". ") < 100 else first[:97] + "..."
+    said = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    head = f"tile_lab: {call} needs a GPU ({said})"
+    if not from_torch:
+        return (f"{head}\nct.launch runs on the CPU emulator, and TILE_LAB_DEVICE=cpu plays "
+                "torch's CUDA device on the CPU, but not this library: make the arrays with "
+                "NumPy or torch.")
+    if _torch_played():
+        return (f"{head}\nTILE_LAB_DEVICE=cpu plays torch's CUDA tensors, streams, events and "
+                "device queries on the CPU, but not this call (README: what it cannot do).")
+    return (f"{head}\nct.launch runs on the CPU emulator; to have torch's CUDA tensors, "
+            f"streams and events on the CPU too, add TILE_LAB_DEVICE=cpu:\n  {command}")
+
+
+def _torch_played() -> bool:
+    played = sys.modules.get("tile_lab.testing.torch_cpu")
+    return played is not None and played.active()
+
+
+def _command_line(variables: str, runner: Sequence[str] = ()) -> str:
+    """The program's command line (``sys.argv``) with ``variables`` in front and ``runner``
+    (``-m tile_lab.emulator``) between ``python`` and the script."""
+    import shlex
+
+    return " ".join([variables, "python", *runner, *map(shlex.quote, sys.argv)])
 
 
 def _chain_excepthook() -> None:
@@ -284,7 +337,11 @@ def _chain_excepthook() -> None:
             # caret, not our stack (Python still ends a Ctrl-C'd program by SIGINT)
             print(format_program_error(value), file=sys.stderr)
             return
-        add_gpu_note(value)
+        message = gpu_only_message(value, _command_line(
+            f"{ENV_VAR}={os.environ.get(ENV_VAR, '1')} TILE_LAB_DEVICE=cpu"))
+        if message is not None:  # torch's stack says nothing the user can act on
+            print(message, file=sys.stderr)
+            return
         previous(kind, value, tb)
 
     sys.excepthook = hook
@@ -360,7 +417,9 @@ def run_script(argv: Sequence[str]) -> int:
         script = os.path.abspath(args[0])
         while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script:
             tb = tb.tb_next
-        print(format_program_error(exc.with_traceback(tb or exc.__traceback__)),
+        runner = ("-m", "tile_lab.emulator", *(["--sanitize"] if sanitize else []))
+        message = gpu_only_message(exc, _command_line("TILE_LAB_DEVICE=cpu", runner))
+        print(message or format_program_error(exc.with_traceback(tb or exc.__traceback__)),
               file=sys.stderr)
         return 130 if isinstance(exc, KeyboardInterrupt) else 1  # the shell's Ctrl-C status
     finally:

@@ -6,7 +6,8 @@ Two switches share this module:
   :func:`activate` before the suite's ``conftest.py`` files load;
 * ``TILE_LAB_EMULATE=1 TILE_LAB_DEVICE=cpu python prog.py``: the start-up hook
   (``tile_lab/_startup.py``) calls :func:`cuda_tile_on_cpu` when ``cuda.tile`` is imported and
-  :func:`torch_on_cpu` when ``torch`` is, for the rest of the process.
+  :func:`torch_on_cpu` when ``torch`` is and :func:`triton_on_cpu` when ``triton`` is, for
+  the rest of the process.
 
 ``TILE_LAB_DEVICE``: ``cpu`` (CUDA played by the CPU), ``auto`` (the CPU unless a GPU
 answers) or ``cuda`` (a real GPU: arrays are copied to the host per emulated launch).
@@ -174,4 +175,17 @@ def torch_on_cpu(device: str, arch: str) -> None:
 
     stack = contextlib.ExitStack()
     stack.enter_context(cuda_on_cpu(capability_of(arch)))
+    _KEPT.append(stack)
+
+
+def triton_on_cpu(device: str, arch: str) -> None:
+    """For a program: ``triton.testing``'s timers work on the host from now on, with a host
+    stand-in for Triton's driver where no GPU driver answers (``triton_cpu.py``); ``auto``:
+    unless torch sees a GPU."""
+    if device == "cuda" or (device == "auto" and torch_sees_a_gpu()):
+        return
+    from .triton_cpu import host_benchmarking
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(host_benchmarking(capability_of(arch)))
     _KEPT.append(stack)

@@ -5,14 +5,19 @@ launch on ``torch.cuda.current_stream()`` and ask ``torch.cuda.get_device_capabi
 machine without CUDA every one of those fails. :func:`cuda_on_cpu` makes them work on the CPU:
 
 * a :class:`torch.overrides.TorchFunctionMode` rewrites every ``device`` that names CUDA
-  (``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``) to the CPU, in keyword and positional
-  form; ``.cuda()`` and ``.to(<cuda>)`` return a CPU copy, as a host-to-device copy would;
+  (``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``, a bare index ``0``) to the CPU, in
+  keyword and positional form; ``.cuda()``, ``.to(<cuda>)`` and ``.pin_memory()`` return a
+  CPU copy, as a host-to-device copy would (``pin_memory=True`` is dropped);
 * products with ``out_dtype=`` (CUDA-only kernels in torch) widen their operands first, and
   ``abs`` of a bool tensor (also CUDA-only) is the tensor;
 * ``torch.cuda``'s queries answer for one emulated device (``is_available()`` True,
   ``get_device_capability()`` the emulated arch, ``device_count()`` 1, a name that says it
-  is the emulator), and its streams, events and ``synchronize()`` are host-side stand-ins
-  (an event's ``elapsed_time`` is host wall time: not a GPU timing).
+  is the emulator, the host's memory for ``mem_get_info()`` and ``total_memory``; the
+  allocation statistics read 0: torch counts no host allocations); its seeds seed the host
+  generator that ``"cuda"`` tensors are drawn from; its streams, events and ``synchronize()``
+  are host-side stand-ins: work is done when it is issued, so an event's ``elapsed_time``
+  is the host's wall time between the two ``record()`` calls, the emulator's time, not a
+  GPU's.
 
 What it cannot do (said in README too): tensors report ``device.type == "cpu"`` and
 ``is_cuda`` False; there is no real stream ordering, graph capture, ``torch.Generator`` on
@@ -22,6 +27,7 @@ What it cannot do (said in README too): tensors report ``device.type == "cpu"`` 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -34,16 +40,18 @@ _CPU = torch.device("cpu")
 _ACTIVE: list[tuple[int, int]] = []  # the capability of the cuda_on_cpu in force, if any
 
 
+def active() -> bool:
+    """Whether torch's CUDA device is played by the CPU right now."""
+    return bool(_ACTIVE)
+
+
 def _names_cuda(device: Any) -> bool:
     if isinstance(device, torch.device):
         return device.type == "cuda"
     if isinstance(device, str):
         return device.split(":", 1)[0].strip() == "cuda"
-    return False
-
-
-def _on_cpu(device: Any) -> Any:
-    return _CPU if _names_cuda(device) else device
+    # device=0: torch reads a bare index as a CUDA device
+    return isinstance(device, int) and not isinstance(device, bool)
 
 
 class _CudaArgumentsToCpu(TorchFunctionMode):
@@ -52,14 +60,16 @@ class _CudaArgumentsToCpu(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (),
                            kwargs: dict | None = None) -> Any:
         kwargs = dict(kwargs or {})
-        if func is torch.Tensor.cuda:
-            return args[0].clone()
+        if func is torch.Tensor.cuda or func is torch.Tensor.pin_memory:
+            return args[0].clone()  # pinned host memory is host memory
+        if kwargs.get("pin_memory"):
+            kwargs["pin_memory"] = False
         copy = False
         if "device" in kwargs and _names_cuda(kwargs["device"]):
             kwargs["device"] = _CPU
             copy = func is torch.Tensor.to
-        if func is torch.Tensor.to and any(_names_cuda(a) for a in args[1:]):
-            args = (args[0], *(_on_cpu(a) for a in args[1:]))
+        if func is torch.Tensor.to and len(args) > 1 and _names_cuda(args[1]):
+            args = (args[0], _CPU, *args[2:])  # .to("cuda", ...), .to(0, ...)
             copy = True
         try:
             result = func(*args, **kwargs)
@@ -154,12 +164,32 @@ class _Event:
 _DEFAULT_STREAM = _Stream()
 
 
+def _seed_host(seed: int) -> None:
+    torch.default_generator.manual_seed(int(seed))
+
+
+def _host_memory() -> tuple[int, int]:
+    """(available, total) bytes of the host's memory."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return min(int(line.split()[1]) * 1024, total), total
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"), total
+
+
 def _cuda_namespace(capability: tuple[int, int]) -> dict[str, Any]:
     """What replaces ``torch.cuda``'s attributes while the CPU plays the device."""
     major, minor = capability
     name = f"tile_lab CPU emulator (sm_{major}{minor})"
+    # the memory is the host's: a program sizing its problem by the device's memory sizes it
+    # by what it can really use here
+    total_memory = _host_memory()[1]
     properties = SimpleNamespace(name=name, major=major, minor=minor,
-                                 multi_processor_count=132, total_memory=80 * 2**30,
+                                 multi_processor_count=132, total_memory=total_memory,
                                  L2_cache_size=50 * 2**20, warp_size=32)
 
     def nothing(*args: Any, **kwargs: Any) -> None:
@@ -184,12 +214,23 @@ def _cuda_namespace(capability: tuple[int, int]) -> dict[str, Any]:
         "Event": _Event,
         "stream": lambda stream=None: contextlib.nullcontext(stream),
         "device": lambda device=None: contextlib.nullcontext(),
-        "manual_seed": torch.manual_seed,
-        "manual_seed_all": torch.manual_seed,
+        # torch.manual_seed calls torch.cuda.manual_seed_all: these seed the host generator
+        # ("cuda" tensors are drawn from it) without calling back into torch.manual_seed
+        "manual_seed": _seed_host,
+        "manual_seed_all": _seed_host,
+        "seed": lambda: None,
+        "seed_all": lambda: None,
+        "initial_seed": torch.initial_seed,
+        "get_rng_state": lambda device="cuda": torch.get_rng_state(),
+        "set_rng_state": lambda state, device="cuda": torch.set_rng_state(state),
+        # torch counts no host allocations: the statistics read 0
         "memory_allocated": lambda device=None: 0,
         "max_memory_allocated": lambda device=None: 0,
+        "memory_reserved": lambda device=None: 0,
+        "max_memory_reserved": lambda device=None: 0,
         "reset_peak_memory_stats": nothing,
-        "mem_get_info": lambda device=None: (properties.total_memory, properties.total_memory),
+        "reset_max_memory_allocated": nothing,
+        "mem_get_info": lambda device=None: _host_memory(),
     }
 
 
