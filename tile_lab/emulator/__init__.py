@@ -23,8 +23,8 @@ Layers, top to bottom; a module imports only from the rows below its own (no imp
 checked by ``tests/test_package_shape.py``)::
 
     program, runtime           emulation(), emulate()/trace(): arguments in, trace out
-    batched, blocks, gate      all blocks at once / one by one; cuTile's front-end check
-                               (over verdict_cache)
+    batched, blocks, gate,     all blocks at once / one by one; cuTile's front-end check
+    probe                      (over verdict_cache); a large launch's time estimate
     stubs                      cuTile device functions reached through objects, routed here
     namespace                  the emulated cuda.tile, built from the registry
     ops_foreign                Array.foreign_pointer / Array.from_foreign: strided views
