@@ -480,6 +480,7 @@ def try_run(pyfunc: Any, args: list[Any], run: state.RunState,
     batch = _Run(blocks)
     rebuilder = Rebuilder(_namespace(), _builtin_overrides())
     fn = rebuilder.function(pyfunc)
+    run.user_codes.update(rebuilder.user_codes)  # the same code objects: where errors point
     state.push(run)
     _CURRENT.runs.append(batch)
     try:
