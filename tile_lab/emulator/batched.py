@@ -122,13 +122,8 @@ class _Pending(BatchTile):
             self._value = self._ufunc(self._x, self._y)
         return self._value
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._shape[1:]
-
-    @property
-    def ndim(self) -> int:
-        return len(self._shape) - 1
+    shape = property(lambda self: self._shape[1:])
+    ndim = property(lambda self: len(self._shape) - 1)
 
     def write_into(self, out: np.ndarray) -> None:
         """Compute into ``out`` (of the result's shape and dtype)."""
@@ -373,14 +368,7 @@ _ELEMENTWISE = frozenset({
 _REDUCTIONS = frozenset({"sum", "prod", "max", "min"})
 
 
-class _Current(threading.local):
-    """The batched launches running on this thread, innermost last."""
-
-    def __init__(self) -> None:
-        self.runs: list[_Run] = []
-
-
-_CURRENT = _Current()
+_CURRENT = threading.local()  # .runs: the batched launches running on this thread
 
 
 def _of_current_run(name: str):
@@ -482,7 +470,7 @@ def try_run(pyfunc: Any, args: list[Any], run: state.RunState,
     fn = rebuilder.function(pyfunc)
     run.user_codes.update(rebuilder.user_codes)  # the same code objects: where errors point
     state.push(run)
-    _CURRENT.runs.append(batch)
+    _CURRENT.__dict__.setdefault("runs", []).append(batch)
     try:
         with np.errstate(all="ignore"):
             fn(*args)
