@@ -203,6 +203,84 @@ def test_norms_and_elementwise_kernels_run_batched_bit_for_bit(paths):
 
 
 @ct.kernel
+def sums_and_differences(a, b, s, d, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    x = ct.load(a, (bid,), (TILE,))
+    y = ct.load(b, (bid,), (TILE,))
+    total = x + y  # used by a store and by another operation
+    ct.store(s, (bid,), total)
+    ct.store(d, (bid,), (x - y) * y + total)
+
+
+@ct.kernel
+def wrapping_add(a, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(c, (bid,), ct.load(a, (bid,), (TILE,)) + ct.load(a, (bid,), (TILE,)))
+
+
+def test_arithmetic_computed_straight_into_the_array_gives_the_block_by_block_result(paths):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(64 * 16).astype(np.float32)
+    b = rng.standard_normal(64 * 16).astype(np.float32)
+    out = [np.zeros_like(a) for _ in range(4)]
+    tile_lab.emulate(sums_and_differences, (64,), (a, b, out[0], out[1], 16))
+    _block_by_block(sums_and_differences, (64,), (a, b, out[2], out[3], 16))
+    np.testing.assert_array_equal(out[0], out[2])
+    np.testing.assert_array_equal(out[1], out[3])
+    np.testing.assert_array_equal(out[0], a + b)
+    big = np.full(32 * 8, 2**31 - 1, np.int32)  # int32 wraps around, as on the GPU
+    c, c_ref = np.zeros_like(big), np.zeros_like(big)
+    tile_lab.emulate(wrapping_add, (32,), (big, c, 8))
+    _block_by_block(wrapping_add, (32,), (big, c_ref, 8))
+    np.testing.assert_array_equal(c, c_ref)
+    assert (c == -2).all()
+    assert paths == ["batched", "blocks", "batched", "blocks"]
+
+
+@ct.kernel
+def transpose_tiles(x, y, TILE: ct.Constant[int]):
+    t = ct.load(x, (ct.bid(0), ct.bid(1)), (TILE, TILE))
+    ct.store(y, (ct.bid(1), ct.bid(0)), t * 2)
+
+
+@ct.kernel
+def two_blocks_per_tile(x, y, TILE: ct.Constant[int]):
+    t = ct.load(x, (ct.bid(0), ct.bid(1)), (TILE, TILE))
+    ct.store(y, (ct.bid(0) // 2, ct.bid(1)), t)
+
+
+def test_stores_to_distinct_tiles_run_batched_and_a_tile_written_twice_does_not(paths):
+    x = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+    y, y_ref = np.zeros((16, 32), np.float32), np.zeros((16, 32), np.float32)
+    tile_lab.emulate(transpose_tiles, (8, 4), (x, y, 4))  # tile (i, j) to (j, i)
+    _block_by_block(transpose_tiles, (8, 4), (x, y_ref, 4))
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(y[:4, :4], x[:4, :4] * 2)
+    z, z_ref = np.zeros((16, 16), np.float32), np.zeros((16, 16), np.float32)
+    tile_lab.emulate(two_blocks_per_tile, (8, 4), (x, z, 4))  # blocks 2k, 2k+1: one tile
+    _block_by_block(two_blocks_per_tile, (8, 4), (x, z_ref, 4))
+    np.testing.assert_array_equal(z, z_ref)
+    assert paths == ["batched", "blocks", "blocks", "blocks"]
+
+
+def test_batched_launches_on_two_threads_each_see_their_own_run():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def launch(seed: int) -> bool:
+        a = np.random.default_rng(seed).standard_normal(64 * 32).astype(np.float32)
+        b = a[::-1].copy()
+        c = np.zeros_like(a)
+        for _ in range(20):
+            tile_lab.emulate(vadd, (64,), (a, b, c, 32))
+            if not np.array_equal(c, a + b * 2):
+                return False
+        return True
+
+    with ThreadPoolExecutor(2) as pool:
+        assert all(pool.map(launch, range(6)))
+
+
+@ct.kernel
 def spins_everywhere(x, TILE: ct.Constant[int]):
     t = ct.load(x, (ct.bid(0),), (TILE,))
     while True:

@@ -24,6 +24,8 @@ memory no block writes, and every element written is written once. Traces, the s
 
 from __future__ import annotations
 
+import functools
+import threading
 import types
 import weakref
 from typing import Any
@@ -35,7 +37,7 @@ from . import state
 from .operands import const_shape
 from .ops_memory import Array
 from .registry import IMPLEMENTATIONS, is_operation
-from .tile import Tile, binary, compare
+from .tile import _FAST_DTYPES, _FAST_UFUNCS, Tile, binary, compare
 
 MIN_BLOCKS = 16  # fewer blocks gain nothing
 _NEVER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # pyfunc -> why not
@@ -98,15 +100,64 @@ def _batched(result: Any) -> BatchTile:
     return BatchTile(result._a, result._dtype)
 
 
+class _Pending(BatchTile):
+    """A batched ``+``, ``-`` or ``*`` of two tiles of one dtype whose storage is the compute
+    dtype (what ``tile.binary`` does with one ufunc call), not computed yet: a store of it
+    computes it straight into the array at commit (no temporary, no copy, as NumPy's own
+    ``c = a + b`` does); any other use computes it on first reading ``_a``. Its operands are
+    loads of arrays no block writes, or values already computed, so the result is the same
+    whenever it is computed."""
+
+    __slots__ = ("_shape", "_ufunc", "_value", "_x", "_y")
+
+    def __init__(self, ufunc: np.ufunc, x: np.ndarray, y: np.ndarray, dtype: object,
+                 shape: tuple[int, ...]) -> None:
+        self._ufunc, self._x, self._y, self._shape = ufunc, x, y, shape
+        self._value = None
+        self._dtype = dtype
+
+    @property
+    def _a(self) -> np.ndarray:  # type: ignore[override]
+        if self._value is None:
+            self._value = self._ufunc(self._x, self._y)
+        return self._value
+
+    shape = property(lambda self: self._shape[1:])
+    ndim = property(lambda self: len(self._shape) - 1)
+
+    def write_into(self, out: np.ndarray) -> None:
+        """Compute into ``out`` (of the result's shape and dtype)."""
+        if self._value is not None:
+            out[...] = self._value
+        else:
+            self._ufunc(self._x, self._y, out=out)
+
+
+def _deferred(fn: str, x: Any, y: Any) -> Any:
+    """``binary(fn, x, y)`` of two aligned operands, as a :class:`_Pending` when it is one
+    ufunc call on same-dtype tiles; None otherwise."""
+    if type(x) is not Tile or type(y) is not Tile or x._dtype is not y._dtype \
+            or x._dtype not in _FAST_DTYPES or fn not in _FAST_UFUNCS:
+        return None
+    try:
+        shape = np.broadcast_shapes(np.shape(x._a), np.shape(y._a))
+    except ValueError:
+        return None  # binary() reports it
+    return _Pending(_FAST_UFUNCS[fn], x._a, y._a, x._dtype, shape)
+
+
 def _binary(fn: str):
     def op(self, o):
-        x, y = _align(self, o)
-        return _batched(binary(fn, x, y))
+        return _compute(fn, *_align(self, o))
 
     def rop(self, o):
-        x, y = _align(o, self)
-        return _batched(binary(fn, x, y))
+        return _compute(fn, *_align(o, self))
     return op, rop
+
+
+def _compute(fn: str, x: Any, y: Any) -> BatchTile:
+    pending = _deferred(fn, x, y)
+    return _batched(binary(fn, x, y)) if pending is None else pending
 
 
 def _compare(fn: str):
@@ -152,6 +203,7 @@ class _Run:
     def __init__(self, blocks: np.ndarray) -> None:
         self.blocks = blocks  # (B, 3) int64 block ids, x fastest
         self.loaded: set[int] = set()
+        self.stored: set[int] = set()
         self.stores: list[tuple[Array, list[Any], tuple[int, ...], np.ndarray]] = []
 
     def bid(self, axis: Any) -> BatchTile:
@@ -185,7 +237,7 @@ class _Run:
         if memory_order is not None or memory_scope is not None or order != "C" \
                 or type(array) is not Array:
             raise NotBatchable("ct.load with a memory order, scope or order")
-        if id(array) in {id(a) for a, *_ in self.stores}:
+        if id(array) in self.stored:
             raise NotBatchable("an array loaded after a store to it", structural=False)
         if not any(isinstance(i, BatchTile) for i in (index if type(index) is tuple else ())):
             from .ops_memory import load  # the same tile for every block
@@ -208,7 +260,9 @@ class _Run:
             raise NotBatchable("a store that converts or broadcasts")
         box = tuple(tile.shape)
         starts = self.starts(array, index, box)
-        values = tile._a if isinstance(tile, BatchTile) else np.asarray(tile._a)[None]
+        values = tile if type(tile) is _Pending else \
+            tile._a if isinstance(tile, BatchTile) else np.asarray(tile._a)[None]
+        self.stored.add(id(array))
         self.stores.append((array, starts, box, values))
 
     def mma(self, x, y, /, acc, *, use_fast_acc=False):
@@ -235,31 +289,55 @@ class _Run:
                 raise NotBatchable("stores of different tile shapes to one array",
                                    structural=False)
             box = boxes.pop()
-            tiles = np.concatenate([np.stack([np.broadcast_to(np.asarray(st, np.int64), (n,))
-                                              // s for st, s in zip(starts, box)], axis=1)
-                                    for _, starts, _, _ in stores])
-            if len(np.unique(tiles, axis=0)) != len(tiles):
+            if len(stores) == 1 and _consecutive(stores[0][1], box, n):
+                continue  # one store, block i to tile i: no tile written twice
+            if _written_twice(stores[0][0]._data.shape, box, [s[1] for s in stores], n):
                 raise NotBatchable("an element written twice", structural=False)
-        for array, starts, box, values in self.stores:
-            _scatter(array._data, starts, box, values, n)
+        if len(self.stores) == 1:  # a pending value may be computed into its array
+            array, starts, box, v = self.stores[0]
+            _scatter(array._data, starts, box, v, n)
+            return
+        values = [v._a if type(v) is _Pending else v for *_, v in self.stores]  # all first
+        for (array, starts, box, _), v in zip(self.stores, values):
+            _scatter(array._data, starts, box, v, n)
+
+
+def _written_twice(shape: tuple[int, ...], box: tuple[int, ...], all_starts: list[list[Any]],
+                   n: int) -> bool:
+    """Whether two of the stores' tiles (every store, every block) are one tile: each tile
+    numbered by its place in the array's grid of whole tiles, the numbers sorted once."""
+    counts = tuple(e // s for e, s in zip(shape, box))
+    numbers = np.concatenate([np.ravel_multi_index(_tile_index(starts, box, n), counts)
+                              for starts in all_starts])
+    numbers.sort()
+    return bool(np.any(numbers[1:] == numbers[:-1]))
+
+
+def _consecutive(starts: list[Any], box: tuple[int, ...], n: int) -> bool:
+    """A 1-d access whose block i takes tile i (the blocks' tiles one after another)."""
+    if len(box) != 1 or not isinstance(starts[0], np.ndarray):
+        return False
+    st, s = starts[0], box[0]
+    return bool(st[0] == 0 and np.array_equal(np.diff(st), np.full(n - 1, s)))
 
 
 def _gather(data: np.ndarray, starts: list[Any], box: tuple[int, ...], n: int) -> np.ndarray:
-    if len(box) == 1 and isinstance(starts[0], np.ndarray):
-        st = starts[0]
-        s = box[0]
-        if st[0] == 0 and np.array_equal(np.diff(st), np.full(n - 1, s)):  # consecutive tiles
-            return data[:n * s].reshape(n, s)  # a view: no block writes this array
+    if _consecutive(starts, box, n):
+        return data[:n * box[0]].reshape(n, box[0])  # a view: no block writes this array
     return _tiles(data, box)[_tile_index(starts, box, n)]
 
 
-def _scatter(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: np.ndarray,
+def _scatter(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: Any,
              n: int) -> None:
-    if len(box) == 1 and isinstance(starts[0], np.ndarray):
-        st, s = starts[0], box[0]
-        if st[0] == 0 and np.array_equal(np.diff(st), np.full(n - 1, s)):
-            data[:n * s].reshape(n, s)[...] = values
-            return
+    if _consecutive(starts, box, n):
+        out = data[:n * box[0]].reshape(n, box[0])
+        if type(values) is _Pending and values._shape == out.shape:
+            values.write_into(out)
+        else:
+            out[...] = values._a if type(values) is _Pending else values
+        return
+    if type(values) is _Pending:
+        values = values._a
     _tiles(data, box)[_tile_index(starts, box, n)] = np.broadcast_to(values, (n, *box))
 
 
@@ -290,7 +368,20 @@ _ELEMENTWISE = frozenset({
 _REDUCTIONS = frozenset({"sum", "prod", "max", "min"})
 
 
-def _namespace(run: _Run) -> types.ModuleType:
+_CURRENT = threading.local()  # .runs: the batched launches running on this thread
+
+
+def _of_current_run(name: str):
+    """``ct.<name>`` as the batched run now going on this thread does it."""
+    def call(*args, **kwargs):
+        return getattr(_CURRENT.runs[-1], name)(*args, **kwargs)
+    call.__name__ = name
+    return call
+
+
+@functools.cache
+def _namespace() -> types.ModuleType:
+    """The batched ``cuda.tile``, built once: bid/load/store/mma go to the current run."""
     from .namespace import namespace
 
     normal = namespace()
@@ -300,7 +391,7 @@ def _namespace(run: _Run) -> types.ModuleType:
             continue
         value = getattr(normal, name)
         if name in ("bid", "load", "store", "mma"):
-            value = getattr(run, name)
+            value = _of_current_run(name)
         elif name in _PURE:
             value = _unbatched_only(name, value)
         elif name in _ELEMENTWISE:
@@ -311,6 +402,13 @@ def _namespace(run: _Run) -> types.ModuleType:
             value = _refused_op(name)
         setattr(ns, name, value)
     return ns
+
+
+@functools.cache
+def _builtin_overrides() -> dict[str, Any]:
+    from .namespace import builtin_overrides
+
+    return {name: _unbatched_only(name, fn) for name, fn in builtin_overrides().items()}
 
 
 def _elementwise(fn):
@@ -363,15 +461,16 @@ def try_run(pyfunc: Any, args: list[Any], run: state.RunState,
     gx, gy, gz = grid
     if gx * gy * gz < MIN_BLOCKS or pyfunc in _NEVER:
         return False
-    from .namespace import Rebuilder, builtin_overrides
+    from .namespace import Rebuilder
 
     z, y, x = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
     blocks = np.stack([x.ravel(), y.ravel(), z.ravel()], axis=1)  # x fastest
     batch = _Run(blocks)
-    overrides = {name: _unbatched_only(name, fn) for name, fn in builtin_overrides().items()}
-    rebuilder = Rebuilder(_namespace(batch), overrides)
+    rebuilder = Rebuilder(_namespace(), _builtin_overrides())
     fn = rebuilder.function(pyfunc)
+    run.user_codes.update(rebuilder.user_codes)  # the same code objects: where errors point
     state.push(run)
+    _CURRENT.__dict__.setdefault("runs", []).append(batch)
     try:
         with np.errstate(all="ignore"):
             fn(*args)
@@ -391,5 +490,6 @@ def try_run(pyfunc: Any, args: list[Any], run: state.RunState,
     except Exception:  # the block-by-block run reports it, at its block and line
         return False
     finally:
+        _CURRENT.runs.pop()
         state.pop()
     return True

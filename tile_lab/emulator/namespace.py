@@ -14,6 +14,7 @@ import builtins
 import dataclasses
 import functools
 import types
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -73,7 +74,13 @@ def _stub_table() -> dict[int, Any]:
     return _table_for(namespace())
 
 
+_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # namespace -> its table
+
+
 def _table_for(ns: types.ModuleType) -> dict[int, Any]:
+    table = _TABLES.get(ns)
+    if table is not None:
+        return table
     table = {}
     for name in dir(ct):
         if name.startswith("_"):
@@ -81,6 +88,7 @@ def _table_for(ns: types.ModuleType) -> dict[int, Any]:
         real, fake = getattr(ct, name), getattr(ns, name)
         if real is not fake:
             table[id(real)] = fake
+    _TABLES[ns] = table  # a namespace is built once (and never changed) before it is used
     return table
 
 

@@ -13,6 +13,7 @@ import inspect
 import linecache
 import re
 import typing
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -94,7 +95,6 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     params = _parameters(pyfunc, args)
     converted, arrays, scalars, copy_back = _convert_args(kernel, pyfunc, params, args)
     rebuilder = Rebuilder()
-    fn = rebuilder.function(pyfunc)
     recorder: list | None = [] if record else None
     run = state.RunState(grid3, recorder, rebuilder.user_codes)
     run.grid_tiles = tuple(int32(g) for g in grid3)
@@ -104,17 +104,17 @@ def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bo
     # cuTile's own device functions that the kernel reaches through an object (a stub in a
     # dict, a user class's method) run emulated too (stubs.py)
     with device_calls_routed(stubs.router(rebuilder.function)):
-        return _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back,
+        return _run(pyfunc, converted, run, rebuilder, grid3, subset, copy_back,
                     (arrays, scalars) if record else None)
 
 
-def _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back, traced):
+def _run(pyfunc, converted, run, rebuilder, grid3, subset, copy_back, traced):
     """Run the blocks; ``traced``: (arrays, scalars) of a traced launch, whose Trace returns."""
     record = traced is not None
     _, total = blocks_mod.block_ids(grid3, subset)
     limit = blocks_mod.current_limits()
     if total > limit.probe_blocks and limit.max_seconds != float("inf"):
-        estimate = _probe(fn, converted, run, subset, total)
+        estimate = _probe(rebuilder.function(pyfunc), converted, run, subset, total)
         if estimate is not None:
             blocks_mod.check_budget(estimate, pyfunc.__name__, limit)
     if not record and subset is None and not limit.max_steps and \
@@ -122,6 +122,7 @@ def _run(fn, pyfunc, converted, run, rebuilder, grid3, subset, copy_back, traced
         for restore in copy_back:
             restore()
         return None
+    fn = rebuilder.function(pyfunc)  # rebuilt against the block-by-block namespace
     state.push(run)
     try:
         with np.errstate(all="ignore"):  # device arithmetic never warns (inf, NaN, wraparound)
@@ -214,8 +215,13 @@ def _def_location(pyfunc) -> SourceLocation:
     return SourceLocation(code.co_filename, line, text=text)
 
 
+_SIGNATURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # pyfunc -> params
+
+
 def _parameters(pyfunc, args: Sequence[Any]) -> list[inspect.Parameter]:
-    params = list(inspect.signature(pyfunc).parameters.values())
+    params = _SIGNATURES.get(pyfunc)
+    if params is None:  # a function's parameters never change: read once
+        params = _SIGNATURES[pyfunc] = list(inspect.signature(pyfunc).parameters.values())
     if not isinstance(args, (tuple, list)):
         raise EmulationError(f"args must be a tuple or list of kernel arguments, got "
                              f"{type(args).__name__}", _def_location(pyfunc))
@@ -247,11 +253,22 @@ class _ParamSpec:
         return self.each if self.each is not None else _ParamSpec()
 
 
+_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # pyfunc -> its specs
+
+
 def _param_specs(kernel: Any, pyfunc, params) -> list[_ParamSpec]:
-    """cuTile's own reading of the annotations for a ``@ct.kernel``; for a plain
-    function, the same facts read from its type hints."""
+    """cuTile's own reading of the annotations for a ``@ct.kernel`` (read once per kernel:
+    a kernel's annotations are fixed when it is defined); for a plain function, the same
+    facts read from its type hints (every launch: they may name globals that change)."""
     if is_kernel(kernel):
-        return [_spec_of(info) for info in kernel_parameters(kernel)]
+        specs = _SPECS.get(pyfunc)
+        if specs is None:
+            specs = _SPECS[pyfunc] = [_spec_of(info) for info in kernel_parameters(kernel)]
+        return specs
+    return _specs_from_hints(pyfunc, params)
+
+
+def _specs_from_hints(pyfunc, params) -> list[_ParamSpec]:
     try:
         hints = typing.get_type_hints(pyfunc, include_extras=True)
     except Exception:  # unresolvable forward references: treat as unannotated
