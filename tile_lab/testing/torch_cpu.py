@@ -8,6 +8,9 @@ machine without CUDA every one of those fails. :func:`cuda_on_cpu` makes them wo
   (``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``) to the CPU, in keyword and positional
   form; ``.cuda()`` and ``.to(<cuda>)`` return a CPU copy, as a host-to-device copy would;
 * products with ``out_dtype=`` (CUDA-only kernels in torch) widen their operands first;
+* float32 ``sin cos tan sinh cosh tanh exp exp2 log log2 rsqrt sqrt`` return CUDA's results, bit
+  for bit, as the emulated kernels do (:mod:`tile_lab.testing.torch_device_math`; torch's CPU
+  kernels round differently on a few percent of inputs);
 * ``torch.cuda``'s queries answer for one emulated device (``is_available()`` True,
   ``get_device_capability()`` the emulated arch, ``device_count()`` 1, a name that says it
   is the emulator), and its streams, events and ``synchronize()`` are host-side stand-ins
@@ -28,6 +31,8 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from .torch_device_math import device_result
 
 _CPU = torch.device("cpu")
 
@@ -52,6 +57,9 @@ class _CudaArgumentsToCpu(TorchFunctionMode):
         kwargs = dict(kwargs or {})
         if func is torch.Tensor.cuda:
             return args[0].clone()
+        device_math = device_result(func, args, kwargs)
+        if device_math is not None:
+            return device_math
         copy = False
         if "device" in kwargs and _names_cuda(kwargs["device"]):
             kwargs["device"] = _CPU
