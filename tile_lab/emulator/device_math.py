@@ -306,7 +306,7 @@ def _reduce(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     t = _mul(x, _c(0x3F22F983))
     q = np.rint(np.nan_to_num(t, nan=0.0, posinf=2.0 ** 31, neginf=-2.0 ** 31))
     q = np.clip(q, -2.0 ** 31, 2.0 ** 31 - 1)  # cvt.rni.s32 saturates
-    qf = _round32(q)
+    qf = _round32(q) + 0.0  # an integer: no negative zero
     r = _fma64(qf, _c(0xBFC90FDA), x)
     r = _fma64(qf, _c(0xB3A22168), r)
     r = _fma64(qf, _c(0xA7C234C5), r)

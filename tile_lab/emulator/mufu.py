@@ -179,8 +179,8 @@ def rsqrt(t: np.ndarray) -> np.ndarray:
          + 0x7FFF) >> 16
     exact = fraction == 0  # a power of 4
     out = _pack(np.zeros_like(sign), 126 - half + exact, np.where(exact, _ONE, q))
-    out = np.where(sign == 1, _NAN, out)
     out = np.where(expo == 0xFF, np.where(fraction == 0, 0, _NAN), out)
+    out = np.where(sign == 1, _NAN, out)  # negative numbers and -inf
     out = np.where(expo == 0, (sign << 31) | 0x7F800000, out)  # +-0 and subnormals
     return _value(out)
 
