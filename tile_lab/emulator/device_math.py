@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 _CANONICAL_NAN = np.uint32(0x7FFFFFFF)
+_CHUNK = 131072
 
 
 def _c(bits: int) -> float:
@@ -68,23 +69,21 @@ def _fma64(a: np.ndarray, b: np.ndarray | float, c: np.ndarray | float) -> np.nd
     s = np.add(p, c)
     # a float32 midpoint has its low 28 float64 significand bits clear (normal or subnormal
     # float32); only there can the float64 rounding of the sum mislead the float32 one
-    risky = (s.view(np.int64) & 0x0FFFFFFF) == 0
-    if risky.any():
-        idx = np.nonzero(risky)
+    idx = np.flatnonzero((s.view(np.int64) & 0x0FFFFFFF) == 0)
+    if idx.size:
         pb = np.broadcast_to(p, s.shape)[idx]
         cb = np.broadcast_to(np.asarray(c, np.float64), s.shape)[idx]
-        s = s.copy()
         s[idx] = _round32_odd_fixed(s[idx], pb, cb)
     return _round32(s)
 
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``fma.rn.f32``: ``a * b + c`` of float32 values with one rounding, as float32."""
-    f64 = np.float64
+    a, b, c = np.broadcast_arrays(*(np.asarray(v, np.float32) for v in (a, b, c)))
+    flat = [v.reshape(-1).astype(np.float64) for v in (a, b, c)]
     with np.errstate(all="ignore"):
-        out = _fma64(np.asarray(a, np.float32).astype(f64), np.asarray(b, np.float32).astype(f64),
-                     np.asarray(c, np.float32).astype(f64))
-    return out.astype(np.float32)
+        out = _fma64(*flat)
+    return out.astype(np.float32).reshape(a.shape)
 
 
 def _fma64_rm(a: np.ndarray, b: float, c: float) -> np.ndarray:
@@ -127,8 +126,13 @@ def _float32_function(steps: Callable[[np.ndarray], np.ndarray]
 
     def function(x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, np.float32)
+        flat = x.reshape(-1)
+        out = np.empty(flat.shape, np.float32)
         with np.errstate(all="ignore"):
-            out = steps(x.reshape(-1).astype(np.float64)).astype(np.float32)
+            # in chunks that stay in the CPU's cache: the steps are ~100 passes over the data
+            for start in range(0, len(flat), _CHUNK):
+                part = flat[start:start + _CHUNK].astype(np.float64)
+                out[start:start + _CHUNK] = steps(part)
         nan = np.isnan(out)
         if nan.any():
             out.view(np.uint32)[nan] = _CANONICAL_NAN

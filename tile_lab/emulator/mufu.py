@@ -130,11 +130,12 @@ _NAN = np.int64(0x7FFFFFFF)
 
 def _truncated_square(r: np.ndarray) -> np.ndarray:
     """The SFU's square of a 17-bit r: partial products r >> (18 - i) for each set bit i,
-    summed and halved (about r * r / 2**19, low bits dropped)."""
-    total = np.zeros_like(r)
-    for i in range(17):
-        total += ((r >> i) & 1) * (r >> (18 - i))
-    return total >> 1
+    summed and halved (about r * r / 2**19, low bits dropped). (Bit 0's is r >> 18 = 0.)"""
+    r32 = r.astype(np.int32)  # the sum stays below 2**22
+    total = np.zeros_like(r32)
+    for i in range(1, 17):
+        total += ((r32 >> i) & 1) * (r32 >> (18 - i))
+    return total.astype(np.int64) >> 1
 
 
 def _bits(v: np.ndarray) -> np.ndarray:
