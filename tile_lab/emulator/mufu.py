@@ -8,9 +8,10 @@ rounding constants, the fixed-point input of ex2) is the one Marcin Kościelnick
 NVIDIA's Tesla-generation SFU in envytools (``nvhw/sfu.c``); the coefficient tables below were
 fitted here to an H100's outputs (cuda-tile 1.7.0, tileiras 13.4.92, 2026-12-05: 425k rsqrt,
 279k reciprocal and 465k ex2 inputs), each slice's three integers being the only ones
-consistent with every measured output. Over those inputs the functions here reproduce the
-GPU's bits exactly. ex2 truncates its input to 7.23 fixed point first (where Tesla's
-separate RRO step rounded).
+consistent with every measured output (fitting from half of the inputs gives the same
+tables, so the other half is predicted, not memorised). Over those inputs the functions here
+reproduce the GPU's bits exactly; ``bench/device_math_check.py`` checks unseen ones. ex2
+truncates its input to 7.23 fixed point first (where Tesla's separate RRO step rounded).
 
 All functions take and return float32 values held in float64 arrays (``device_math``'s
 convention) and flush subnormal inputs and outputs to zero, as the ``.ftz`` forms do.
