@@ -1,9 +1,11 @@
 """Elementwise math, comparisons, bitwise ops, ``where``, and matrix multiply.
 
 ``rounding_mode`` RZ/RM/RP/RA and ``flush_to_zero=True`` are applied (``rounding.py``) on
-``+ - * /`` and ``sqrt``; ``flush_to_zero`` also on ``exp2``, ``rsqrt``, ``minimum`` and
-``maximum``. ``APPROX``/``FULL`` (float32 division, sqrt, exp, tanh) compute exactly rounded
-results: within the GPU's approximation, not bit-equal to it.
+``+ - * /`` and ``sqrt``; ``flush_to_zero`` also on ``minimum`` and ``maximum``. float32
+transcendentals (and integers, which convert to float32) follow CUDA's algorithms
+(``device_math.py``), including ``exp``'s and ``tanh``'s ``APPROX``, ``exp2``'s and ``rsqrt``'s
+``flush_to_zero`` and ``sqrt``'s ``APPROX`` forms. ``APPROX``/``FULL`` float32 division
+computes the exactly rounded quotient: within the GPU's approximation, not bit-equal to it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import cuda.tile as ct
 import numpy as np
 
 from ..tracing.trace import MmaCall
-from . import dtypes, poison, rounding
+from . import device_math, dtypes, poison, rounding
 from .registry import emulates
 from .state import current, kernel_error, record_site
 from .tile import (
@@ -199,12 +201,27 @@ def bitwise_not(x, /):
 
 @emulates(ct.exp)
 def exp(x, /, *, rounding_mode=None):
-    return unary("exp", x)
+    if rounding_mode is ct.RoundingMode.APPROX:
+        return _device(device_math.exp_approx, "exp", x)
+    return unary("exp", x)  # FULL is the default sequence
 
 
 @emulates(ct.exp2)
 def exp2(x, /, *, flush_to_zero=False):
-    return _ftz(unary("exp2", _ftz(x, flush_to_zero)), flush_to_zero)
+    if flush_to_zero:
+        return _device(device_math.exp2_ftz, "exp2", x)
+    return unary("exp2", x)
+
+
+def _device(function, fn: str, x) -> Tile:
+    """A float32 form of ``fn`` (an approximate or flush-to-zero one) from ``device_math``;
+    other dtypes take ``fn``'s plain form (cuTile refuses these options for them at
+    compile time)."""
+    t = as_tile(x)
+    if t.dtype is not ct.float32 and dtypes.is_float(t.dtype):
+        return unary(fn, x)
+    a = np.asarray(t._a, dtype=np.float32)
+    return elementwise(Tile(function(a), ct.float32), x)
 
 
 def _ftz(x, on: bool):
@@ -226,6 +243,8 @@ def log2(x, /):
 
 @emulates(ct.sqrt)
 def sqrt(x, /, *, rounding_mode=None, flush_to_zero=False):
+    if rounding_mode is ct.RoundingMode.APPROX:
+        return _device(device_math.sqrt_approx, "sqrt", x)
     if flush_to_zero or rounding.is_directed(rounding_mode):
         return _rounded("sqrt", x, None, rounding_mode, flush_to_zero)
     return unary("sqrt", x)
@@ -233,7 +252,9 @@ def sqrt(x, /, *, rounding_mode=None, flush_to_zero=False):
 
 @emulates(ct.rsqrt)
 def rsqrt(x, /, *, flush_to_zero=False):
-    return _ftz(unary("rsqrt", _ftz(x, flush_to_zero)), flush_to_zero)
+    if flush_to_zero:
+        return _device(device_math.rsqrt_ftz, "rsqrt", x)
+    return unary("rsqrt", x)
 
 
 @emulates(ct.sin)
@@ -263,7 +284,9 @@ def cosh(x, /):
 
 @emulates(ct.tanh)
 def tanh(x, /, *, rounding_mode=None):
-    return unary("tanh", x)
+    if rounding_mode is ct.RoundingMode.APPROX:
+        return _device(device_math.tanh_approx, "tanh", x)
+    return unary("tanh", x)  # FULL is the default sequence
 
 
 @emulates(ct.floor)

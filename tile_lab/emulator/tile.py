@@ -18,7 +18,7 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
-from . import dtypes
+from . import device_math, dtypes
 from .registry import emulation_of
 from .state import kernel_error
 
@@ -488,9 +488,12 @@ def _unary(fn: str, x: Any) -> Tile:
         raise kernel_error(f"ct.{fn} does not accept integer inputs")
     if not dtypes.is_float(dt):
         dt = ct.float32  # integer inputs convert to float32 first, as cuTile does
-    # evaluated in float64 and rounded once: the GPU's float32 math library is (nearly)
-    # correctly rounded, NumPy's float32 SIMD loops are off by an ulp on many inputs
     a = operand(t, dt, dtypes.compute_dtype(dt))
+    if dt is ct.float32 and fn in device_math.FUNCTIONS:
+        # CUDA's own float32 algorithms, bit for bit (range reduction, FMA polynomials)
+        return Tile(device_math.FUNCTIONS[fn](a), dt)
+    # narrower and wider floats: evaluated in float64 and rounded once (NumPy's float32
+    # SIMD loops are off by an ulp on many inputs)
     if fn != "rsqrt":  # (rsqrt stays 1/sqrt in float32: an approximation on the GPU too)
         a = a.astype(np.float64, copy=False)
     return finish(_FLOAT_UNARY[fn](a), dt)

@@ -8,7 +8,10 @@ before anything is replaced) it also lets the suite's GPU habits work on the CPU
   ``sm_90``), so ``require_hopper_or_newer()`` and friends evaluate without a driver;
 * with torch installed, torch's CUDA device is the CPU (:mod:`tile_lab.testing.torch_cpu`:
   ``device="cuda"``, ``.cuda()``, ``torch.cuda.current_stream()``, ``synchronize()``,
-  ``is_available()``, ``get_device_capability()``).
+  ``is_available()``, ``get_device_capability()``), and its float32 transcendentals
+  (``torch.sin`` ... ``torch.rsqrt``) return CUDA's results bit for bit, as the emulated
+  kernels' ``ct.sin`` ... do, so bit-exact comparisons hold as on the GPU
+  (:mod:`tile_lab.testing.torch_device_math`).
 
 Python programs a test starts (``subprocess.run([sys.executable, script])``) inherit
 ``TILE_LAB_EMULATE``, ``TILE_LAB_DEVICE`` and ``TILE_LAB_ARCH``, so they run emulated on the same

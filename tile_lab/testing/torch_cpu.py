@@ -10,6 +10,9 @@ machine without CUDA every one of those fails. :func:`cuda_on_cpu` makes them wo
   CPU copy, as a host-to-device copy would (``pin_memory=True`` is dropped);
 * products with ``out_dtype=`` (CUDA-only kernels in torch) widen their operands first, and
   ``abs`` of a bool tensor (also CUDA-only) is the tensor;
+* float32 ``sin cos tan sinh cosh tanh exp exp2 log log2 rsqrt sqrt`` return CUDA's results, bit
+  for bit, as the emulated kernels do (:mod:`tile_lab.testing.torch_device_math`; torch's CPU
+  kernels round differently on a few percent of inputs);
 * ``torch.cuda``'s queries answer for one emulated device (``is_available()`` True,
   ``get_device_capability()`` the emulated arch, ``device_count()`` 1, a name that says it
   is the emulator, the host's memory for ``mem_get_info()`` and ``total_memory``; the
@@ -35,6 +38,8 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from .torch_device_math import device_result
 
 _CPU = torch.device("cpu")
 _ACTIVE: list[tuple[int, int]] = []  # the capability of the cuda_on_cpu in force, if any
@@ -64,6 +69,9 @@ class _CudaArgumentsToCpu(TorchFunctionMode):
             return args[0].clone()  # pinned host memory is host memory
         if kwargs.get("pin_memory"):
             kwargs["pin_memory"] = False
+        device_math = device_result(func, args, kwargs)
+        if device_math is not None:
+            return device_math
         copy = False
         if "device" in kwargs and _names_cuda(kwargs["device"]):
             kwargs["device"] = _CPU
