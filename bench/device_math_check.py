@@ -102,7 +102,7 @@ def compare(got: Any, want: Any) -> dict[str, int]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--stride", type=int, default=1024,
                    help="take every STRIDE-th float32 bit pattern (default 1024: 4M inputs)")

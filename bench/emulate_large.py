@@ -137,7 +137,7 @@ def report(row: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--only", choices=sorted(WORKLOADS), action="append")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="problem size relative to 10^8 elements")

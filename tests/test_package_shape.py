@@ -193,7 +193,8 @@ def test_the_gpu_package_keeps_its_bottom_layer():
 # The emulator's layers below its front (namespace, runtime, ...), bottom first, as its package
 # docstring draws them: a module imports only from layers below its own.
 EMULATOR_LAYERS = [
-    ("state", "dtypes", "registry", "rounding"),
+    ("mufu",),
+    ("state", "dtypes", "registry", "rounding", "device_math"),
     ("tile", "rmw"),
     ("operands",),
     ("poison", "recording"),

@@ -28,7 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     exp.add_argument("notebook", help="a .ipynb file")
     exp.add_argument("-o", "--output", help="the HTML file (default: NOTEBOOK with .html)")
     ins = sub.add_parser("inspect", help="compile a @ct.kernel of a Python file for a signature "
-                                         "and print its panes (no GPU needed)")
+                                         "and print its panes (no GPU needed)",
+                         allow_abbrev=False)
     ins.add_argument("file", help="a .py file defining the kernel (it is run, as a script)")
     ins.add_argument("kernel", help="the @ct.kernel function's name in that file")
     ins.add_argument("--sig", required=True, metavar="SPEC",

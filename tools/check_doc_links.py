@@ -108,7 +108,7 @@ def check(root: Path) -> Report:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("site", type=Path, help="the built HTML folder (docs/_build/html)")
     parser.add_argument("--external", action="store_true", help="list the external links")
     options = parser.parse_args(argv)
