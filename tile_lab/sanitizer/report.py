@@ -121,7 +121,7 @@ class SanitizerReport:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         # text/plain is str(self), the readable report (a terminal IPython shows only that;
         # without this it showed the dataclass repr); text/html is _repr_html_'s
-        from .display import mimebundle
+        from ..display import mimebundle
 
         return mimebundle(self)
 
