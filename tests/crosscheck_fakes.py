@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tile_lab.emulator import emulate
+from tile_lab.emulator import emulate_kernel as emulate
 
 
 class ScriptedGpu:

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from corpus import correct, export_tileir, samples
 
-from tile_lab.emulator import emulate, trace
-from tile_lab.sanitizer.checks import sanitize
+from tile_lab.emulator import emulate_kernel as emulate
+from tile_lab.emulator import trace_kernel as trace
+from tile_lab.sanitizer.checks import sanitize_kernel as sanitize
 
 CORRECT = {c.name: c for c in (*correct.CASES, *samples.CASES)}
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tile_lab
-from tile_lab.emulator import emulate
+from tile_lab.emulator import emulate_kernel as emulate
 from tile_lab.emulator.poison import UndeterminedValueWarning
 
 ROOT = Path(__file__).resolve().parents[1]

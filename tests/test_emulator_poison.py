@@ -11,9 +11,10 @@ import cuda.tile as ct
 import numpy as np
 import pytest
 
-from tile_lab.emulator import emulate, trace
+from tile_lab.emulator import emulate_kernel as emulate
+from tile_lab.emulator import trace_kernel as trace
 from tile_lab.emulator.poison import UndeterminedValueWarning
-from tile_lab.sanitizer.checks import sanitize
+from tile_lab.sanitizer.checks import sanitize_kernel as sanitize
 
 N, TN = 1000, 1024  # a ragged row: 24 padded lanes
 

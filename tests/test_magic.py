@@ -280,8 +280,9 @@ def test_errors_are_tilelab_errors_with_cell_locations(shell):
 
 @pytest.fixture
 def api_calls(shell, monkeypatch):
-    """Replace the execution API with recorders (the real ones are tested below and in
-    their own modules): checks what the magic passes, not what the emulator does."""
+    """Replace the engines under the execution API with recorders (the real ones are tested
+    below and in their own modules): checks what the magic passes through the core (the
+    functions tile_lab.emulate & co. reach too), not what the emulator does."""
     calls: list[tuple] = []
 
     def recorder(name, result=None):
@@ -295,12 +296,13 @@ def api_calls(shell, monkeypatch):
     import tile_lab.render.diagram
     import tile_lab.sanitizer.checks
 
-    # where the magic looks them up: the modules that own them
-    monkeypatch.setattr(tile_lab.emulator, "emulate", recorder("emulate"))
-    monkeypatch.setattr(tile_lab.emulator, "trace", recorder("trace", "TRACE"))
+    # where the core looks them up: the modules that own them
+    monkeypatch.setattr(tile_lab.emulator, "emulate_kernel", recorder("emulate"))
+    monkeypatch.setattr(tile_lab.emulator, "trace_kernel", recorder("trace", "TRACE"))
     monkeypatch.setattr(tile_lab.render.diagram, "diagram", recorder("diagram", "DIAGRAM"))
-    monkeypatch.setattr(tile_lab.sanitizer.checks, "sanitize", recorder("sanitize", "REPORT"))
-    monkeypatch.setattr(tile_lab.gpu, "launch", recorder("launch"))
+    monkeypatch.setattr(tile_lab.sanitizer.checks, "sanitize_kernel",
+                        recorder("sanitize", "REPORT"))
+    monkeypatch.setattr(tile_lab.gpu, "launch_kernel", recorder("launch"))
     ns = shell.user_ns
     ns["ea"], ns["eb"], ns["ec"] = (np.ones(512, np.float32) for _ in range(3))
     return calls

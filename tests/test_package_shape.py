@@ -522,6 +522,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front ends", ("tile_lab", "tile_lab.__main__", "tile_lab.emulator.__main__",
                     "tile_lab._startup", "tile_lab.examples",
                     "tile_lab.magic", "tile_lab.cell", "tile_lab.cell_options", "tile_lab._run",
+                    "tile_lab.api",
                     "tile_lab.widgets", "tile_lab.share", "tile_lab.testing")),
     ("renderers", ("tile_lab.render",)),
     ("results", ("tile_lab.tracing.index", "tile_lab.tracing.tile_geometry", "tile_lab.checker",

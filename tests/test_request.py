@@ -7,7 +7,18 @@ import dataclasses
 
 import pytest
 
-from tile_lab.request import MODES, CppSource, Request, RunSettings, parse_show, spec_fields
+from tile_lab.errors import EmulationError, TileLabError
+from tile_lab.request import (
+    MODES,
+    CppSource,
+    EmulateOptions,
+    LaunchOptions,
+    Request,
+    RunSettings,
+    SanitizeOptions,
+    parse_show,
+    spec_fields,
+)
 
 
 def test_a_request_is_frozen_and_its_hints_cannot_change_under_it():
@@ -57,3 +68,26 @@ def test_parse_show_keeps_the_order_given_and_names_the_first_bad_pane():
     assert parse_show("sass, source,partition") == (("sass", "source"), True, None)
     assert parse_show(["tileir", "nope", "worse"])[2] == "nope"
     assert parse_show(None) == (None, False, None)
+
+
+def test_each_modes_options_are_frozen_typed_fields_with_defaults():
+    req = Request(object(), mode="sanitize", sanitize=SanitizeOptions(outputs=["c", "d"]))
+    assert req.sanitize.outputs == ("c", "d") and req.sanitize.partial is None
+    assert req.emulate == EmulateOptions() and req.launch == LaunchOptions()
+    assert (req.emulate.padding, req.launch.fallback, req.launch.timeout) == ("poison", None,
+                                                                              120.0)
+    for opts, name in ((req.emulate, "padding"), (req.sanitize, "outputs"),
+                       (req.launch, "fallback")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(opts, name, None)
+    # a name stays a name (the sanitizer reads "c" as ["c"]), a generator is kept as a tuple
+    assert SanitizeOptions("c", (n for n in "ab")) == SanitizeOptions("c", ("a", "b"))
+
+
+def test_options_refuse_bad_values_as_the_api_always_did():
+    with pytest.raises(EmulationError, match="padding must be one of 'poison', 'zero', "
+                                             "'hardware', got 'zeros'"):
+        EmulateOptions(padding="zeros")
+    with pytest.raises(TileLabError, match="fallback='cpu': the only fallback is 'emulate'"):
+        LaunchOptions(fallback="cpu")
+    EmulateOptions(padding="hardware", blocks=[(0,)])  # blocks: checked against the grid later

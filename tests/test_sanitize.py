@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from corpus import buggy, export_tileir
 
+from tile_lab.api import sanitize
 from tile_lab.sanitizer.array_checks import boxes_from_mask
 from tile_lab.sanitizer.checks import (
     KINDS,
@@ -18,7 +19,6 @@ from tile_lab.sanitizer.checks import (
     SanitizerReport,
     check_trace,
     format_box,
-    sanitize,
 )
 from tile_lab.tracing.trace import ArrayInfo, MemoryAccess, Trace
 
@@ -491,7 +491,7 @@ def test_sanitize_raises_the_emulators_clear_errors_for_bad_input():
 
 
 def test_a_trace_read_back_from_json_gives_the_same_report():
-    from tile_lab.emulator import trace
+    from tile_lab.emulator import trace_kernel as trace
 
     case = BUGGY["histogram_scatter"]
     grid, args = case.build()

@@ -18,14 +18,15 @@ _EXPORTS: dict[str, str] = {
     "inspect": ".compile.inspect",
     "Inspection": ".compile.artifacts",
     "doctor": "._doctor",
-    # emulator, trace, sanitizer (artifacts -> execution on CPU)
-    "emulate": ".emulator",
-    "trace": ".emulator",
+    # emulator, trace, sanitizer (artifacts -> execution on CPU); the functions that run a
+    # kernel build a Request and hand it to the core (api.py)
+    "emulate": ".api",
+    "trace": ".api",
     "emulation": ".emulator",
     "Trace": ".tracing.trace",
     "MemoryAccess": ".tracing.trace",
     "load_trace": ".tracing.trace",
-    "sanitize": ".sanitizer",
+    "sanitize": ".api",
     "SanitizerReport": ".sanitizer",
     "check_trace": ".sanitizer",
     # GPU vs emulator, tile by tile
@@ -37,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "browse": ".widgets.diagram_browser",
     "partition": ".render.diagram",
     # GPU: launch, measure (execution on GPU -> measurements)
-    "launch": ".gpu",
+    "launch": ".api",
     "bench": ".gpu",
     "bench_function": ".gpu",
     "compare_timed": ".gpu",

@@ -1,10 +1,14 @@
 """Carry out a :class:`~tile_lab.request.Request`: the one core under the front ends.
 
 The ``%%tile`` magic (cuTile, Triton and C++ cells) and the command line build requests and
-call :func:`run`; the request is all it reads. What a request makes (an Inspection, a
-sanitizer report, a diagram, a crosscheck, a profile view) is handed to ``show`` in the order
-it is made. Each mode calls the API through the module that owns it (imported when the mode is
-used: a cell that only inspects never imports the GPU code).
+call :func:`run`; the request is all it reads. The Python API's ``tile_lab.emulate``,
+``trace``, ``sanitize`` and ``launch`` (``api.py``) build one each and call the function of
+their mode (:func:`emulate_request`, :func:`trace_request`, :func:`sanitize_request`,
+:func:`launch_request`), the one :func:`run` calls for ``--emulate`` and the rest. What a
+request makes (an Inspection, a sanitizer report, a diagram, a crosscheck, a profile view) is
+handed to ``show`` in the order it is made. Each mode calls its engine through the module that
+owns it (imported when the mode is used: a cell that only inspects never imports the GPU
+code).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from .compile.inspect import inspect_request, parse_hints, resolve_arch
 from .errors import CompileError, SignatureError
 from .request import MODES, CppSource, Request
 
-__all__ = ["explore", "language_of", "run", "switch_emulation", "write_reproducer"]
+__all__ = ["emulate_request", "explore", "language_of", "launch_request", "run",
+           "sanitize_request", "switch_emulation", "trace_request", "write_reproducer"]
 
 Show = Callable[[Any], None]
 
@@ -121,23 +126,60 @@ def switch_emulation(mode: str) -> str:
             "(%tile_emulate on runs them on the CPU emulator)")
 
 
-def _sanitize(req: Request, show: Show) -> None:
+# -- one function per mode: the Python API (api.py) calls these, and so does run() ---------
+
+def emulate_request(req: Request) -> None:
+    """Run ``req.kernel`` on ``req.grid`` with ``req.args`` on the CPU emulator
+    (``req.emulate``'s padding): ``tile_lab.emulate``, and ``--emulate``."""
+    from . import emulator
+
+    emulator.emulate_kernel(req.kernel, req.grid, req.args, padding=req.emulate.padding)
+
+
+def trace_request(req: Request) -> Any:
+    """The emulator's access trace of ``req`` (``req.emulate``'s padding and blocks):
+    ``tile_lab.trace``, and ``--trace`` / the partition diagram."""
+    from . import emulator
+
+    opts = req.emulate
+    return emulator.trace_kernel(req.kernel, req.grid, req.args, blocks=opts.blocks,
+                                 padding=opts.padding)
+
+
+def sanitize_request(req: Request) -> Any:
+    """The sanitizer's report of ``req`` (``req.sanitize``'s outputs and partial):
+    ``tile_lab.sanitize``, and ``--sanitize``."""
     from .sanitizer import checks
 
-    show(checks.sanitize(req.kernel, req.grid, req.args))
+    opts = req.sanitize
+    return checks.sanitize_kernel(req.kernel, req.grid, req.args, outputs=opts.outputs,
+                                  partial=opts.partial)
+
+
+def launch_request(req: Request) -> None:
+    """Launch ``req`` on the GPU (``req.hints``, ``req.launch``'s isolation, stream, fallback
+    and timeout): ``tile_lab.launch``, and ``--launch``."""
+    from . import gpu
+
+    opts = req.launch
+    gpu.launch_kernel(req.kernel, req.grid, req.args, hints=_hints(req), isolate=opts.isolate,
+                      stream=opts.stream, fallback=opts.fallback, timeout=opts.timeout)
+
+
+# -- what run() shows of each mode (the order of output is MODES') --------------------------
+
+def _sanitize(req: Request, show: Show) -> None:
+    show(sanitize_request(req))
 
 
 def _trace(req: Request, show: Show) -> None:
-    from . import emulator
     from .render import diagram as diagrams
 
-    show(diagrams.diagram(emulator.trace(req.kernel, req.grid, req.args)))
+    show(diagrams.diagram(trace_request(req)))
 
 
 def _emulate(req: Request, show: Show) -> None:
-    from . import emulator
-
-    emulator.emulate(req.kernel, req.grid, req.args)
+    emulate_request(req)
     blocks = math.prod(req.grid or ())
     # as launch's fallback says where it ran, so does emulate
     print(f"ran on the tile_lab CPU emulator: grid {req.grid}, "
@@ -145,10 +187,9 @@ def _emulate(req: Request, show: Show) -> None:
 
 
 def _launch(req: Request, show: Show) -> None:
-    from . import gpu
-
-    gpu.launch(req.kernel, req.grid, req.args, hints=_hints(req),
-               fallback="emulate" if req.settings.launch_fallback == "emulate" else None)
+    # in a notebook, what a launch without a GPU does is its setting (%config TileMagics)
+    fallback = "emulate" if req.settings.launch_fallback == "emulate" else None
+    launch_request(replace(req, launch=replace(req.launch, fallback=fallback)))
 
 
 def _crosscheck(req: Request, show: Show) -> None:
@@ -170,7 +211,11 @@ def _profile(req: Request, show: Show) -> None:
 
 
 def _hints(req: Request) -> dict[str, Any] | None:
-    return parse_hints(req.hints) if req.hints else None
+    """The request's hints as a dict: a string (the magic's ``--hints``) parsed and checked,
+    a mapping (the Python API's ``hints=``) as given; None without."""
+    if isinstance(req.hints, str):
+        return parse_hints(req.hints) if req.hints else None
+    return None if req.hints is None else dict(req.hints)
 
 
 def _cpp(req: Request, show: Show) -> None:

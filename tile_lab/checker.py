@@ -143,7 +143,7 @@ def check(kernel: Any, spec: Callable[..., Any], *, grid: Sequence[int],
                               f"array has shape {outs[0].shape}")
     grid_t = tuple(int(g) for g in grid)
     args = (*inputs, *outs, *constants)
-    from .emulator.runtime import trace as emulate_and_trace
+    from .emulator.runtime import trace_kernel as emulate_and_trace
 
     used = _pick_device(device)
     trace = None
@@ -323,11 +323,11 @@ def _run_on_gpu(kernel: Any, grid: tuple[int, ...], inputs: list[np.ndarray],
                 outs: list[np.ndarray], constants: Sequence[Any]) -> np.ndarray:
     import cupy as cp
 
-    from .gpu import launch
+    from .gpu import launch_kernel
 
     d_in = [cp.asarray(x) for x in inputs]
     d_out = [cp.asarray(o) for o in outs]
-    launch(kernel, grid, (*d_in, *d_out, *constants))
+    launch_kernel(kernel, grid, (*d_in, *d_out, *constants))
     cp.cuda.get_current_stream().synchronize()
     return cp.asnumpy(d_out[0])
 

@@ -1,11 +1,13 @@
 """What a front end asks tile_lab to do with one kernel, as one frozen, typed object.
 
-Every front end builds a :class:`Request` and hands it to the core (:func:`tile_lab._run.run`):
+Every front end builds a :class:`Request` and hands it to the core (``tile_lab/_run.py``):
 the ``%%tile`` magic (one per kernel it inspects, one for the kernel it runs; cuTile, Triton
-and C++ cells alike), the Python API (``tile_lab.inspect`` builds one and compiles through
-it) and the command line (``tile-lab inspect``). Nothing else travels into the core: the
-emulator's budget and ``--launch``'s fallback ride along as :class:`RunSettings`. ``--show`` is
-parsed here, once (:func:`parse_show`).
+and C++ cells alike), the Python API (``tile_lab.inspect`` compiles through one;
+``tile_lab.emulate``, ``trace``, ``sanitize`` and ``launch``, in ``api.py``, run through one)
+and the command line (``tile-lab inspect``). Nothing else travels into the core: each mode's
+options ride along typed and frozen (:class:`EmulateOptions`, :class:`SanitizeOptions`,
+:class:`LaunchOptions`), the notebook's emulator budget and ``--launch``'s fallback as
+:class:`RunSettings`. ``--show`` is parsed here, once (:func:`parse_show`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from types import MappingProxyType
 from typing import Any
 
 from .compile.artifacts import STAGES
+from .errors import EmulationError, TileLabError
 
-__all__ = ["FALLBACKS", "MODES", "PANES", "CppSource", "Request", "RunSettings", "parse_show",
+__all__ = ["FALLBACKS", "MODES", "PADDINGS", "PANES", "CppSource", "EmulateOptions",
+           "LaunchOptions", "Request", "RunSettings", "SanitizeOptions", "parse_show",
            "spec_fields"]
 
 # how a kernel can run, in the order their output appears (a sanitizer report comes before
@@ -25,6 +29,8 @@ __all__ = ["FALLBACKS", "MODES", "PANES", "CppSource", "Request", "RunSettings",
 MODES = ("sanitize", "trace", "emulate", "launch", "crosscheck", "profile")
 PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
 FALLBACKS = ("emulate", "error")  # what "launch" does without a GPU
+# what the emulator pads undetermined lanes with (emulator/poison.py's PADDING_POLICIES)
+PADDINGS = ("poison", "zero", "hardware")
 
 Arch = str | int | tuple[int, int]
 Hints = Mapping[str, Any] | str
@@ -59,6 +65,55 @@ class RunSettings:
 
 
 @dataclass(frozen=True)
+class EmulateOptions:
+    """How the CPU emulator runs a kernel (modes "emulate" and "trace", and the trace a
+    sanitizer or a partition diagram reads): what undetermined padded lanes hold
+    (``padding``, one of :data:`PADDINGS`) and, for a trace, the only block ids to run
+    (``blocks``; None: all; checked against the grid when the kernel runs)."""
+
+    padding: str = "poison"
+    blocks: Sequence[Sequence[int]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.padding not in PADDINGS:
+            allowed = ", ".join(map(repr, PADDINGS))
+            raise EmulationError(f"padding must be one of {allowed}, got {self.padding!r}")
+
+
+@dataclass(frozen=True)
+class SanitizeOptions:
+    """What the sanitizer holds the kernel to: argument names it must write completely
+    (``outputs``) and write-only ones it may write in part (``partial``); a name or names,
+    kept as a tuple (checked against the kernel's arrays when it has run)."""
+
+    outputs: str | tuple[str, ...] | None = None
+    partial: str | tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("outputs", "partial"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, (str, tuple)):
+                object.__setattr__(self, name, tuple(value))
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How ``launch`` runs a kernel on the GPU: in a worker process (``isolate``, which a
+    fault or a hang of ``timeout`` seconds cannot take down), on ``stream`` (None: CuPy's
+    current one), and what it does without a GPU (``fallback`` "emulate": the CPU emulator;
+    None: NoGPUError)."""
+
+    isolate: bool = False
+    stream: Any = None
+    fallback: str | None = None
+    timeout: float | None = 120.0
+
+    def __post_init__(self) -> None:
+        if self.fallback is not None and self.fallback != "emulate":
+            raise TileLabError(f"fallback={self.fallback!r}: the only fallback is 'emulate'")
+
+
+@dataclass(frozen=True)
 class Request:
     """One kernel, and what to do with it.
 
@@ -67,7 +122,8 @@ class Request:
     string ``sig``, and show ``panes``; None: every pane). Otherwise run it on ``grid`` with
     ``args`` in ``mode`` (one of :data:`MODES`); ``partition`` also traces it and draws the
     diagram. ``hints`` are kernel hints on top of the kernel's own (a mapping, kept as a
-    read-only copy, or ``"num_ctas=2,occupancy=4"``).
+    read-only copy, or ``"num_ctas=2,occupancy=4"``). ``emulate``, ``sanitize`` and
+    ``launch`` carry the options of the modes of those names (``emulate`` also trace's).
     """
 
     kernel: Any
@@ -80,6 +136,9 @@ class Request:
     mode: str | None = None
     partition: bool = False
     settings: RunSettings = field(default_factory=RunSettings)
+    emulate: EmulateOptions = field(default_factory=EmulateOptions)
+    sanitize: SanitizeOptions = field(default_factory=SanitizeOptions)
+    launch: LaunchOptions = field(default_factory=LaunchOptions)
 
     def __post_init__(self) -> None:
         if self.mode is not None and self.mode not in MODES:

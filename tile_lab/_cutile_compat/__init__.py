@@ -162,6 +162,33 @@ def options_as_dict(options: Any) -> dict[str, Any]:
             if getattr(options, f.name) != getattr(default, f.name)}
 
 
+@dataclass(frozen=True)
+class KernelFacts:
+    """What tile_lab compiles a ``@ct.kernel`` from, gathered from cuTile in one call
+    (:func:`kernel_facts`): its Python function, its parameters as cuTile's annotation
+    parser sees them, its compiler options with the hints applied, and those options that
+    differ from cuTile's defaults (a plain dict)."""
+
+    function: FunctionType
+    parameters: tuple[ParamInfo, ...]
+    options: Any
+    changed_options: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.function.__name__
+
+
+def kernel_facts(kernel: Any, hints: dict[str, Any] | None = None) -> KernelFacts | None:
+    """The :class:`KernelFacts` of ``kernel`` with ``hints`` applied; None when it is no
+    ``@ct.kernel``. Raises what :func:`compiler_options` raises for a bad hint."""
+    if not is_kernel(kernel):
+        return None
+    options = compiler_options(kernel, hints)
+    return KernelFacts(python_function(kernel), tuple(kernel_parameters(kernel)), options,
+                       options_as_dict(options))
+
+
 def opt_level(options: Any, arch: str) -> int:
     """The ``-O`` level tileiras gets for ``arch`` (what cuTile itself would pass)."""
     return options.opt_level_for_target(arch)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import linecache
 import os
 import re
 import struct
@@ -30,6 +29,7 @@ from ..errors import TileLabError, ToolchainError
 from . import tool_cache
 from .artifacts import StageText
 from .stage_rows import sass_offset
+from .tileir import is_code_line
 from .toolchain import tool_failure
 
 T = TypeVar("T")
@@ -67,19 +67,6 @@ def _nvdisasm(cubin: bytes, arch: str) -> str:
         err = tool_failure("nvdisasm", proc).message.replace(proc.workdir + os.sep, "")
         raise ToolchainError(f"disassembling the {arch} cubin: {err}")
     return proc.stdout.decode("utf-8", "replace")
-
-
-def is_code_line(filename: str, line: int) -> bool:
-    """False for a line past the end of the file, or known to be blank or a comment
-    (tileiras' line info for sm_90 wgmma sequences names such lines after the kernel, even
-    one past the file's last line); True when the file's text is unknown."""
-    lines = linecache.getlines(filename)
-    if not lines:
-        return line > 0
-    if not 0 < line <= len(lines):
-        return False
-    stripped = lines[line - 1].strip()
-    return bool(stripped) and not stripped.startswith("#")
 
 
 PTX_SECTION = ".nv_debug_ptx_txt"  # PTX text tileiras embeds with --lineinfo, NUL-separated

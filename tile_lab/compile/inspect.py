@@ -18,7 +18,7 @@ from .. import kernel_source, request
 from ..errors import CompileError, SignatureError, ToolchainError
 from .artifacts import STAGES, Inspection
 from .pipeline import compile_kernel
-from .signature import BuiltSignature, build_signature
+from .signature import BuiltSignature, signature_of
 from .toolchain import tileiras_gpu_names, tool_version
 
 # Used when there is no (supported) local GPU: Hopper, what the notebooks' tour targets (an
@@ -55,9 +55,8 @@ def inspect_request(req: request.Request) -> Inspection:
     """The Inspection of ``req.kernel`` compiled for ``req.spec`` (``req.arch``,
     ``req.hints``), showing ``req.panes``: what :func:`inspect` and the core
     (:func:`tile_lab._run.run`) both compile through."""
-    kernel, panes = req.kernel, req.panes
-    prep = prepare(kernel, req.spec, req.arch, req.hints, "tile_lab.inspect")
-    func = compat.python_function(kernel)
+    prep = prepare(req.kernel, req.spec, req.arch, req.hints, "tile_lab.inspect")
+    func = prep.facts.function
     filename = func.__code__.co_filename
     try:
         source_lines, first_line = kernel_source.source_lines(func)
@@ -66,44 +65,53 @@ def inspect_request(req: request.Request) -> Inspection:
         raise CompileError(f"the source of kernel {func.__name__!r} is not available ({e})",
                            hint="define kernels in a .py file or in a %%tile cell; code "
                                 "run with a bare exec() has no source to read") from None
-    result = compile_kernel(kernel, prep.signature.kernel_signature, arch=prep.arch,
+    hints = _jsonable(prep.facts.changed_options)
+    result = compile_kernel(req.kernel, prep.signature.kernel_signature, arch=prep.arch,
                             options=prep.options, filename=filename)
-    extra = {} if panes is None else {"show": panes}
+    extra = {} if req.panes is None else {"show": req.panes}
     return Inspection(
         kernel_name=func.__name__, filename=filename, first_line=first_line,
         source="".join(source_lines), arch=prep.arch, signature=prep.signature.display,
-        hints=_jsonable(compat.options_as_dict(prep.options)), stages=result.stages,
+        hints=hints, stages=result.stages,
         cubin=result.cubin, remarks=result.remarks, versions=_versions(), **extra)
 
 
 @dataclass(frozen=True)
 class Prepared:
     """A kernel checked and ready to compile: the target arch, the hints as given (a dict),
-    cuTile's compiler options with them applied, and the signature of the arguments."""
+    what cuTile says of the kernel (its function, parameters and compiler options with the
+    hints applied: ``facts``, asked once), and the signature of the arguments."""
 
     kernel: Any
     arch: str
     hints: dict[str, Any]
-    options: Any
+    facts: compat.KernelFacts
     signature: BuiltSignature
+
+    @property
+    def options(self) -> Any:
+        """cuTile's compiler options, the hints applied."""
+        return self.facts.options
 
 
 def prepare(kernel: Any, args_or_sig: str | Sequence[Any] | None, arch: Any,
             hints: Mapping[str, Any] | str | None, caller: str) -> Prepared:
     """The checks and conversions every compile starts with (``tile_lab.inspect``,
-    ``tile_lab.reproducer``): ``caller`` names the function in the errors."""
+    ``tile_lab.reproducer``): ``caller`` names the function in the errors. The target and
+    the hints are read first; then cuTile is asked about the kernel once
+    (:func:`~tile_lab._cutile_compat.kernel_facts`), and the signature is built from that."""
     compat.require_supported_cutile()
-    if not compat.is_kernel(kernel):
-        raise SignatureError(f"{caller} expects a @ct.kernel function as `kernel`, "
-                             f"got {type(kernel).__name__}")
     target = resolve_arch(arch)
     hint_values = parse_hints(hints)
     try:
-        options = compat.compiler_options(kernel, hint_values)
+        facts = compat.kernel_facts(kernel, hint_values)
     except (TypeError, ValueError) as e:
         raise CompileError(f"bad kernel hint: {e}",
                            hint=f"valid hints: {', '.join(compat.hint_names())}") from None
-    return Prepared(kernel, target, hint_values, options, build_signature(kernel, args_or_sig))
+    if facts is None:
+        raise SignatureError(f"{caller} expects a @ct.kernel function as `kernel`, "
+                             f"got {type(kernel).__name__}")
+    return Prepared(kernel, target, hint_values, facts, signature_of(facts, args_or_sig))
 
 
 # -- argument parsing -------------------------------------------------------------------

@@ -39,10 +39,10 @@ from ..errors import CompileError, SignatureError
 from . import tool_cache
 from .artifacts import LazyStages, Remark, StageText
 from .disassembly import clear_cache as _clear_disassembly_cache
-from .disassembly import cubin_stage_names, disassemble_cubin_async
+from .disassembly import cubin_stage_names, disassemble_cubin_async, machine_code_work
 from .errors import compile_error_from_tile_error, source_location
 from .tileir import clear_cache as _clear_tileir_cache
-from .tileir import disassemble_tileir_async
+from .tileir import disassemble_tileir
 
 _TOOL_TIMEOUT = 300.0  # seconds; big tiles can make tileiras slow
 # Tool outputs are memoised by input bytes: re-running an unchanged cell only pays for
@@ -84,11 +84,11 @@ def compile_kernel(kernel: Any, signature: Any, *, arch: str, options: Any,
     # the background pool, overlapping tileiras, or when the Tile IR is first read:
     # disassembly.when_machine_code says which), so a compile nobody reads the Tile IR of (a
     # timing run, a tuner) needs no tileirdisasm, and its failure fails only that read.
-    tileir = disassemble_tileir_async(front.bytecode, filename=filename)
+    tileir = machine_code_work(lambda: disassemble_tileir(front.bytecode, filename=filename))
     cubin, remarks_yaml = run_tileiras(front.bytecode, arch, opt)
     machine_code = disassemble_cubin_async(cubin, arch, filename=filename)
-    stages = LazyStages({"cutile": cutile}, cubin_stage_names(cubin), machine_code,
-                        own={"tileir": tileir})
+    names = cubin_stage_names(cubin)
+    stages = LazyStages({"cutile": cutile}, names, machine_code, own={"tileir": tileir})
     return CompileResult(symbol=front.symbol, stages=stages,
                          cubin=cubin, bytecode=front.bytecode,
                          remarks=parse_remarks(remarks_yaml, filename))

@@ -346,16 +346,14 @@ def _describe_param(i: int, param: compat.ParamInfo) -> str:
     return f"argument {i + 1} ({param.name!r})"
 
 
-def _check_count(kernel: Any, params: list[compat.ParamInfo], n: int, what: str) -> None:
+def _check_count(name: str, params: Sequence[compat.ParamInfo], n: int, what: str) -> None:
     if n != len(params):
-        name = compat.python_function(kernel).__name__
         raise SignatureError(
             f"{name}() takes {len(params)} argument{'s' * (len(params) != 1)} "
             f"({', '.join(p.name for p in params)}) but {what} has {n}")
 
 
-def _finish(kernel: Any, params: list[compat.ParamInfo], parts: list[tuple[Any, str]]
-            ) -> BuiltSignature:
+def _finish(parts: list[tuple[Any, str]]) -> BuiltSignature:
     constraints = [c for c, _ in parts]
     needs_v2 = any(isinstance(c, TupleConstraint) or _has_static_shape(c) or (
         isinstance(c, ListConstraint) and _has_static_shape(c.element)) for c in constraints)
@@ -376,9 +374,20 @@ def _has_static_shape(c: Any) -> bool:
 
 def signature_from_args(kernel: Any, args: Sequence[Any]) -> BuiltSignature:
     """The signature for calling ``kernel`` with example arguments ``args``."""
-    params = compat.kernel_parameters(kernel)
+    return _from_args(_facts(kernel), args)
+
+
+def _facts(kernel: Any) -> compat.KernelFacts:
+    facts = compat.kernel_facts(kernel)
+    if facts is None:
+        raise SignatureError(f"expected a @ct.kernel function, got {type(kernel).__name__}")
+    return facts
+
+
+def _from_args(facts: compat.KernelFacts, args: Sequence[Any]) -> BuiltSignature:
+    params = facts.parameters
     args = list(args)
-    _check_count(kernel, params, len(args), "the argument list")
+    _check_count(facts.name, params, len(args), "the argument list")
     parts = []
     for i, (value, param) in enumerate(zip(args, params, strict=True)):
         try:
@@ -387,7 +396,7 @@ def signature_from_args(kernel: Any, args: Sequence[Any]) -> BuiltSignature:
             raise  # cuTile's launcher raises these as they are
         except (_ArgProblem, TypeError, ValueError) as e:
             raise SignatureError(f"{_describe_param(i, param)}: {e}") from None
-    return _finish(kernel, params, parts)
+    return _finish(parts)
 
 
 def constraints_from_args(kernel: Any, args: Sequence[Any]) -> list[Any]:
@@ -398,9 +407,13 @@ def constraints_from_args(kernel: Any, args: Sequence[Any]) -> list[Any]:
 
 def signature_from_spec(kernel: Any, spec: str) -> BuiltSignature:
     """The signature described by a spec string (see ``parse_spec``)."""
-    params = compat.kernel_parameters(kernel)
+    return _from_spec(_facts(kernel), spec)
+
+
+def _from_spec(facts: compat.KernelFacts, spec: str) -> BuiltSignature:
+    params = facts.parameters
     items = parse_spec(spec)
-    _check_count(kernel, params, len(items), f"the signature spec {spec!r}")
+    _check_count(facts.name, params, len(items), f"the signature spec {spec!r}")
     parts = []
     for i, (item, param) in enumerate(zip(items, params, strict=True)):
         if item.name is not None and item.name != param.name:
@@ -410,15 +423,22 @@ def signature_from_spec(kernel: Any, spec: str) -> BuiltSignature:
             parts.append(_spec_item_constraint(item, param))
         except (_ArgProblem, TypeError, ValueError) as e:
             raise SignatureError(f"{_describe_param(i, param)}: {e}") from None
-    return _finish(kernel, params, parts)
+    return _finish(parts)
 
 
 def build_signature(kernel: Any, args_or_sig: str | Sequence[Any]) -> BuiltSignature:
     """Dispatch: a ``str`` is a spec, any other sequence is example arguments."""
+    return signature_of(_facts(kernel), args_or_sig)
+
+
+def signature_of(facts: compat.KernelFacts, args_or_sig: str | Sequence[Any]
+                 ) -> BuiltSignature:
+    """:func:`build_signature` for a kernel whose facts the caller has already gathered
+    (``compile/inspect.py``'s ``prepare``): the signature reads no more of cuTile's kernel."""
     if isinstance(args_or_sig, str):
-        return signature_from_spec(kernel, args_or_sig)
+        return _from_spec(facts, args_or_sig)
     if isinstance(args_or_sig, Sequence):
-        return signature_from_args(kernel, list(args_or_sig))
+        return _from_args(facts, list(args_or_sig))
     if is_array_like(args_or_sig):
         raise SignatureError("args_or_sig must be a sequence of example arguments "
                              "(a tuple or list) or a spec string, not a single array")

@@ -3,25 +3,25 @@ bytecode cuTile's front end made, with each op's source line.
 
 ``tileirdisasm -g`` prints the MLIR with ``loc(...)`` suffixes and a ``#loc`` alias table
 (absolute paths); :func:`tileir_stage` keeps the text and turns the locations into the line
-map. The text is for reading only, so :func:`disassemble_tileir_async` schedules it as
-nvdisasm is scheduled (:func:`~tile_lab.compile.disassembly.machine_code_work`): a compile
+map. The text is for reading only, so the pipeline schedules :func:`disassemble_tileir` as
+it schedules nvdisasm (:func:`~tile_lab.compile.disassembly.machine_code_work`): a compile
 whose Tile IR nobody reads (a timing run, a tuner) needs no tileirdisasm. Triton's IRs are
 MLIR with the same locations, so ``triton/build.py`` reads them with :func:`tileir_stage` too.
+:func:`is_code_line` (which source lines a line map may name) serves the SASS's map as well.
 """
 
 from __future__ import annotations
 
 import functools
+import linecache
 import re
 from collections.abc import Iterable
-from concurrent.futures import Future
 
 from . import tool_cache
 from .artifacts import StageText
-from .disassembly import is_code_line, machine_code_work
 from .toolchain import tool_failure
 
-__all__ = ["clear_cache", "disassemble_tileir", "disassemble_tileir_async", "tileir_stage"]
+__all__ = ["clear_cache", "disassemble_tileir", "is_code_line", "tileir_stage"]
 
 _TOOL_TIMEOUT = 300.0  # seconds, as for the other tools of the pipeline
 _CACHE_SIZE = 64  # memoised by input bytes (and on disk: tool_cache), as the other tools' outputs
@@ -30,13 +30,6 @@ _CACHE_SIZE = 64  # memoised by input bytes (and on disk: tool_cache), as the ot
 def clear_cache() -> None:
     """Forget memoised tileirdisasm outputs."""
     _tileirdisasm.cache_clear()
-
-
-def disassemble_tileir_async(bytecode: bytes, *, filename: str | None = None
-                             ) -> Future[StageText]:
-    """:func:`disassemble_tileir` as :func:`machine_code_work` schedules it; its errors
-    (tileirdisasm missing or failing) come out of ``result()``."""
-    return machine_code_work(lambda: disassemble_tileir(bytecode, filename=filename))
 
 
 def disassemble_tileir(bytecode: bytes, *, filename: str | None = None) -> StageText:
@@ -58,9 +51,9 @@ def _tileirdisasm(bytecode: bytes) -> str:
 
 
 _ALIAS_DEF = re.compile(r"^(#[A-Za-z_][\w$.-]*)\s*=\s*(.*)$")
-_TRAILING_LOC = re.compile(r"\s+loc\((?P<expr>.*)\)\s*$")
-_FILE_LOC = re.compile(r'"(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)')
-_ALIAS_REF = re.compile(r"#[A-Za-z_][\w$-]*")
+_TRAILING_LOC = re.compile(r"^(?P<text>.*?)\s+loc\((?P<expr>.*)\)\s*$")  # an op, its loc(...)
+# a loc expression's tokens, left to right: a "file":line:col, or a #loc alias reference
+_LOC_TOKEN = re.compile(r'"(?P<file>[^"]*)":(?P<line>\d+):(?P<col>\d+)|(?P<ref>#[A-Za-z_][\w$-]*)')
 
 
 def _resolve_locs(expr: str, aliases: dict[str, str], depth: int = 0
@@ -69,16 +62,27 @@ def _resolve_locs(expr: str, aliases: dict[str, str], depth: int = 0
     if depth > 32:
         return []
     out: list[tuple[str, int, int]] = []
-    # walk left to right so callee locations come before their call sites
-    tokens = sorted([(m.start(), "file", m) for m in _FILE_LOC.finditer(expr)]
-                    + [(m.start(), "ref", m) for m in _ALIAS_REF.finditer(expr)],
-                    key=lambda t: t[0])
-    for _, kind, m in tokens:
-        if kind == "file":
+    # left to right, so callee locations come before their call sites
+    for m in _LOC_TOKEN.finditer(expr):
+        ref = m.group("ref")
+        if ref is None:
             out.append((m.group("file"), int(m.group("line")), int(m.group("col"))))
-        elif m.group(0) in aliases:
-            out.extend(_resolve_locs(aliases[m.group(0)], aliases, depth + 1))
+        elif ref in aliases:
+            out.extend(_resolve_locs(aliases[ref], aliases, depth + 1))
     return out
+
+
+def is_code_line(filename: str, line: int) -> bool:
+    """False for a line past the end of the file, or known to be blank or a comment
+    (tileiras' line info for sm_90 wgmma sequences names such lines after the kernel, even
+    one past the file's last line); True when the file's text is unknown."""
+    lines = linecache.getlines(filename)
+    if not lines:
+        return line > 0
+    if not 0 < line <= len(lines):
+        return False
+    stripped = lines[line - 1].strip()
+    return bool(stripped) and not stripped.startswith("#")
 
 
 def _pick_line(locs: Iterable[tuple[str, int, int]], filename: str | None) -> int | None:
@@ -112,7 +116,7 @@ def tileir_stage(text: str, filename: str | None = None) -> StageText:
     for raw in body:
         m = _TRAILING_LOC.search(raw)
         if m:
-            lines.append(raw[:m.start()].rstrip())
+            lines.append(m.group("text").rstrip())
             line_map.append(_pick_line(_resolve_locs(m.group("expr"), aliases), filename))
         else:
             lines.append(raw.rstrip())

@@ -115,7 +115,7 @@ def crosscheck(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
     mismatch (an emulator bug). ``gpu``: the GPU side (default :class:`CupyGpu`). Without a
     usable GPU: :class:`~tile_lab.errors.NoGPUError` saying what is missing.
     """
-    from ..emulator.runtime import trace as emulate_trace
+    from ..emulator.runtime import trace_kernel as emulate_trace
 
     opts = options or CrossCheckOptions()
     side: GpuSide = gpu if gpu is not None else CupyGpu()

@@ -1,13 +1,13 @@
 """tile_lab's CPU emulator of cuTile Python: run any ``@ct.kernel`` block by block with
 NumPy, and record every memory access into a :class:`tile_lab.tracing.trace.Trace`.
 
-``emulate(kernel, grid, args)`` updates array arguments in place (CuPy/torch/DLPack
-arrays are copied to the host and back); ``trace(kernel, grid, args)`` does the same and
-returns the access trace, including the shapes of every ``mma``/``matmul`` (for FLOPs);
-``trace(..., blocks=[...])`` runs only some blocks (to sample a GPU-sized launch);
-``with emulation():`` (``program.py``) makes ``ct.launch`` itself run on the emulator, so
-whole programs run on the CPU (also ``TILE_LAB_EMULATE=1`` and ``python -m
-tile_lab.emulator script.py``).
+``emulate_kernel(kernel, grid, args)`` (under ``tile_lab.emulate``) updates array arguments
+in place (CuPy/torch/DLPack arrays are copied to the host and back); ``trace_kernel(kernel,
+grid, args)`` (under ``tile_lab.trace``) does the same and returns the access trace, including
+the shapes of every ``mma``/``matmul`` (for FLOPs); ``trace_kernel(..., blocks=[...])`` runs
+only some blocks (to sample a GPU-sized launch); ``with emulation():`` (``program.py``) makes
+``ct.launch`` itself run on the emulator, so whole programs run on the CPU (also
+``TILE_LAB_EMULATE=1`` and ``python -m tile_lab.emulator script.py``).
 
 How it runs: the kernel's Python function is rebuilt against an emulated ``cuda.tile``
 namespace (``namespace.py``; the real module is never patched), then called once per
@@ -22,7 +22,7 @@ cuTile's stub at import) or raises ``EmulatorUnsupported`` naming it.
 Layers, top to bottom; a module imports only from the rows below its own (no import circle,
 checked by ``tests/test_package_shape.py``)::
 
-    program, runtime           emulation(), emulate()/trace(): arguments in, trace out
+    program, runtime           emulation(), emulate_kernel()/trace_kernel(): arguments in
     batched, blocks, gate,     all blocks at once / one by one; cuTile's front-end check
     probe                      (over verdict_cache); a large launch's time estimate
     stubs                      cuTile device functions reached through objects, routed here
@@ -81,6 +81,6 @@ from __future__ import annotations
 
 from .blocks import limits, set_limits
 from .program import emulation
-from .runtime import emulate, trace
+from .runtime import emulate_kernel, trace_kernel
 
-__all__ = ["emulate", "emulation", "limits", "set_limits", "trace"]
+__all__ = ["emulate_kernel", "emulation", "limits", "set_limits", "trace_kernel"]

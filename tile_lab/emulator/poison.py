@@ -30,6 +30,7 @@ import cuda.tile as ct
 import numpy as np
 
 from ..errors import TileLabWarning
+from ..request import PADDINGS as PADDING_POLICIES  # noqa: F401 (what padding= may be)
 from ..tracing.trace import UndeterminedWrite
 from . import dtypes, state
 from . import tile as _tiles
@@ -113,7 +114,6 @@ def poison_value(dtype: object) -> Any:
     return np.frombuffer(bytes([POISON_BYTE]) * np_dtype.itemsize, dtype=np_dtype)[0]
 
 
-PADDING_POLICIES = ("poison", "zero", "hardware")
 TMA_MIN_ROW_BYTES = 16  # TMA's rules (tile_lab/analysis/tma.py): 16-byte strides, base and rows
 
 

@@ -82,11 +82,11 @@ class _EmulatedLaunch:
         grid = (grid,) if isinstance(grid, int) else tuple(grid)
         args = tuple(kernel_args)
         if not self.sanitize:
-            from .runtime import emulate
-            emulate(kernel, grid, args, padding=self.padding)
+            from .runtime import emulate_kernel
+            emulate_kernel(kernel, grid, args, padding=self.padding)
             return
-        from ..sanitizer.checks import sanitize
-        report = sanitize(kernel, grid, args)
+        from ..sanitizer.checks import sanitize_kernel
+        report = sanitize_kernel(kernel, grid, args)
         if report.findings:
             _FOUND[0] += 1
         print(f"[tile_lab] {launch_site(sys._getframe(1))}: ct.launch of {_name(kernel)} "

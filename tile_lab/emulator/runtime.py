@@ -38,44 +38,19 @@ from .probe import probe as _probe
 from .tile import Tile
 
 
-def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
-            padding: str = "poison") -> None:
-    """Run ``kernel`` over ``grid`` on the CPU, updating array arguments in place.
-
-    Args:
-        kernel: a ``@ct.kernel`` (or the plain Python function of one).
-        grid: a tuple of 1 to 3 positive ints, as for ``ct.launch``.
-        args: the kernel's arguments, as for ``ct.launch``: NumPy arrays (written in
-            place), CuPy/torch/DLPack arrays (copied to the host and back), scalars, and
-            ``ct.Constant`` values.
-
-    Raises:
-        EmulationError: bad arguments or grid, or the kernel did something invalid; the
-            error points at the kernel line. EmulatorUnsupported: an operation the
-            emulator does not implement.
-
-    ``padding``: what lanes padded under ``PaddingMode.UNDETERMINED`` (cuTile's default)
-    hold: ``"poison"`` (NaN for floats, bytes 0xDB for integers), ``"zero"``, or
-    ``"hardware"`` (zero where the load can be a TMA copy, as TMA fills; poison elsewhere:
-    README "Undetermined lanes"). Whichever, a warning names the load and the store when
-    such lanes reach an output (see ``tile_lab.sanitize`` for the full report).
-    """
+def emulate_kernel(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
+                   padding: str = "poison") -> None:
+    """The emulator under ``tile_lab.emulate`` (whose docstring says what it does), for the
+    plain pieces: ``tile_lab.emulate`` hands its Request here through the core, and
+    tile_lab's own callers (program mode, crosscheck, tuning) call it directly."""
     _launch(kernel, grid, args, record=False, padding=padding)
 
 
-def trace(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
-          blocks: Sequence[Sequence[int]] | None = None, padding: str = "poison") -> Trace:
-    """Run ``kernel`` like :func:`emulate` and return every memory access it made, as a
-    :class:`~tile_lab.tracing.trace.Trace` (per access: block, kind, op, argument name, tile index
-    and element box or element indices, lanes padded/discarded, source line, iteration),
-    plus the shapes of every matrix product (``Trace.mma_calls``).
-
-    ``blocks``: run only these block ids (each 1 to 3 ints inside ``grid``), in grid order,
-    e.g. to sample a GPU-sized launch. The other blocks do not run, so the arrays hold a
-    partial result and the trace (``Trace.blocks_run``) describes only these blocks.
-    ``padding`` as for :func:`emulate`; undetermined values written to memory are listed in
-    ``Trace.undetermined``.
-    """
+def trace_kernel(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
+                 blocks: Sequence[Sequence[int]] | None = None, padding: str = "poison"
+                 ) -> Trace:
+    """:func:`emulate_kernel`, recording every access: the emulator under ``tile_lab.trace``
+    (whose docstring says what it returns)."""
     result = _launch(kernel, grid, args, record=True, blocks=blocks, padding=padding)
     assert result is not None
     return result

@@ -40,10 +40,10 @@ NOT_TIMED = ("tile_lab emulation: ct.tune runs every config on the CPU emulator 
 def emulated_benchmark(stream: Any, grid: Any, kernel: Any, pyargs: Sequence[Any],
                        flush_l2: bool = True) -> float:
     """cuTile's ``_benchmark`` on the emulator: run the launch, report 0 us."""
-    from .runtime import emulate
+    from .runtime import emulate_kernel
 
     warnings.warn(NOT_TIMED, stacklevel=2)
-    emulate(kernel, (grid,) if isinstance(grid, int) else tuple(grid), tuple(pyargs))
+    emulate_kernel(kernel, (grid,) if isinstance(grid, int) else tuple(grid), tuple(pyargs))
     return EMULATED_TIME_US
 
 

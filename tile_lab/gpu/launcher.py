@@ -1,4 +1,5 @@
-"""``launch``: run a kernel once on the GPU through ``ct.launch`` on the current CuPy stream.
+"""``launch_kernel`` (under ``tile_lab.launch``): run a kernel once on the GPU through
+``ct.launch`` on the current CuPy stream.
 
 CuPy arrays are passed straight through, as are torch CUDA tensors and any object with
 ``__cuda_array_interface__`` / ``__dlpack__`` (cuTile reads those itself). NumPy arrays are
@@ -22,19 +23,14 @@ from .inprocess import as_stream, check_grid, kernel_name, launch_in_process, wi
 EMULATOR_NOTICE = "no GPU: running on the tile_lab CPU emulator"
 # the in-process pieces, importable from here as before (tile_lab.cpp.launch uses them)
 __all__ = ["EMULATOR_NOTICE", "as_stream", "check_grid", "copy_back", "device_args",
-           "kernel_name", "launch", "launch_in_process", "with_hints"]
+           "kernel_name", "launch_in_process", "launch_kernel", "with_hints"]
 
 
-def launch(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any] | None = None,
-           isolate: bool = False, stream: Any = None, fallback: str | None = None,
-           timeout: float | None = 120.0) -> None:
-    """Launch ``kernel`` over ``grid`` with ``args`` on the GPU (see the module docstring).
-
-    ``isolate=True`` runs it in a worker process: a fault or a hang (``timeout`` seconds)
-    becomes a LaunchError here and this process's CUDA context stays healthy.
-    ``fallback="emulate"`` runs the tile_lab CPU emulator when there is no GPU, after printing
-    one notice line. Without a GPU and without the fallback: NoGPUError.
-    """
+def launch_kernel(kernel: Any, grid: Any, args: Sequence[Any], *,
+                  hints: dict[str, Any] | None = None, isolate: bool = False, stream: Any = None,
+                  fallback: str | None = None, timeout: float | None = 120.0) -> None:
+    """The launch under ``tile_lab.launch`` (whose docstring says what the options do), for
+    the plain pieces."""
     grid = check_grid(grid)
     args = as_launch_args(args)  # torch CPU tensors, CPU DLPack: zero-copy NumPy views
     if not isinstance(args, (tuple, list)):
@@ -43,10 +39,10 @@ def launch(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any]
     if fallback is not None and fallback != "emulate":
         raise TileLabError(f"fallback={fallback!r}: the only fallback is 'emulate'")
     if fallback == "emulate" and not gpu_available():
-        from ..emulator.runtime import emulate
+        from ..emulator.runtime import emulate_kernel
 
         print(EMULATOR_NOTICE, file=sys.stdout, flush=True)
-        emulate(kernel, grid, args)
+        emulate_kernel(kernel, grid, args)
         return
     cupy = require_gpu("tile_lab.launch")
     if isolate:

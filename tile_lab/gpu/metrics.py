@@ -157,7 +157,7 @@ def estimate_flops(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
     Raises what the emulator raises (``EmulationError``, ``EmulatorUnsupported``) when it
     cannot run the kernel.
     """
-    from ..emulator.runtime import trace as emulate_trace
+    from ..emulator.runtime import trace_kernel as emulate_trace
 
     host_args = [_host_copy(a) for a in args]
     t = emulate_trace(kernel, tuple(grid), host_args, blocks=sample_blocks(grid, samples))

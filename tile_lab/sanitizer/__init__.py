@@ -5,7 +5,7 @@ the per-array ones, and ``report.py`` holds what they find (plain records, JSON,
 HTML is ``render/sanitizer_view.py``'s).
 """
 
-from .checks import check_trace, sanitize
+from .checks import check_trace, sanitize_kernel
 from .report import Finding, SanitizerReport
 
-__all__ = ["Finding", "SanitizerReport", "check_trace", "sanitize"]
+__all__ = ["Finding", "SanitizerReport", "check_trace", "sanitize_kernel"]

@@ -1,8 +1,8 @@
 """The sanitizer: checks an access :class:`~tile_lab.tracing.trace.Trace` for memory bugs.
 
-``sanitize(kernel, grid, args)`` emulates the kernel (``tile_lab.trace``) and checks the
-trace; ``check_trace(trace)`` checks a trace you already have. Findings, each with the
-block, source line, argument and element ranges involved:
+``sanitize_kernel(kernel, grid, args)`` (under ``tile_lab.sanitize``) emulates the kernel
+(``tile_lab.trace``) and checks the trace; ``check_trace(trace)`` checks a trace you already
+have. Findings, each with the block, source line, argument and element ranges involved:
 
 ``tile_out_of_bounds``
     a ``ct.load``/``ct.store`` tile lying entirely outside its array (undefined behaviour
@@ -76,15 +76,11 @@ PROGRESS_MIN_ACCESSES = 50_000  # smaller traces check in well under a second: n
 
 # ---- public entry points --------------------------------------------------------------
 
-def sanitize(kernel, grid, args, *, outputs: Iterable[str] | None = None,
-             partial: Iterable[str] | None = None) -> SanitizerReport:
-    """Emulate ``kernel`` on ``grid`` with ``args`` (like ``tile_lab.trace``: NumPy arrays
-    are updated in place) and check every memory access it made.
-
-    ``outputs``: argument names the kernel must write completely (an unwritten element is
-    an error); ``partial``: write-only arguments it may write in part (the host fills the
-    rest). See the module docstring for every check."""
-    from ..emulator.runtime import trace as run_trace
+def sanitize_kernel(kernel, grid, args, *, outputs: Iterable[str] | None = None,
+                    partial: Iterable[str] | None = None) -> SanitizerReport:
+    """The sanitizer under ``tile_lab.sanitize`` (whose docstring says what it does): the
+    kernel's trace, checked (``outputs``, ``partial`` as for :func:`check_trace`)."""
+    from ..emulator.runtime import trace_kernel as run_trace
 
     return check_trace(run_trace(kernel, grid, args), outputs=outputs, partial=partial)
 

@@ -58,7 +58,7 @@ def time_pair(triton_kernel: Any, cutile_kernel: Any, *, args: Sequence[Any],
     :class:`tile_lab.gpu.regimes.CompareOptions` (default: both regimes). The result is
     :func:`compare_triton`'s (compiled for this GPU's arch, outputs compared on the GPU)
     with ``timing`` filled in."""
-    from ..emulator import trace as emulate_trace
+    from ..emulator import trace_kernel as emulate_trace
     from ..gpu.device import device_info, require_gpu
     from ..gpu.inprocess import kernel_work
     from ..gpu.regimes import CompareOptions, compare_timed

@@ -154,7 +154,7 @@ def compare_triton(triton_kernel: Any, cutile_kernel: Any, *, args: Sequence[Any
     through the emulator, and the outputs are compared element by element.
     """
     from ..compile.inspect import inspect as inspect_cutile
-    from ..emulator import trace as emulate_trace
+    from ..emulator import trace_kernel as emulate_trace
     from .interpret import run_triton_cpu
     from .outputs import check_pair_arrays, compare_runs, triton_sites
 

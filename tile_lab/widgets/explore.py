@@ -214,7 +214,7 @@ class Explorer:
 
     def _diagram_html(self, cfg: Config) -> str:
         try:
-            from ..emulator.runtime import trace as emulate_trace
+            from ..emulator.runtime import trace_kernel as emulate_trace
             from ..render.diagram import diagram
 
             grid = tuple(int(g) for g in self.grid_fn(cfg))
