@@ -156,8 +156,10 @@ def main() -> None:
             print(f"{name:12s} {cell(row['cutile']):>22s} {cell(row.get('torch')):>22s} "
                   f"{cell(row['emulate']):>20s}")
     if ns.out:
-        save_payload({"n": len(x), "seed": ns.seed, "stride": ns.stride, "ops": rows},
-                     ns.out)
+        from gpu_common import environment  # device, driver, clocks, versions
+
+        save_payload({"n": len(x), "seed": ns.seed, "stride": ns.stride, "ops": rows,
+                      "environment": environment()}, ns.out)
 
 
 if __name__ == "__main__":
