@@ -93,6 +93,34 @@ for cell in ["%load_ext tile_lab", {ARRAYS!r}, {OUTSIDE!r}]:
     assert "ipython-input" not in proc.stderr
 
 
+@pytest.mark.timeout(300)
+def test_an_emulator_warning_in_a_jupyter_kernel_cell_names_the_cell_and_its_line():
+    # the same cells in a Jupyter kernel (ipykernel), where a warning reaches the notebook as
+    # a stderr stream message
+    from jupyter_client.manager import start_new_kernel
+
+    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    km, kc = start_new_kernel(kernel_name="python3", env={**os.environ, "PYTHONPATH": path})
+    stderr: list[str] = []
+
+    def collect(msg: dict) -> None:
+        if msg["msg_type"] == "stream" and msg["content"]["name"] == "stderr":
+            stderr.append(msg["content"]["text"])
+    try:
+        for cell in ["%load_ext tile_lab", ARRAYS, OUTSIDE]:
+            reply = kc.execute_interactive(cell, timeout=240, output_hook=collect)
+            assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    text = "".join(stderr)
+    assert text.startswith(
+        "Cell In[3], line 4: OutOfArrayTileWarning: load of tile (1,) of 'a' (block (0,)) "
+        "lies entirely outside the array"), text
+    assert "\n  t = ct.load(a, index=(1,), shape=(64,), padding_mode=" in text
+    assert "ipykernel" not in text and "/tmp/" not in text
+
+
 def test_other_warnings_and_other_files_are_left_as_they_were():
     shell = InteractiveShell.instance()
     filename = shell.compile.cache("\nx = 1\n", 7)  # a cell's file, as the magic registers it
