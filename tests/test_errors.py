@@ -97,7 +97,8 @@ for cell in ["%load_ext tile_lab", {ARRAYS!r}, {OUTSIDE!r}]:
 def test_an_emulator_warning_in_a_jupyter_kernel_cell_names_the_cell_and_its_line():
     # the same cells in a Jupyter kernel (ipykernel), where a warning reaches the notebook as
     # a stderr stream message
-    from jupyter_client.manager import start_new_kernel
+    manager = pytest.importorskip("jupyter_client.manager")
+    start_new_kernel = manager.start_new_kernel
 
     path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     km, kc = start_new_kernel(kernel_name="python3", env={**os.environ, "PYTHONPATH": path})
