@@ -43,11 +43,14 @@ def _block_by_block(kernel, grid, args):
         tile_lab.emulate(kernel, grid, args)
 
 
+@pytest.mark.parametrize("pass_blocks", [4096, 3], ids=["one-pass", "passes-of-3"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_every_corpus_kernel_gives_the_block_by_block_result_bit_for_bit(name, paths, monkeypatch):
+def test_every_corpus_kernel_gives_the_block_by_block_result_bit_for_bit(name, pass_blocks,
+                                                                         paths, monkeypatch):
     import warnings
 
     monkeypatch.setattr(batched, "MIN_BLOCKS", 1)  # the corpus's grids are small
+    monkeypatch.setattr(batched, "BLOCKS_PER_PASS", pass_blocks)
     case = CASES[name]
     grid, args = case.build()
     twin = copy.deepcopy(args)
@@ -139,11 +142,7 @@ def test_what_it_cannot_vouch_for_runs_block_by_block(paths):
     z = np.zeros(8, np.float32)
     tile_lab.emulate(everyone_writes_tile_0, (32,), (x, z, 8))  # a race: the last block wins
     np.testing.assert_array_equal(z, x[-8:])
-    short = np.arange(32 * 8 - 3, dtype=np.float32)  # the last tile is ragged
-    out = np.zeros_like(short)
-    tile_lab.emulate(ragged, (32,), (short, out, 8))
-    np.testing.assert_array_equal(out, short + 1)
-    assert paths == ["blocks"] * 4
+    assert paths == ["blocks"] * 3
     assert depends_on_block._annotated_function.pyfunc in batched._NEVER  # not tried again
     assert in_place._annotated_function.pyfunc not in batched._NEVER  # only for these args
 
@@ -314,3 +313,97 @@ def test_ctrl_c_stops_a_batched_run_and_nothing_is_written(ctrl_c_delivered):
     assert any(f":{first + k};" in text for k in (3, 4)), text
     assert "no block's writes reached the arrays" in text
     assert (x == out).all()
+
+
+@ct.kernel
+def row_softmax(x, y, TILE: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, index=(row, 0), shape=(1, TILE), padding_mode=ct.PaddingMode.NEG_INF)
+    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
+    ct.store(y, index=(row, 0), tile=e / ct.sum(e, axis=1, keepdims=True))
+
+
+@ct.kernel
+def tiles_2d(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    t = ct.load(x, (ct.bid(0), ct.bid(1)), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, (ct.bid(0), ct.bid(1)), t * 2 + 1)
+
+
+@ct.kernel
+def ragged_undetermined(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, (bid,), ct.load(x, (bid,), (TILE,)) + 1)
+
+
+def test_tiles_past_the_arrays_end_run_batched_with_the_block_by_block_bits(paths):
+    # a load with a padding mode reads its padding value past the end, a store drops those
+    # lanes: both defined, so the launch runs batched, and gives the block-by-block bits
+    short = np.arange(32 * 8 - 3, dtype=np.float32)  # the last tile is ragged
+    out = np.zeros_like(short)
+    tile_lab.emulate(ragged, (32,), (short, out, 8))
+    np.testing.assert_array_equal(out, short + 1)
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40, 763)).astype(np.float32)  # every row's tile is ragged
+    y, y_ref = np.zeros_like(x), np.zeros_like(x)
+    tile_lab.emulate(row_softmax, (40,), (x, y, 1024))
+    _block_by_block(row_softmax, (40,), (x, y_ref, 1024))
+    np.testing.assert_array_equal(y.view(np.uint32), y_ref.view(np.uint32))
+
+    a = rng.standard_normal((37, 45)).astype(np.float32)  # ragged on both axes, 3 groups
+    b, b_ref = np.full_like(a, 7.0), np.full_like(a, 7.0)
+    tile_lab.emulate(tiles_2d, (5, 6), (a, b, 8, 8))
+    _block_by_block(tiles_2d, (5, 6), (a, b_ref, 8, 8))
+    np.testing.assert_array_equal(b, a * 2 + 1)
+    np.testing.assert_array_equal(b, b_ref)
+    assert paths == ["batched", "batched", "blocks", "batched", "blocks"]
+
+
+def test_ragged_tiles_without_a_padding_mode_or_outside_the_array_run_block_by_block(paths):
+    import warnings
+
+    short = np.arange(32 * 8 - 3, dtype=np.float32)
+    out = np.zeros_like(short)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # undetermined lanes: the block-by-block run taints
+        tile_lab.emulate(ragged_undetermined, (32,), (short, out, 8))
+    np.testing.assert_array_equal(out, short + 1)
+    # a grid one block too large: the last block's tiles lie entirely outside (it warns)
+    out2 = np.zeros_like(short)
+    with pytest.warns(Warning, match="entirely outside"):
+        tile_lab.emulate(ragged, (33,), (short, out2, 8))
+    np.testing.assert_array_equal(out2, short + 1)
+    assert paths == ["blocks", "blocks"]
+
+
+def test_a_launch_runs_in_passes_of_blocks_with_the_block_by_block_bits(paths, monkeypatch):
+    # passes of 5 blocks: every pass's stores are written before the next pass runs
+    monkeypatch.setattr(batched, "BLOCKS_PER_PASS", 5)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((37, 100)).astype(np.float32)
+    y, y_ref = np.zeros_like(x), np.zeros_like(x)
+    tile_lab.emulate(row_softmax, (37,), (x, y, 128))
+    _block_by_block(row_softmax, (37,), (x, y_ref, 128))
+    np.testing.assert_array_equal(y.view(np.uint32), y_ref.view(np.uint32))
+    a = np.arange(32 * 8, dtype=np.float32)  # 1-d, block i takes tile i: views per pass
+    b = np.zeros_like(a)
+    tile_lab.emulate(ragged, (32,), (a, b, 8))
+    np.testing.assert_array_equal(b, a + 1)
+    assert paths == ["batched", "blocks", "batched"]
+
+
+def test_a_pass_that_cannot_run_batched_after_others_were_written_reruns_block_by_block(
+        paths, monkeypatch):
+    import warnings
+
+    # only the last pass holds the ragged tile whose lanes are undetermined: the passes
+    # before it were written, then every block runs again one by one, to the same result
+    monkeypatch.setattr(batched, "BLOCKS_PER_PASS", 8)
+    short = np.arange(32 * 8 - 3, dtype=np.float32)
+    out = np.full_like(short, -1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tile_lab.emulate(ragged_undetermined, (32,), (short, out, 8))
+    np.testing.assert_array_equal(out, short + 1)
+    assert paths == ["blocks"]
+    assert ragged_undetermined._annotated_function.pyfunc not in batched._NEVER

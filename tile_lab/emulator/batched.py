@@ -12,8 +12,11 @@ as always:
 * an operation without a batched implementation receiving a batched value (or any operation
   with effects: atomics, prints, gathers); a batched value used by Python (``if``, ``range``,
   ``int()``): control flow that depends on the block;
-* a tile not entirely inside its array (ragged edges, padding), ``order=`` other than "C", a
-  stored tile whose dtype differs from its array's;
+* a tile entirely outside its array, a loaded tile not entirely inside it without an explicit
+  ``padding_mode`` (its lanes past the end are undetermined: the block-by-block run taints
+  them) or with ``check_bounds=False``, ``order=`` other than "C", a stored tile whose dtype
+  differs from its array's (a loaded tile with a padding mode, and a stored tile, may reach
+  past the array's end: the padding value is read there, and nothing is written);
 * an array both loaded and stored (blocks could see each other's writes), or two stores
   writing one element (the block order would decide).
 
@@ -40,6 +43,11 @@ from .registry import IMPLEMENTATIONS, is_operation
 from .tile import _FAST_DTYPES, _FAST_UFUNCS, Tile, binary, compare
 
 MIN_BLOCKS = 16  # fewer blocks gain nothing
+# blocks run together in one pass, in grid order, a pass's stores written before the next
+# pass: the temporaries of a 1024-element tile stay at 16 MiB (float32), so a launch of 10^8
+# elements neither holds several copies of its data at once nor spends its time mapping and
+# faulting in fresh pages for each temporary (a 131072-row softmax: 43 s of system time)
+BLOCKS_PER_PASS = 4096
 _NEVER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # pyfunc -> why not
 
 
@@ -211,12 +219,16 @@ class _Run:
             raise NotBatchable("ct.bid with a non-constant axis")
         return BatchTile(self.blocks[:, axis].astype(np.int32), ct.int32)
 
-    def starts(self, arr: Array, index: Any, box: tuple[int, ...]) -> list[Any]:
-        """Per axis: the first element of every block's tile (an int or a (B,) array);
-        NotBatchable unless every tile lies entirely inside the array."""
+    def starts(self, arr: Array, index: Any, box: tuple[int, ...], ragged: bool = False
+               ) -> tuple[list[Any], bool]:
+        """Per axis: the first element of every block's tile (an int or a (B,) array), and
+        whether a tile reaches past the array's end. NotBatchable for a tile entirely outside
+        the array (the block-by-block run warns of it), and, unless ``ragged`` (a load with
+        an explicit padding mode, a store: their lanes outside are defined), for any tile
+        not entirely inside."""
         if type(index) is not tuple or len(index) != len(box) or len(box) != arr._data.ndim:
             raise NotBatchable("an index that is not one int per axis")
-        out = []
+        out, past_end = [], False
         for i, s, n in zip(index, box, arr._data.shape):
             if isinstance(i, BatchTile):
                 if i.ndim or i._dtype not in (ct.int32, ct.int64):
@@ -227,10 +239,14 @@ class _Run:
                 low = high = st = int(i) * s
             else:
                 raise NotBatchable("an index of another kind")
-            if low < 0 or high + s > n:
-                raise NotBatchable("a tile not entirely inside its array", structural=False)
+            if low < 0 or high >= n:
+                raise NotBatchable("a tile outside its array", structural=False)
+            if high + s > n:
+                if not ragged:
+                    raise NotBatchable("a tile not entirely inside its array", structural=False)
+                past_end = True
             out.append(st)
-        return out
+        return out, past_end
 
     def load(self, array, /, index, shape, *, order="C", padding_mode=None, check_bounds=True,
              latency=None, allow_tma=None, memory_order=None, memory_scope=None):
@@ -239,15 +255,23 @@ class _Run:
             raise NotBatchable("ct.load with a memory order, scope or order")
         if id(array) in self.stored:
             raise NotBatchable("an array loaded after a store to it", structural=False)
+        explicit = padding_mode is not None and padding_mode is not ct.PaddingMode.UNDETERMINED
         if not any(isinstance(i, BatchTile) for i in (index if type(index) is tuple else ())):
             from .ops_memory import load  # the same tile for every block
 
             self.loaded.add(id(array))
-            return load(array, index, shape, padding_mode=padding_mode, allow_tma=allow_tma)
+            return load(array, index, shape, allow_tma=allow_tma,
+                        **({"padding_mode": padding_mode} if explicit else {}))
         box = const_shape(shape, "shape")
-        starts = self.starts(array, index, box)
+        starts, past_end = self.starts(array, index, box, ragged=explicit and check_bounds)
         self.loaded.add(id(array))
-        return BatchTile(_gather(array._data, starts, box, len(self.blocks)), array._dtype)
+        n = len(self.blocks)
+        if past_end:
+            from .ops_memory import pad_value
+
+            fill = np.asarray(pad_value(padding_mode, array), array._data.dtype)
+            return BatchTile(_gather_ragged(array._data, starts, box, n, fill), array._dtype)
+        return BatchTile(_gather(array._data, starts, box, n), array._dtype)
 
     def store(self, array, /, index, tile, *, order="C", check_bounds=True, latency=None,
               allow_tma=None, memory_order=None, memory_scope=None):
@@ -259,11 +283,11 @@ class _Run:
         if tile._dtype is not array._dtype or tile.ndim != array._data.ndim:
             raise NotBatchable("a store that converts or broadcasts")
         box = tuple(tile.shape)
-        starts = self.starts(array, index, box)
+        starts, past_end = self.starts(array, index, box, ragged=check_bounds)
         values = tile if type(tile) is _Pending else \
             tile._a if isinstance(tile, BatchTile) else np.asarray(tile._a)[None]
         self.stored.add(id(array))
-        self.stores.append((array, starts, box, values))
+        self.stores.append((array, starts, box, values, past_end))
 
     def mma(self, x, y, /, acc, *, use_fast_acc=False):
         from .ops_math import mma
@@ -289,24 +313,24 @@ class _Run:
                 raise NotBatchable("stores of different tile shapes to one array",
                                    structural=False)
             box = boxes.pop()
-            if len(stores) == 1 and _consecutive(stores[0][1], box, n):
+            if len(stores) == 1 and not stores[0][4] and _consecutive(stores[0][1], box, n):
                 continue  # one store, block i to tile i: no tile written twice
             if _written_twice(stores[0][0]._data.shape, box, [s[1] for s in stores], n):
                 raise NotBatchable("an element written twice", structural=False)
         if len(self.stores) == 1:  # a pending value may be computed into its array
-            array, starts, box, v = self.stores[0]
-            _scatter(array._data, starts, box, v, n)
+            array, starts, box, v, past_end = self.stores[0]
+            (_scatter_ragged if past_end else _scatter)(array._data, starts, box, v, n)
             return
-        values = [v._a if type(v) is _Pending else v for *_, v in self.stores]  # all first
-        for (array, starts, box, _), v in zip(self.stores, values):
-            _scatter(array._data, starts, box, v, n)
+        values = [v._a if type(v) is _Pending else v for *_, v, _ in self.stores]  # all first
+        for (array, starts, box, _, past_end), v in zip(self.stores, values):
+            (_scatter_ragged if past_end else _scatter)(array._data, starts, box, v, n)
 
 
 def _written_twice(shape: tuple[int, ...], box: tuple[int, ...], all_starts: list[list[Any]],
                    n: int) -> bool:
     """Whether two of the stores' tiles (every store, every block) are one tile: each tile
     numbered by its place in the array's grid of whole tiles, the numbers sorted once."""
-    counts = tuple(e // s for e, s in zip(shape, box))
+    counts = tuple(-(-e // s) for e, s in zip(shape, box))  # a partial tile at the end too
     numbers = np.concatenate([np.ravel_multi_index(_tile_index(starts, box, n), counts)
                               for starts in all_starts])
     numbers.sort()
@@ -314,23 +338,26 @@ def _written_twice(shape: tuple[int, ...], box: tuple[int, ...], all_starts: lis
 
 
 def _consecutive(starts: list[Any], box: tuple[int, ...], n: int) -> bool:
-    """A 1-d access whose block i takes tile i (the blocks' tiles one after another)."""
+    """A 1-d access whose blocks take tiles one after another (block i of the pass: the
+    pass's first tile + i)."""
     if len(box) != 1 or not isinstance(starts[0], np.ndarray):
         return False
     st, s = starts[0], box[0]
-    return bool(st[0] == 0 and np.array_equal(np.diff(st), np.full(n - 1, s)))
+    return bool(np.array_equal(np.diff(st), np.full(n - 1, s)))
 
 
 def _gather(data: np.ndarray, starts: list[Any], box: tuple[int, ...], n: int) -> np.ndarray:
     if _consecutive(starts, box, n):
-        return data[:n * box[0]].reshape(n, box[0])  # a view: no block writes this array
+        first = int(starts[0][0])  # a view: no block writes this array
+        return data[first:first + n * box[0]].reshape(n, box[0])
     return _tiles(data, box)[_tile_index(starts, box, n)]
 
 
 def _scatter(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: Any,
              n: int) -> None:
     if _consecutive(starts, box, n):
-        out = data[:n * box[0]].reshape(n, box[0])
+        first = int(starts[0][0])
+        out = data[first:first + n * box[0]].reshape(n, box[0])
         if type(values) is _Pending and values._shape == out.shape:
             values.write_into(out)
         else:
@@ -339,6 +366,55 @@ def _scatter(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: 
     if type(values) is _Pending:
         values = values._a
     _tiles(data, box)[_tile_index(starts, box, n)] = np.broadcast_to(values, (n, *box))
+
+
+def _ragged_groups(shape: tuple[int, ...], starts: list[Any], box: tuple[int, ...], n: int
+                   ) -> list[tuple[np.ndarray | None, tuple[int, ...], tuple[np.ndarray, ...]]]:
+    """Blocks whose tiles reach past the array's end, grouped by how many lanes of each axis
+    lie inside (few groups: whole tiles and the edge ones). Per group: its blocks (None: all),
+    the lanes inside per axis, and index arrays that broadcast to (blocks, *lanes)."""
+    nd = len(box)
+    inside = [np.broadcast_to(np.minimum(size - np.asarray(st, np.int64), s), (n,))
+              for st, s, size in zip(starts, box, shape)]
+    keys, which = np.unique(np.stack(inside, axis=1), axis=0, return_inverse=True)
+    which = which.reshape(-1)
+    groups = []
+    for g, lanes in enumerate(keys):
+        sel = None if len(keys) == 1 else np.flatnonzero(which == g)
+        index = []
+        for axis, (st, count) in enumerate(zip(starts, lanes)):
+            first = np.asarray(st, np.int64)
+            if first.ndim and sel is not None:
+                first = first[sel]
+            view = [-1 if first.ndim else 1] + [1] * nd
+            view[1 + axis] = int(count)
+            index.append((first.reshape(-1, 1) + np.arange(count)).reshape(view))
+        groups.append((sel, tuple(int(c) for c in lanes), tuple(index)))
+    return groups
+
+
+def _gather_ragged(data: np.ndarray, starts: list[Any], box: tuple[int, ...], n: int,
+                   fill: np.ndarray) -> np.ndarray:
+    """Every block's tile, its lanes past the array's end holding ``fill`` (the load's
+    padding value), as the block-by-block load reads it."""
+    out = np.empty((n, *box), data.dtype)
+    out[...] = fill
+    for sel, lanes, index in _ragged_groups(data.shape, starts, box, n):
+        part = (slice(None) if sel is None else sel, *(slice(0, c) for c in lanes))
+        out[part] = data[index]
+    return out
+
+
+def _scatter_ragged(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: Any,
+                    n: int) -> None:
+    """Every block's tile written where it lies inside the array; lanes past the end are
+    dropped, as the block-by-block store drops them."""
+    if type(values) is _Pending:
+        values = values._a
+    values = np.broadcast_to(values, (n, *box))
+    for sel, lanes, index in _ragged_groups(data.shape, starts, box, n):
+        part = (slice(None) if sel is None else sel, *(slice(0, c) for c in lanes))
+        data[index] = values[part]
 
 
 def _tiles(data: np.ndarray, box: tuple[int, ...]) -> np.ndarray:
@@ -465,31 +541,41 @@ def try_run(pyfunc: Any, args: list[Any], run: state.RunState,
 
     z, y, x = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
     blocks = np.stack([x.ravel(), y.ravel(), z.ravel()], axis=1)  # x fastest
-    batch = _Run(blocks)
     rebuilder = Rebuilder(_namespace(), _builtin_overrides())
     fn = rebuilder.function(pyfunc)
     run.user_codes.update(rebuilder.user_codes)  # the same code objects: where errors point
     state.push(run)
-    _CURRENT.__dict__.setdefault("runs", []).append(batch)
+    runs = _CURRENT.__dict__.setdefault("runs", [])
+    runs.append(None)
+    written = 0  # blocks whose stores reached the arrays
     try:
         with np.errstate(all="ignore"):
-            fn(*args)
-            batch.commit()
+            for first in range(0, len(blocks), BLOCKS_PER_PASS):
+                batch = _Run(blocks[first:first + BLOCKS_PER_PASS])
+                runs[-1] = batch
+                fn(*args)
+                batch.commit()
+                written = first + len(batch.blocks)
     except KeyboardInterrupt as exc:
         from .blocks import EmulationInterrupted
 
         where = state.location_in_traceback(exc, rebuilder.user_codes)
         at = f" at {where.filename}:{where.line}" if where is not None else ""
+        done = (f"the first {written:,} blocks' writes (in grid order) reached the arrays"
+                if written else "no block's writes reached the arrays")
         raise EmulationInterrupted(
-            f"interrupted while running all {len(blocks)} blocks together (batched){at}; no "
-            "block's writes reached the arrays", (0, 0, 0), 0, len(blocks), where) from None
+            f"interrupted while running all {len(blocks)} blocks together (batched){at}; "
+            f"{done}", (0, 0, 0), 0, len(blocks), where) from None
     except NotBatchable as exc:
+        # passes already written hold what the block-by-block run writes there too: no
+        # block reads an array a block writes (each pass checks), and it runs them in the
+        # same order
         if exc.structural:
             _NEVER[pyfunc] = str(exc)
         return False
     except Exception:  # the block-by-block run reports it, at its block and line
         return False
     finally:
-        _CURRENT.runs.pop()
+        runs.pop()
         state.pop()
     return True

@@ -35,6 +35,7 @@ __all__ = [
 
 _CANONICAL_NAN = np.uint32(0x7FFFFFFF)
 _CHUNK = 131072
+_EXPONENT64 = np.int64(0x7FF0000000000000)
 
 
 def _c(bits: int) -> float:
@@ -67,8 +68,11 @@ def _fma64(a: np.ndarray, b: np.ndarray | float, c: np.ndarray | float) -> np.nd
     p = np.multiply(a, b)  # exact: float32 x float32 fits a float64 significand
     s = np.add(p, c)
     # a float32 midpoint has its low 28 float64 significand bits clear (normal or subnormal
-    # float32); only there can the float64 rounding of the sum mislead the float32 one
-    idx = np.flatnonzero((s.view(np.int64) & 0x0FFFFFFF) == 0)
+    # float32); only there can the float64 rounding of the sum mislead the float32 one.
+    # Infinities and NaNs (bits 0x7FF... in their exponent) pass as they are: padded -inf
+    # lanes (a softmax's) would otherwise all take the slow path
+    bits = s.view(np.int64)
+    idx = np.flatnonzero(((bits & 0x0FFFFFFF) == 0) & ((bits & _EXPONENT64) != _EXPONENT64))
     if idx.size:
         pb = np.broadcast_to(p, s.shape)[idx]
         cb = np.broadcast_to(np.asarray(c, np.float64), s.shape)[idx]
