@@ -81,7 +81,7 @@ def build(use_gpu: bool):
               f"({len(errors)} failed)")
     from tile_lab.widgets.explore import ExploreOptions
 
-    store = str(HERE.parent / "notebooks" / "data" / "tuning_gemm_8192.jsonl")
+    store = str(HERE.parent / "notebooks" / "data" / "tuning_gemm_8192.jsonl.gz")
     explorer = tile_lab.explore(
         gemm_naive, space, grid_fn, args_fn, options=ExploreOptions(use_gpu=use_gpu),
         diagram_args_fn=lambda cfg: (*small, cfg["TM"], cfg["TN"], cfg["TK"]),

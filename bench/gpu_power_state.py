@@ -4,8 +4,9 @@ up under back-to-back cuBLAS and cooling down again (replayed by the CPU tests a
 
     python bench/gpu_power_state.py [--quick] [--out DIR] [--trace-out FILE]
 
-Writes ``power_state.json`` (two Measurements: burst = rested, sustained = right after the
-warm-up, same call, same protocol) and the trace (``nvml_trace_cublas.json``) to --out.
+Writes ``power_state.json.gz`` (two Measurements: burst = rested, sustained = right after the
+warm-up, same call, same protocol) and the trace (``nvml_trace_cublas.json.gz``) to --out,
+gzipped as notebooks/data keeps them.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def main() -> None:
     trace = record_trace(reader, idle, seconds=1.0)
     trace += record_trace(reader, busy, seconds=opts.load_s + 1.0)
     trace += record_trace(reader, idle, seconds=2.0)
-    save_trace(trace, os.path.join(opts.out, "nvml_trace_cublas.json"),
+    save_trace(trace, os.path.join(opts.out, "nvml_trace_cublas.json.gz"),
                max_sm_mhz=reader.max_sm_mhz(), device=info.name)
 
     # 2. the trap: the same call, rested (burst: wait for recovery) vs right after the load
@@ -74,7 +75,7 @@ def main() -> None:
     load(opts.load_s)
     hot = bench_work(gemm, timing=TimingOptions(samples=30, regime="sustained"),
                      label=f"cupy.matmul, right after {opts.load_s:g} s of load")
-    save_measurements([rested, hot], os.path.join(opts.out, "power_state.json"))
+    save_measurements([rested, hot], os.path.join(opts.out, "power_state.json.gz"))
     save_json(dict(env=environment(), size=n, load_s=opts.load_s,
                    rested=dict(tflops=rested.tflops, sm_mhz=rested.sm_mhz,
                                power_w=rested.power_w, throttled=rested.throttled_samples),

@@ -6,15 +6,16 @@ D 32, tiles 8×16, input_pos 62; float16). Three cases: K and V views of a fused
 ``PaddingMode.ZERO``. Per case: ``repeats`` launches, each compared with the float64 NumPy
 reference (NaN count and where, max error over the finite outputs), and one
 ``tile_lab.crosscheck`` (GPU vs emulator, per tile). Writes
-``notebooks/data/decode_alignment.json`` with the device's provenance (GPU, driver, CUDA,
-cuda.tile, tileiras, CuPy, NumPy, Python versions).
+``notebooks/data/decode_alignment.json.gz`` (gzipped JSON) with the device's provenance (GPU,
+driver, CUDA, cuda.tile, tileiras, CuPy, NumPy, Python versions).
 
-    python bench/record_decode_alignment.py [--out notebooks/data/decode_alignment.json]
+    python bench/record_decode_alignment.py [--out notebooks/data/decode_alignment.json.gz]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import platform
 import sys
@@ -63,7 +64,7 @@ def record_case(label: str, misaligned: bool, zero_pad: bool, repeats: int) -> d
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--out", type=Path, default=ROOT / "notebooks" / "data" /
-                    "decode_alignment.json")
+                    "decode_alignment.json.gz")
     ap.add_argument("--repeats", type=int, default=5)
     opts = ap.parse_args(argv)
 
@@ -78,7 +79,10 @@ def main(argv: list[str] | None = None) -> None:
                       "tn": 16, "input_pos": 62, "dtype": "float16"},
             "provenance": prov, "cases": cases}
     # source files named relative to the checkout: the JSON is kept in the repository
-    opts.out.write_text(json.dumps(data, indent=1, allow_nan=False).replace(f'"{ROOT}/', '"'))
+    text = json.dumps(data, indent=1, allow_nan=False).replace(f'"{ROOT}/', '"') + "\n"
+    # gzipped when the name ends in .gz (level 9, no timestamp: reproducible bytes)
+    opts.out.write_bytes(gzip.compress(text.encode(), 9, mtime=0) if opts.out.suffix == ".gz"
+                         else text.encode())
     for c in cases:
         nans = [r["nan"] for r in c["runs"]]
         print(f"{c['case']:28s} NaN per run {nans} of {c['elements']}; crosscheck: "

@@ -19,14 +19,16 @@ leaves them: the lent GPU's bundle installs with ``--no-compile``, and whichever
 first would otherwise pay for compiling cuda.tile's modules in every worker. ``--profile``
 writes a cProfile summary of each tile_lab phase to --out.
 
-Needs a CUDA GPU with CuPy. Prints a table; writes the tuning store (JSON lines) and a summary JSON
-to --out (default: notebooks/data) for the tutorial notebook's recorded results.
+Needs a CUDA GPU with CuPy. Prints a table; writes the tuning store (JSON lines, gzipped at the
+end: ``tuning_gemm_SIZE.jsonl.gz``, which ``TuningStore`` reads read-only) and a summary JSON to
+--out (default: notebooks/data) for the tutorial notebook's recorded results.
 """
 
 from __future__ import annotations
 
 import argparse
 import compileall
+import gzip
 import itertools
 import json
 import os
@@ -324,6 +326,10 @@ def main():
         if regimes is not None:
             results.append(regimes)
     (out_dir / f"tuning_gemm_{ns.size}_summary.json").write_text(json.dumps(results, indent=1))
+    if store.exists():  # the notebooks read the store gzipped (read-only, deterministic bytes)
+        gz = store.with_name(store.name + ".gz")
+        gz.write_bytes(gzip.compress(store.read_bytes(), 9, mtime=0))
+        store.unlink()
     print(f"\nfp16 GEMM {ns.size}³ tuning on {results[0].get('gpu') if results else '?'}")
     print(f"{'run':36} {'wall s':>8} {'best TFLOPS':>12}  best config (tuner's measurement)")
     for r in results:

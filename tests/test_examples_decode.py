@@ -3,6 +3,7 @@ of one fused buffer, aligned or 2 bytes off), what the emulator predicts, and th
 
 from __future__ import annotations
 
+import gzip
 import json
 import warnings
 from pathlib import Path
@@ -20,7 +21,7 @@ from tile_lab.examples.decode import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-RECORDING = ROOT / "notebooks" / "data" / "decode_alignment.json"
+RECORDING = ROOT / "notebooks" / "data" / "decode_alignment.json.gz"
 
 
 @pytest.mark.parametrize("misaligned,offset", [(False, 0), (True, 2)])
@@ -68,7 +69,7 @@ def test_the_recording_is_complete_or_the_notebook_says_there_is_none():
     if not RECORDING.exists():
         assert "no recording yet" in notebook and "bench/record_decode_alignment.py" in notebook
         return
-    data = json.loads(RECORDING.read_text())
+    data = json.loads(gzip.decompress(RECORDING.read_bytes()))
     prov = data["provenance"]
     assert prov["gpu"] and prov["driver"] and prov["cuda_tile"] and prov["recorded"]
     cases = {c["case"]: c for c in data["cases"]}

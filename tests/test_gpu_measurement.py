@@ -38,6 +38,21 @@ def test_round_trip_through_a_file_keeps_every_field(tmp_path):
     assert isinstance(loaded[0].samples_s, tuple) and isinstance(loaded[0].grid, tuple)
 
 
+def test_a_gz_name_round_trips_gzipped_with_reproducible_bytes(tmp_path):
+    import gzip
+    import json
+
+    ms = [make(), make(label="other", tile=512)]
+    packed, plain = tmp_path / "m.json.gz", tmp_path / "m.json"
+    save_measurements(ms, packed)
+    save_measurements(ms, plain)
+    assert load_measurements(packed) == ms
+    assert json.loads(gzip.decompress(packed.read_bytes())) == json.loads(plain.read_text())
+    first = packed.read_bytes()
+    save_measurements(ms, packed)
+    assert packed.read_bytes() == first  # no timestamp in the gzip header
+
+
 def test_state_fields_round_trip_and_show_in_the_summary(tmp_path):
     from dataclasses import replace
 

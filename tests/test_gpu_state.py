@@ -170,7 +170,7 @@ def test_recorded_h100_cublas_trace_is_flagged_under_load_and_recovers_after():
     from tile_lab.gpu.state import load_trace
 
     states, top, device = load_trace(Path(__file__).parent.parent / "notebooks" / "data"
-                                     / "nvml_trace_h100_cublas.json")
+                                     / "nvml_trace_h100_cublas.json.gz")
     assert device == "NVIDIA H100 80GB HBM3" and top == 1980.0
     flags = [POLICY.throttled(s, top) for s in states]
     capped = [s for s, f in zip(states, flags) if f]
@@ -186,3 +186,14 @@ def test_recorded_h100_cublas_trace_is_flagged_under_load_and_recovers_after():
     assert cool.t_s - states[start].t_s > 3.0  # the load lasted 4 s; the card needs it all
     assert ok and waited == pytest.approx(cool.t_s - states[start].t_s + 0.05,
                                           abs=POLICY.poll_s + 1e-9)
+
+
+def test_a_trace_saved_as_gz_loads_back(tmp_path):
+    from tile_lab.gpu.state import load_trace, save_trace
+
+    states = [state(1.0 + i, 1980.0 - 100 * i, 0x4 * (i > 1), 300.0 + 50 * i) for i in range(4)]
+    save_trace(states, tmp_path / "t.json.gz", max_sm_mhz=1980.0, device="dev")
+    save_trace(states, tmp_path / "t.json", max_sm_mhz=1980.0, device="dev")
+    assert load_trace(tmp_path / "t.json.gz") == load_trace(tmp_path / "t.json")
+    back, top, device = load_trace(tmp_path / "t.json.gz")
+    assert (top, device, len(back)) == (1980.0, "dev", 4) and back[0].t_s == 0.0

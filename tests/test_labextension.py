@@ -9,6 +9,7 @@ Chromium are missing.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -27,7 +28,7 @@ from tile_lab.render.html import inspection_json
 ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "labextension"
 FIXTURE = EXT / "test" / "fixtures" / "inspection.json"
-PROFILE_FIXTURE = EXT / "test" / "fixtures" / "profile.json"
+PROFILE_FIXTURE = EXT / "test" / "fixtures" / "profile.json.gz"  # gzip -9n
 ARTIFACTS = ROOT / "test-artifacts"
 
 KERNEL_CELL = "%%tile\n" + vadd_cell("vadd", header="")
@@ -69,6 +70,11 @@ def sample_inspection() -> Inspection:
 def fixture_payload() -> dict:
     """The MIME payload exactly as the Python side writes it (inspection_json)."""
     return inspection_json(sample_inspection())
+
+
+def profile_fixture() -> dict:
+    """The committed profile fixture (gzipped to keep the repository small)."""
+    return json.loads(gzip.decompress(PROFILE_FIXTURE.read_bytes()))
 
 
 def profile_payload() -> dict:
@@ -128,9 +134,10 @@ def test_profile_fixture_is_what_python_makes() -> None:
     """Same for the profile view's fixture (recorded H100 profiles over the GEMM compiled
     here). Regenerate with TILE_LAB_WRITE_FIXTURE=1."""
     payload = profile_payload()
-    if os.environ.get("TILE_LAB_WRITE_FIXTURE"):
-        PROFILE_FIXTURE.write_text(json.dumps(payload, indent=None, sort_keys=True) + "\n")
-    assert json.loads(PROFILE_FIXTURE.read_text()) == payload
+    if os.environ.get("TILE_LAB_WRITE_FIXTURE"):  # gzipped deterministically, as ``gzip -9n``
+        text = json.dumps(payload, indent=None, sort_keys=True) + "\n"
+        PROFILE_FIXTURE.write_bytes(gzip.compress(text.encode(), 9, mtime=0))
+    assert profile_fixture() == payload
 
 
 @pytest.fixture(scope="module")
@@ -338,7 +345,7 @@ def hostile_profile_payloads() -> list[dict]:
     """A profile bundle with a hostile value in every text field the profile view draws,
     then ones the extension must refuse (a stall reason, a heat key, a metric)."""
     h = " ".join(HOSTILE)
-    every = json.loads(PROFILE_FIXTURE.read_text())
+    every = profile_fixture()
     every.update(summary=h, gpu=h, collection={"tool": h, "plan": h, "ncu_version": h, h: h})
     every["inspection"].update(kernel_name=h, signature=h)
     every["hot_lines"][0]["text"] = h
@@ -349,7 +356,7 @@ def hostile_profile_payloads() -> list[dict]:
     for spoil in (lambda d: d["line_stalls"]["16"].update({HOSTILE[4]: 1}),
                   lambda d: d["line_heat"].update({HOSTILE[3]: 5}),
                   lambda d: d["metrics"].update(duration_ns=HOSTILE[0])):
-        d = json.loads(PROFILE_FIXTURE.read_text())
+        d = profile_fixture()
         spoil(d)
         refused.append(d)
     return [every, *refused]
@@ -422,7 +429,7 @@ def test_ui_profile_heat_gutter_and_stall_panel(lab_server) -> None:
     from tile_lab.render.profile_view import PROFILE_MIME_TYPE
 
     url, root = lab_server
-    payload = json.loads(PROFILE_FIXTURE.read_text())
+    payload = profile_fixture()
     source = payload["inspection"]["source"].splitlines()
     first = payload["inspection"]["first_line"]
     line_of = {t.strip(): first + i for i, t in enumerate(source)}

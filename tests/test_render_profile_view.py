@@ -162,7 +162,7 @@ def test_profile_bundle_validates_against_its_schema(gemm, compared):
     validator = _profile_validator()
     insp, prof = gemm
     assert _errors(validator, profile_overlay_json(insp, prof)) == []
-    vadd = tile_lab.load_profile(DATA / "profile_vector_add.json")
+    vadd = tile_lab.load_profile(DATA / "profile_vector_add.json.gz")
     assert vadd.total_samples > 0
     bundle = compared._repr_mimebundle_()
     data = bundle[PROFILE_MIME_TYPE]

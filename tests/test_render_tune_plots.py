@@ -73,7 +73,7 @@ def _recorded_gemm(kernel="gemm_persistent"):
     from tile_lab.tuning.result import Success, TuningResult
 
     store = TuningStore(str(Path(__file__).parent.parent / "notebooks" / "data"
-                            / "tuning_gemm_8192.jsonl"))
+                            / "tuning_gemm_8192.jsonl.gz"))
     rows = [r for r in store.records() if r.context["kernel"] == kernel and r.status == "ok"]
     return TuningResult(kernel, tuple(Success(r.config, Measurement.from_json_dict(r.measurement),
                                               from_store=True) for r in rows), ())

@@ -43,7 +43,7 @@ def _vadd() -> Inspection:
 
 def test_every_tile_lab_view_of_a_notebook(tmp_path):
     vadd = _vadd()
-    prof = load_profile(ROOT / "notebooks" / "data" / "profile_vector_add.json")
+    prof = load_profile(ROOT / "notebooks" / "data" / "profile_vector_add.json.gz")
     html_only = {"text/html": "<script>window.__pwned=3</script><b>hi</b>",
                  "image/svg+xml": "<svg onload='window.__pwned=4'></svg>"}
     nb = _notebook(tmp_path / "nb.ipynb", [

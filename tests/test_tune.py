@@ -15,6 +15,7 @@ from tile_lab.tuning import (
     Config,
     MeasureRequest,
     RaceOptions,
+    ReadOnlyStoreError,
     Space,
     SpaceError,
     TuneError,
@@ -173,6 +174,38 @@ def test_resume_after_a_crash_loses_at_most_the_config_in_flight(tmp_path):
     assert len(gpu.calls) == 7  # only the 7 configs not stored
     assert len(r.successes) == 12
     assert all(line.endswith("}") for line in path.read_text().splitlines())
+
+
+def test_a_gzipped_store_is_read_and_refuses_appends(tmp_path):
+    """A store shipped with a notebook (``.jsonl.gz``): read as the plain store it came from,
+    a rerun skips what it holds, and anything that would append says why it cannot."""
+    import gzip
+
+    plain = tmp_path / "tune.jsonl"
+    first = tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), store=str(plain),
+                 options=TuneOptions(strategy="exhaustive", progress=False))
+    packed = tmp_path / "tune.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes(), 9, mtime=0))
+    store = TuningStore(packed)
+    assert store.read_only and not TuningStore(plain).read_only
+    assert [r.to_json() for r in store.records()] == \
+        [r.to_json() for r in TuningStore(plain).records()]
+    before = packed.read_bytes()
+
+    again = FakeGPU()  # everything is stored: nothing to append, so the store is fine
+    second = tune(scale_copy, SPACE, _grid, _args, measure=again, store=str(packed),
+                  options=TuneOptions(strategy="exhaustive", progress=False))
+    assert again.calls == [] and second.best.config == first.best.config
+
+    with pytest.raises(ReadOnlyStoreError, match=r"tune\.jsonl\.gz is a compressed tuning "
+                       r"store, which is read-only.*gunzip -k tune\.jsonl\.gz.*tune\.jsonl"):
+        store.append(store.records()[0])
+    bigger = Space(TILE=[64, 128, 256, 512, 1024], LAT=[1, 3, 6])
+    fresh = FakeGPU()  # configs to measure: refused before anything is measured
+    with pytest.raises(ReadOnlyStoreError, match="read-only"):
+        tune(scale_copy, bigger, _grid, _args, measure=fresh, store=store,
+             options=TuneOptions(strategy="exhaustive", progress=False))
+    assert fresh.calls == [] and packed.read_bytes() == before
 
 
 def test_store_context_separates_different_shapes(tmp_path):

@@ -66,3 +66,28 @@ def test_without_gpu_sliders_show_recorded_results_and_drive_the_emulator(tmp_pa
     old = ex.diagram.value
     ex.sliders["TILE"].value = 128
     assert ex.diagram.value != old
+
+
+def test_a_gzipped_store_shows_recorded_results_and_a_sweep_leaves_it_alone(tmp_path):
+    """Notebook 9's explorer reads the shipped store ``.jsonl.gz``: the sliders show its
+    records, and a sweep on a GPU measures afresh instead of appending to the read-only file."""
+    import gzip
+
+    plain = tmp_path / "rec.jsonl"
+    tune(scale_copy, SPACE, _grid, _args, measure=FakeGPU(), store=str(plain),
+         options=TuneOptions(strategy="exhaustive", progress=False))
+    packed = tmp_path / "rec.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes(), 9, mtime=0))
+    shown = explore(scale_copy, SPACE, _grid, _args, store=str(packed),
+                    options=ExploreOptions(use_gpu=False))
+    shown.sliders["LAT"].value = 3
+    assert "recorded" in shown.status.value and "TILE=64, LAT=3" in shown.status.value
+
+    gpu = FakeGPU()
+    ex = explore(scale_copy, SPACE, _grid, _args, measure=gpu, store=str(packed),
+                 options=ExploreOptions(use_gpu=True))
+    before = packed.read_bytes()
+    result = ex.sweep(TuneOptions(strategy="exhaustive", progress=False))
+    assert ex.swept == 6 and not any(s.from_store for s in result.successes)
+    assert result.best.config.as_dict() == {"TILE": 256, "LAT": 3}
+    assert packed.read_bytes() == before

@@ -1,9 +1,11 @@
 /**
- * The one list of schema/parser cases (test/fixtures/schema_cases.json), applied to the
+ * The one list of schema/parser cases (test/fixtures/schema_cases.json.gz: gzipped to keep the
+ * repository small; edit with `gunzip -k`, then `gzip -9n`), applied to the
  * fixtures. tests/test_render_mime.py applies the same file the same way in Python.
  */
 import * as fs from 'fs';
 import * as path from 'path';
+import * as zlib from 'zlib';
 
 import { fixtureJson, profileFixtureJson } from './helpers';
 
@@ -16,8 +18,8 @@ export interface ICase {
 }
 
 export function schemaCases(): ICase[] {
-  const file = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'schema_cases.json');
-  return JSON.parse(fs.readFileSync(file, 'utf8')).cases;
+  const file = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'schema_cases.json.gz');
+  return JSON.parse(zlib.gunzipSync(fs.readFileSync(file)).toString('utf8')).cases;
 }
 
 function generate(g: any): unknown {

@@ -1,5 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
+import * as zlib from 'zlib';
 import { JSDOM } from 'jsdom';
 
 import { IInspectionData, parseInspection } from '../src/model';
@@ -25,10 +26,11 @@ export function mimeSchema(): Record<string, any> {
   return JSON.parse(fs.readFileSync(file, 'utf8'));
 }
 
-/** The profile view's fixture (tests/test_labextension.py checks it against Python). */
+/** The profile view's fixture (tests/test_labextension.py checks it against Python), gzipped
+ * (`gzip -9n`) to keep the repository small. */
 export function profileFixtureJson(): Record<string, any> {
-  const file = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'profile.json');
-  return JSON.parse(fs.readFileSync(file, 'utf8'));
+  const file = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'profile.json.gz');
+  return JSON.parse(zlib.gunzipSync(fs.readFileSync(file)).toString('utf8'));
 }
 
 /** The profile payload's schema (tile_lab/render/profile_schema.json). */

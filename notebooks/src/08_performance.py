@@ -117,7 +117,7 @@ else:
 # NBVAL_CHECK_OUTPUT
 from tile_lab.gpu.state import ThrottlePolicy, load_trace, reason_names
 
-trace, max_sm, device = load_trace("data/nvml_trace_h100_cublas.json")
+trace, max_sm, device = load_trace("data/nvml_trace_h100_cublas.json.gz")
 policy = ThrottlePolicy()   # nvbench's defaults: 75% of the max clock, 50 ms recovery delay
 hot = [s for s in trace if policy.throttled(s, max_sm)]
 print(f"{device}: {len(trace)} NVML readings over {trace[-1].t_s:.1f} s, max SM clock "
@@ -151,7 +151,7 @@ fig.tight_layout()
 
 # %%
 # NBVAL_CHECK_OUTPUT
-rested, after_load = load_measurements("data/power_state.json")
+rested, after_load = load_measurements("data/power_state.json.gz")
 for m in (rested, after_load):
     print(f"{m.label:40} {m.tflops:6.1f} TFLOPS  SM {m.sm_mhz:.0f} MHz  {m.power_w:.0f} W  "
           f"{m.throttled_samples}/{m.n} samples throttled  [{m.regime}]")

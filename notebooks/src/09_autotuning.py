@@ -63,7 +63,7 @@ for arch in ("sm_80", "sm_90"):
 # versions, kernel source, shapes).
 
 # %%
-store = TuningStore("data/tuning_gemm_8192.jsonl")
+store = TuningStore("data/tuning_gemm_8192.jsonl.gz")
 records = [r for r in store.records() if r.context["kernel"] == "gemm_naive"]
 ctx = records[0].context
 print(f"{len(records)} configs recorded on {ctx['gpu']} (driver {ctx['driver']}, "
@@ -218,7 +218,7 @@ explorer = tile_lab.explore(
     args_fn=lambda c: (A, B, C, c["TM"], c["TN"], c["TK"]),
     diagram_args_fn=lambda c: (*small_args, c["TM"], c["TN"], c["TK"]),
     diagram_grid_fn=lambda c: (m // c["TM"], m // c["TN"]),
-    store="data/tuning_gemm_8192.jsonl")
+    store="data/tuning_gemm_8192.jsonl.gz")
 explorer
 
 # %%

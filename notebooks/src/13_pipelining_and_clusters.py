@@ -173,7 +173,7 @@ for arch in ("sm_80", "sm_90", "sm_100"):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-store = TuningStore("data/tuning_gemm_8192.jsonl")
+store = TuningStore("data/tuning_gemm_8192.jsonl.gz")
 rows = {}
 for r in store.records():
     if r.context["kernel"] == "gemm_grouped" and r.status == "ok":

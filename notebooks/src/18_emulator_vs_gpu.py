@@ -15,6 +15,7 @@
 # the emulator's values are the GPU's.
 
 # %%
+import gzip
 import json
 from pathlib import Path
 
@@ -94,7 +95,7 @@ for label, offset in (("aligned", 0), ("2 bytes off", 2)):
 # versions it ran on).
 
 # %%
-DATA = Path("data/decode_alignment.json")
+DATA = Path("data/decode_alignment.json.gz")  # gzipped JSON
 
 
 def live() -> dict:
@@ -108,10 +109,10 @@ def live() -> dict:
 if gpu_available():
     gpu = live()
 elif DATA.exists():
-    gpu = json.loads(DATA.read_text())
+    gpu = json.loads(gzip.decompress(DATA.read_bytes()))
 else:
     gpu = None
-    print("No GPU here, and no recording yet: notebooks/data/decode_alignment.json is made on "
+    print("No GPU here, and no recording yet: notebooks/data/decode_alignment.json.gz is made on "
           "a GPU by `python bench/record_decode_alignment.py`. The emulator's prediction "
           "above stands on its own.")
 if gpu is not None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from .state import SampleState
+from .state import SampleState, read_json_text, write_json_text
 
 FORMAT = "tile_lab.measurements"
 FORMAT_VERSION = 1
@@ -212,18 +212,17 @@ class Measurement:
 
 
 def save_measurements(measurements: Iterable[Measurement], path: str | os.PathLike) -> None:
-    """Write measurements to a JSON file (sorted keys, stable formatting: diffs stay small)."""
+    """Write measurements to a JSON file (sorted keys, stable formatting: diffs stay small;
+    gzip-compressed, with reproducible bytes, when the name ends in ``.gz``)."""
     doc = {"format": FORMAT, "version": FORMAT_VERSION,
            "measurements": [m.to_json_dict() for m in measurements]}
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=1, sort_keys=True)
-        fh.write("\n")
+    write_json_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def load_measurements(path: str | os.PathLike) -> list[Measurement]:
-    """Load measurements saved by :func:`save_measurements` (works without a GPU)."""
-    with open(path, encoding="utf-8") as fh:
-        doc = json.load(fh)
+    """Load measurements saved by :func:`save_measurements` (works without a GPU; a name ending
+    in ``.gz`` is read gzip-compressed)."""
+    doc = json.loads(read_json_text(path))
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"{os.fspath(path)!r} is not a tile_lab measurements file "
                          f"(expected \"format\": \"{FORMAT}\")")

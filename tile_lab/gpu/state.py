@@ -17,6 +17,7 @@ The reader is a protocol (:class:`StateReader`) so the CPU tests replay recorded
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import time
@@ -272,21 +273,38 @@ def record_trace(reader: StateReader, work: Callable[[], None], *, seconds: floa
 
 def save_trace(states: Iterable[GpuState], path: str | os.PathLike[str], *,
                max_sm_mhz: float | None, device: str) -> None:
-    """Write a trace (times relative to its first state) as JSON."""
+    """Write a trace (times relative to its first state) as JSON (gzip-compressed when the name
+    ends in ``.gz``)."""
     items = list(states)
     t0 = items[0].t_s if items else 0.0
     doc = {"format": "tile_lab.gpu_state_trace", "device": device, "max_sm_mhz": max_sm_mhz,
            "states": [{**s.to_json_dict(), "t_s": round(s.t_s - t0, 6)} for s in items]}
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=1, sort_keys=True)
-        fh.write("\n")
+    write_json_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def load_trace(path: str | os.PathLike[str]) -> tuple[list[GpuState], float | None, str]:
-    """(states, max SM clock, device name) of a trace written by :func:`save_trace`."""
-    with open(path, encoding="utf-8") as fh:
-        doc = json.load(fh)
+    """(states, max SM clock, device name) of a trace written by :func:`save_trace` (a name
+    ending in ``.gz`` is read gzip-compressed)."""
+    doc = json.loads(read_json_text(path))
     if doc.get("format") != "tile_lab.gpu_state_trace":
         raise ValueError(f"{os.fspath(path)!r} is not a tile_lab GPU state trace")
     return ([GpuState.from_json_dict(s) for s in doc["states"]], doc.get("max_sm_mhz"),
             str(doc.get("device", "")))
+
+
+def write_json_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path``, gzip-compressed (level 9, no timestamp: the same content
+    gives the same bytes) when the name ends in ``.gz``."""
+    if os.fspath(path).endswith(".gz"):
+        with open(path, "wb") as fh:
+            fh.write(gzip.compress(text.encode("utf-8"), 9, mtime=0))
+    else:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def read_json_text(path: str | os.PathLike) -> str:
+    """The text of ``path``, decompressed when the name ends in ``.gz``."""
+    opener = gzip.open if os.fspath(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return fh.read()

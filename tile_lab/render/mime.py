@@ -14,7 +14,7 @@ written twice:
   maxItems / maxProperties), read from the schema file, and the writer's side of them: data
   over a limit is cut to it and the size before is recorded in ``truncated`` (the extension
   then says "showing N of M"). The extension reads the same numbers; the tests check both
-  against ``labextension/test/fixtures/schema_cases.json``.
+  against ``labextension/test/fixtures/schema_cases.json.gz``.
 
 Versions: ``MIME_VERSION`` is what the writer writes; the extension reads it and every
 earlier one still stored in notebooks (version 1 lacks ``tma``, the TMA verdict).

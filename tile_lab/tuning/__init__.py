@@ -12,7 +12,7 @@ from .options import RaceOptions, TuneError, TuneOptions
 from .result import Failure, Success, TuningResult
 from .schedules import Schedules
 from .space import Config, Space, SpaceError
-from .store import TuningStore
+from .store import ReadOnlyStoreError, TuningStore
 from .strategies import (
     BaseStrategy,
     Strategy,
@@ -24,7 +24,7 @@ from .strategies import (
 from .tuner import tune
 
 __all__ = ["BaseStrategy", "Config", "Failure", "FunctionMeasurer", "GpuMeasurer",
-           "MeasureRequest", "Measurer", "RaceOptions", "Schedules", "Space", "SpaceError",
-           "Strategy", "Success", "Trials", "TuneError", "TuneOptions", "TuningResult",
-           "TuningStore", "failure_stage", "measure_config", "register_strategy", "strategy_names",
-           "tune", "unregister_strategy"]
+           "MeasureRequest", "Measurer", "RaceOptions", "ReadOnlyStoreError", "Schedules", "Space",
+           "SpaceError", "Strategy", "Success", "Trials", "TuneError", "TuneOptions",
+           "TuningResult", "TuningStore", "failure_stage", "measure_config", "register_strategy",
+           "strategy_names", "tune", "unregister_strategy"]

@@ -5,11 +5,16 @@ loses at most the config in flight. Each record carries the *context* it is vali
 driver, cuda.tile/tileiras versions, kernel source hash, argument shapes/dtypes — and the config;
 a rerun in the same context skips what is stored. A torn last line (crash mid-write) is ignored
 on read and overwritten by the next append.
+
+A store whose name ends in ``.gz`` (``tuning.jsonl.gz``, written with ``gzip``) is read-only: a
+record shipped with a notebook is read as it is, and appending to it raises
+:class:`ReadOnlyStoreError` (copy it out with ``gunzip -k`` to record into it).
 """
 
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import json
 import os
@@ -58,11 +63,30 @@ class StoredRecord:
                    error=d.get("error"), stage=d.get("stage"))
 
 
+class ReadOnlyStoreError(ValueError):
+    """An append to a compressed (``.gz``) store, which is read-only."""
+
+
 class TuningStore:
-    """``TuningStore("tuning.jsonl")``: append records, list them, find what is already done."""
+    """``TuningStore("tuning.jsonl")``: append records, list them, find what is already done.
+    ``TuningStore("tuning.jsonl.gz")`` reads a gzip-compressed store and refuses appends."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+
+    @property
+    def read_only(self) -> bool:
+        """True for a compressed (``.gz``) store: it is read, never appended to."""
+        return self.path.suffix == ".gz"
+
+    def check_writable(self) -> None:
+        """Raise :class:`ReadOnlyStoreError` when this store cannot be appended to."""
+        if self.read_only:
+            plain = self.path.with_suffix("")
+            raise ReadOnlyStoreError(
+                f"{self.path} is a compressed tuning store, which is read-only; to record into "
+                f"it, decompress it (gunzip -k {self.path.name}) and use {plain.name}, or pass "
+                "another store")
 
     def __repr__(self) -> str:
         return f"TuningStore({str(self.path)!r})"
@@ -82,6 +106,7 @@ class TuningStore:
         return {config_key(r.config): r for r in self.records(context)}
 
     def append(self, record: StoredRecord) -> None:
+        self.check_writable()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._drop_torn_tail()
         with open(self.path, "a", encoding="utf-8") as f:
@@ -92,7 +117,8 @@ class TuningStore:
     def _intact_lines(self) -> Iterator[str]:
         if not self.path.exists():
             return
-        with open(self.path, encoding="utf-8") as f:
+        opener = gzip.open if self.read_only else open
+        with opener(self.path, "rt", encoding="utf-8") as f:
             for line in f:
                 if not line.endswith("\n"):
                     return  # torn write at the end

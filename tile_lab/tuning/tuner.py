@@ -115,6 +115,8 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
 
     # only the configs the strategy chooses are compiled and measured
     todo = strategy.choose([c for c in configs if config_key(c) not in done], opts)
+    if todo and store is not None and getattr(store, "read_only", False):
+        store.check_writable()  # a compressed store is read-only: say so before measuring
     # where the wall time goes: setup, starting the compile workers, warming the measuring
     # process, waiting for compiles, measuring, shutting the workers down
     timings = {"setup": time.perf_counter() - started, "start_workers": 0.0, "warm_up": 0.0,

@@ -232,14 +232,17 @@ class Explorer:
     # ---- buttons ------------------------------------------------------------------------------
     def sweep(self, options: TuneOptions | None = None) -> TuningResult:
         """Tune over the whole space (``options``: a TuneOptions; default: race, burst regime,
-        the explorer's timing) and move the sliders to the best config."""
+        the explorer's timing) and move the sliders to the best config. Results are appended to
+        the explorer's store unless it is a read-only (``.gz``) one."""
         from ..tuning import tune
 
         opts = options or TuneOptions()
         if self.timing is not None and options is None:
             opts = replace(opts, timing=self.timing)
+        # a read-only (compressed) store is shown, not recorded into: the sweep measures afresh
+        store = None if getattr(self.store, "read_only", False) else self.store
         result = tune(self.kernel, self.space, self.grid_fn, self.args_fn, check=self.check,
-                      store=self.store, measure=self._measure, options=opts)
+                      store=store, measure=self._measure, options=opts)
         self.result = result
         self._records = None  # the sweep appended to the store
         self.swept = len(result.successes) + len(result.failures)
