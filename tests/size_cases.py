@@ -24,11 +24,11 @@ from pathlib import Path
 import browser_env
 from browser_env import node_module
 from test_labextension import (
-    PROFILE_FIXTURE,
     _code_cell,
     _notebook,
     _run,
     fixture_payload,
+    profile_fixture,
     sample_inspection,
 )
 
@@ -90,7 +90,7 @@ def remarks(n: int) -> dict:
 
 
 def comparison(profiles: int, lines: int) -> dict:
-    d = json.loads(PROFILE_FIXTURE.read_text())
+    d = profile_fixture()
     entry = copy.deepcopy(d["comparison"][0])
     entry["line_samples"] = {str(i): 1 + i % 97 for i in range(1, lines + 1)}
     entry["line_stalls"] = {str(i): {"long_sb": 1 + i % 97} for i in range(1, lines + 1)}

@@ -18,14 +18,13 @@ from pathlib import Path
 import browser_env
 import pytest
 from browser_env import node_module
-from test_labextension import (  # noqa: F401  (lab_server is a fixture)
+from test_labextension import (
     ARTIFACTS,
-    PROFILE_FIXTURE,
     _code_cell,
     _notebook,
     _run,
     fixture_payload,
-    lab_server,
+    profile_fixture,
 )
 
 from tile_lab.compile.artifacts import MIME_TYPE
@@ -46,7 +45,7 @@ def _big_sass(rows: int) -> dict:
 
 
 def _comparison(lines: int) -> dict:
-    d = json.loads(PROFILE_FIXTURE.read_text())
+    d = profile_fixture()
     entry = copy.deepcopy(d["comparison"][0])
     entry["line_samples"] = {str(i): 1 + i % 97 for i in range(1, lines + 1)}
     entry["line_stalls"] = {str(i): {"long_sb": 1 + i % 97} for i in range(1, lines + 1)}
@@ -67,7 +66,7 @@ def _wheel(url: str, notebook: str) -> dict:
     return result
 
 
-def test_big_pane_and_table_scroll_by_the_wheel_turn(lab_server) -> None:  # noqa: F811
+def test_big_pane_and_table_scroll_by_the_wheel_turn(lab_server) -> None:
     url, root = lab_server
     outputs = [{"output_type": "display_data", "metadata": {},
                 "data": {mime: payload, "text/plain": ["tile_lab scroll case"]}}

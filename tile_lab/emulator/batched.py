@@ -36,6 +36,7 @@ from typing import Any
 import cuda.tile as ct
 import numpy as np
 
+from . import batched_memory as memory
 from . import state
 from .operands import const_shape
 from .ops_memory import Array
@@ -270,8 +271,8 @@ class _Run:
             from .ops_memory import pad_value
 
             fill = np.asarray(pad_value(padding_mode, array), array._data.dtype)
-            return BatchTile(_gather_ragged(array._data, starts, box, n, fill), array._dtype)
-        return BatchTile(_gather(array._data, starts, box, n), array._dtype)
+            return BatchTile(memory.gather_ragged(array._data, starts, box, n, fill), array._dtype)
+        return BatchTile(memory.gather(array._data, starts, box, n), array._dtype)
 
     def store(self, array, /, index, tile, *, order="C", check_bounds=True, latency=None,
               allow_tma=None, memory_order=None, memory_scope=None):
@@ -313,122 +314,39 @@ class _Run:
                 raise NotBatchable("stores of different tile shapes to one array",
                                    structural=False)
             box = boxes.pop()
-            if len(stores) == 1 and not stores[0][4] and _consecutive(stores[0][1], box, n):
+            array, starts = stores[0][0], stores[0][1]
+            if len(stores) == 1 and not stores[0][4] \
+                    and memory.consecutive_view(array._data, starts, box, n) is not None:
                 continue  # one store, block i to tile i: no tile written twice
-            if _written_twice(stores[0][0]._data.shape, box, [s[1] for s in stores], n):
+            if memory.written_twice(stores[0][0]._data.shape, box, [s[1] for s in stores], n):
                 raise NotBatchable("an element written twice", structural=False)
         if len(self.stores) == 1:  # a pending value may be computed into its array
             array, starts, box, v, past_end = self.stores[0]
-            (_scatter_ragged if past_end else _scatter)(array._data, starts, box, v, n)
+            _write(array._data, starts, box, v, n, past_end)
             return
         values = [v._a if type(v) is _Pending else v for *_, v, _ in self.stores]  # all first
         for (array, starts, box, _, past_end), v in zip(self.stores, values):
-            (_scatter_ragged if past_end else _scatter)(array._data, starts, box, v, n)
+            _write(array._data, starts, box, v, n, past_end)
 
 
-def _written_twice(shape: tuple[int, ...], box: tuple[int, ...], all_starts: list[list[Any]],
-                   n: int) -> bool:
-    """Whether two of the stores' tiles (every store, every block) are one tile: each tile
-    numbered by its place in the array's grid of whole tiles, the numbers sorted once."""
-    counts = tuple(-(-e // s) for e, s in zip(shape, box))  # a partial tile at the end too
-    numbers = np.concatenate([np.ravel_multi_index(_tile_index(starts, box, n), counts)
-                              for starts in all_starts])
-    numbers.sort()
-    return bool(np.any(numbers[1:] == numbers[:-1]))
 
-
-def _consecutive(starts: list[Any], box: tuple[int, ...], n: int) -> bool:
-    """A 1-d access whose blocks take tiles one after another (block i of the pass: the
-    pass's first tile + i)."""
-    if len(box) != 1 or not isinstance(starts[0], np.ndarray):
-        return False
-    st, s = starts[0], box[0]
-    return bool(np.array_equal(np.diff(st), np.full(n - 1, s)))
-
-
-def _gather(data: np.ndarray, starts: list[Any], box: tuple[int, ...], n: int) -> np.ndarray:
-    if _consecutive(starts, box, n):
-        first = int(starts[0][0])  # a view: no block writes this array
-        return data[first:first + n * box[0]].reshape(n, box[0])
-    return _tiles(data, box)[_tile_index(starts, box, n)]
-
-
-def _scatter(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: Any,
-             n: int) -> None:
-    if _consecutive(starts, box, n):
-        first = int(starts[0][0])
-        out = data[first:first + n * box[0]].reshape(n, box[0])
-        if type(values) is _Pending and values._shape == out.shape:
-            values.write_into(out)
-        else:
-            out[...] = values._a if type(values) is _Pending else values
-        return
-    if type(values) is _Pending:
-        values = values._a
-    _tiles(data, box)[_tile_index(starts, box, n)] = np.broadcast_to(values, (n, *box))
-
-
-def _ragged_groups(shape: tuple[int, ...], starts: list[Any], box: tuple[int, ...], n: int
-                   ) -> list[tuple[np.ndarray | None, tuple[int, ...], tuple[np.ndarray, ...]]]:
-    """Blocks whose tiles reach past the array's end, grouped by how many lanes of each axis
-    lie inside (few groups: whole tiles and the edge ones). Per group: its blocks (None: all),
-    the lanes inside per axis, and index arrays that broadcast to (blocks, *lanes)."""
-    nd = len(box)
-    inside = [np.broadcast_to(np.minimum(size - np.asarray(st, np.int64), s), (n,))
-              for st, s, size in zip(starts, box, shape)]
-    keys, which = np.unique(np.stack(inside, axis=1), axis=0, return_inverse=True)
-    which = which.reshape(-1)
-    groups = []
-    for g, lanes in enumerate(keys):
-        sel = None if len(keys) == 1 else np.flatnonzero(which == g)
-        index = []
-        for axis, (st, count) in enumerate(zip(starts, lanes)):
-            first = np.asarray(st, np.int64)
-            if first.ndim and sel is not None:
-                first = first[sel]
-            view = [-1 if first.ndim else 1] + [1] * nd
-            view[1 + axis] = int(count)
-            index.append((first.reshape(-1, 1) + np.arange(count)).reshape(view))
-        groups.append((sel, tuple(int(c) for c in lanes), tuple(index)))
-    return groups
-
-
-def _gather_ragged(data: np.ndarray, starts: list[Any], box: tuple[int, ...], n: int,
-                   fill: np.ndarray) -> np.ndarray:
-    """Every block's tile, its lanes past the array's end holding ``fill`` (the load's
-    padding value), as the block-by-block load reads it."""
-    out = np.empty((n, *box), data.dtype)
-    out[...] = fill
-    for sel, lanes, index in _ragged_groups(data.shape, starts, box, n):
-        part = (slice(None) if sel is None else sel, *(slice(0, c) for c in lanes))
-        out[part] = data[index]
-    return out
-
-
-def _scatter_ragged(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: Any,
-                    n: int) -> None:
-    """Every block's tile written where it lies inside the array; lanes past the end are
-    dropped, as the block-by-block store drops them."""
-    if type(values) is _Pending:
-        values = values._a
-    values = np.broadcast_to(values, (n, *box))
-    for sel, lanes, index in _ragged_groups(data.shape, starts, box, n):
-        part = (slice(None) if sel is None else sel, *(slice(0, c) for c in lanes))
-        data[index] = values[part]
-
-
-def _tiles(data: np.ndarray, box: tuple[int, ...]) -> np.ndarray:
-    """``data`` seen as a grid of whole tiles of shape ``box`` (a view; partial tiles at the
-    far edges are left out, and no batched access touches them)."""
-    counts = tuple(n // s for n, s in zip(data.shape, box))
-    strides = tuple(st * s for st, s in zip(data.strides, box)) + data.strides
-    return np.lib.stride_tricks.as_strided(data, counts + box, strides, writeable=True)
-
-
-def _tile_index(starts: list[Any], box: tuple[int, ...], n: int) -> tuple[Any, ...]:
-    """Per axis, the tile index of every block's tile (starts are multiples of the box)."""
-    return tuple(np.broadcast_to(np.asarray(st, np.int64) // s, (n,))
-                 for st, s in zip(starts, box))
+def _write(data: np.ndarray, starts: list[Any], box: tuple[int, ...], values: Any, n: int,
+           past_end: bool) -> None:
+    """One store of the pass into ``data``; a deferred ``a + b`` is computed straight into
+    the array where the blocks' tiles follow one another."""
+    if not past_end:
+        view = memory.consecutive_view(data, starts, box, n)
+        if view is not None:
+            if type(values) is _Pending and values._shape == view.shape:
+                values.write_into(view)
+            else:
+                view[...] = values._a if type(values) is _Pending else values
+            return
+    values = values._a if type(values) is _Pending else values
+    if past_end:
+        memory.scatter_ragged(data, starts, box, values, n)
+    else:
+        memory.scatter(data, starts, box, values, n)
 
 
 # ---- the namespace and the run -------------------------------------------------------------
