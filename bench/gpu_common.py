@@ -152,12 +152,19 @@ def environment() -> dict:
 
 
 def save_json(payload: dict, out_dir: str, name: str) -> str:
+    """Write ``payload`` to ``out_dir/name`` as JSON (gzipped when ``name`` ends in ``.gz``:
+    level 9, no timestamp, so the same content gives the same bytes)."""
+    import gzip
     import json
 
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, name)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(payload, fh, indent=1, sort_keys=True, default=str)
-        fh.write("\n")
+    text = json.dumps(payload, indent=1, sort_keys=True, default=str) + "\n"
+    if name.endswith(".gz"):
+        with open(path, "wb") as fh:
+            fh.write(gzip.compress(text.encode("utf-8"), 9, mtime=0))
+    else:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
     print(f"saved {path}")
     return path

@@ -24,7 +24,7 @@ from gpu_common import (
     save_json,
 )
 
-# the best configs of the last tune_gemm.py run (notebooks/data/tuning_gemm_8192_summary.json)
+# the best configs of the last tune_gemm.py run (notebooks/data/tuning_gemm_8192_summary.json.gz)
 CONFIGS = {
     "naive": {"TM": 128, "TN": 128, "TK": 64, "num_ctas": 1},
     "grouped": {"TM": 128, "TN": 128, "TK": 64, "GROUP": 8, "LAT": 4, "num_ctas": 1},

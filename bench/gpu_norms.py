@@ -11,6 +11,8 @@ a few configs, picked by a short interleaved race) and the tutorial kernel of
 ``gpu_kernels.py`` otherwise (which has no RMSNorm: that row then times torch alone).
 
     python bench/gpu_norms.py [--quick] [--out DIR]
+
+Writes ``regimes_norms.json.gz`` (gzipped JSON, as notebooks/data keeps it) to --out.
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ def main() -> None:
     for r in compared:
         print(f"  {r['row']:24} {r['regime']:9} ours {r['ours_gbps']:.0f} GB/s = "
               f"{r['of_copy_roof']:.3f} of copy roof; torch {r['baseline_gbps']:.0f} GB/s")
-    save_json(dict(env=environment(), roofs=roofs, rows=rows), opts.out, "regimes_norms.json")
+    save_json(dict(env=environment(), roofs=roofs, rows=rows), opts.out, "regimes_norms.json.gz")
 
 
 if __name__ == "__main__":

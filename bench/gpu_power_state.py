@@ -5,8 +5,8 @@ up under back-to-back cuBLAS and cooling down again (replayed by the CPU tests a
     python bench/gpu_power_state.py [--quick] [--out DIR] [--trace-out FILE]
 
 Writes ``power_state.json.gz`` (two Measurements: burst = rested, sustained = right after the
-warm-up, same call, same protocol) and the trace (``nvml_trace_cublas.json.gz``) to --out,
-gzipped as notebooks/data keeps them.
+warm-up, same call, same protocol), its summary (``power_state_summary.json.gz``) and the trace
+(``nvml_trace_cublas.json.gz``) to --out, gzipped as notebooks/data keeps them.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def main() -> None:
                                power_w=rested.power_w, throttled=rested.throttled_samples),
                    after_load=dict(tflops=hot.tflops, sm_mhz=hot.sm_mhz, power_w=hot.power_w,
                                    throttled=hot.throttled_samples)),
-              opts.out, "power_state_summary.json")
+              opts.out, "power_state_summary.json.gz")
     peak_sm = max((s.sm_mhz or 0) for s in trace)
     low_sm = min(((s.sm_mhz or 1e9) for s in trace if s.power_w and s.power_w > 200),
                  default=float("nan"))

@@ -11,17 +11,18 @@ fp16 GEMM), ``tile_lab.triton.time_pair``:
   each group; sustained: after a warm-up under load), interleaved ABBA, L2 flushed before each
   sample (``--mode cold``), with the SM clock each side ran at.
 
-It writes ``notebooks/data/triton_vs_cutile.json`` (the device's provenance, per pair the
-sizes, resources, mix, the output agreement and the timing rows), from which notebook 19 and
-the README's table are made. Needs a GPU, CuPy, torch with CUDA and Triton::
+It writes ``notebooks/data/triton_vs_cutile.json.gz`` (gzipped JSON: the device's provenance,
+per pair the sizes, resources, mix, the output agreement and the timing rows), from which
+notebook 19 and the README's table are made. Needs a GPU, CuPy, torch with CUDA and Triton::
 
-    python bench/triton_vs_cutile.py [--out notebooks/data/triton_vs_cutile.json]
+    python bench/triton_vs_cutile.py [--out notebooks/data/triton_vs_cutile.json.gz]
         [--only vector_add,softmax,gemm] [--rounds 8] [--samples 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import platform
 from dataclasses import asdict
@@ -70,7 +71,7 @@ def record_pair(name: str, size: int, options: Any, mode: str) -> dict[str, Any]
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--out", type=Path,
-                    default=ROOT / "notebooks" / "data" / "triton_vs_cutile.json")
+                    default=ROOT / "notebooks" / "data" / "triton_vs_cutile.json.gz")
     ap.add_argument("--only", default=",".join(SIZES), help="pairs, comma-separated")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--samples", type=int, default=5, help="samples per round and side")
@@ -103,7 +104,10 @@ def main(argv: list[str] | None = None) -> None:
             "samples_per_round": opts.samples, "pairs": pairs}
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     # source paths named relative to the checkout: the JSON is kept in the repository
-    opts.out.write_text(json.dumps(data, indent=1, allow_nan=False).replace(f'"{ROOT}/', '"'))
+    text = json.dumps(data, indent=1, allow_nan=False).replace(f'"{ROOT}/', '"')
+    # gzipped when the name ends in .gz (level 9, no timestamp: reproducible bytes)
+    opts.out.write_bytes(gzip.compress(text.encode(), 9, mtime=0) if opts.out.suffix == ".gz"
+                         else text.encode())
     print(f"wrote {opts.out}")
 
 

@@ -20,8 +20,9 @@ first would otherwise pay for compiling cuda.tile's modules in every worker. ``-
 writes a cProfile summary of each tile_lab phase to --out.
 
 Needs a CUDA GPU with CuPy. Prints a table; writes the tuning store (JSON lines, gzipped at the
-end: ``tuning_gemm_SIZE.jsonl.gz``, which ``TuningStore`` reads read-only) and a summary JSON to
---out (default: notebooks/data) for the tutorial notebook's recorded results.
+end: ``tuning_gemm_SIZE.jsonl.gz``, which ``TuningStore`` reads read-only) and a summary JSON
+(gzipped: ``tuning_gemm_SIZE_summary.json.gz``) to --out (default: notebooks/data) for the
+tutorial notebook's recorded results.
 """
 
 from __future__ import annotations
@@ -325,7 +326,9 @@ def main():
         regimes = _run_phase(ns.size, "regimes", None, ["--picks", json.dumps(picks)])
         if regimes is not None:
             results.append(regimes)
-    (out_dir / f"tuning_gemm_{ns.size}_summary.json").write_text(json.dumps(results, indent=1))
+    # the summary gzipped too (level 9, no timestamp: the same content gives the same bytes)
+    (out_dir / f"tuning_gemm_{ns.size}_summary.json.gz").write_bytes(
+        gzip.compress(json.dumps(results, indent=1).encode(), 9, mtime=0))
     if store.exists():  # the notebooks read the store gzipped (read-only, deterministic bytes)
         gz = store.with_name(store.name + ".gz")
         gz.write_bytes(gzip.compress(store.read_bytes(), 9, mtime=0))

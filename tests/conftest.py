@@ -8,7 +8,7 @@
 * the whole suite (``pytest`` with no paths: pyproject's ``testpaths``) runs on every core
   with pytest-xdist (``--dist loadfile``: a file's tests, a notebook's cells and its
   geometry item stay on one worker, in order, so module fixtures such as the Ray instance
-  start once; the files longest first, from ``tests/scope_seconds.json``). A run given
+  start once; the files longest first, from ``tests/scope_seconds.json.gz``). A run given
   paths stays in one process unless it passes ``-n``; ``-p no:xdist`` or ``-n 0`` turns it off;
 * while tests run, a line every minute says what each worker is running and for how long
   (``progress.py``);

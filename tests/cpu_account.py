@@ -7,8 +7,9 @@ tileiras, a subprocess test's Python), and its wall time. Children still alive w
 test ends (a server a module fixture keeps) are charged to the test that reaps them.
 ``python tests/cpu_account.py DIR`` sums it per file, largest first: what to make cheaper
 to shorten the suite on a machine with few cores, where CPU, not waiting, sets the time.
-``python tests/cpu_account.py DIR --scopes`` writes the wall time of each unit of work, the
-scheduler's ``tests/scope_seconds.json``.
+``python tests/cpu_account.py DIR --scopes`` prints the wall time of each unit of work, the
+scheduler's ``tests/scope_seconds.json.gz`` (kept gzipped: ``... --scopes | gzip -9n >
+tests/scope_seconds.json.gz``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def summarize(directory: Path) -> list[tuple[str, float, float, float, int]]:
 
 def scope_seconds(directory: Path) -> dict[str, float]:
     """Wall seconds per unit of work (``run_settings.scope_of``), longest first: what
-    ``tests/scope_seconds.json`` holds for the scheduler's order."""
+    ``tests/scope_seconds.json.gz`` holds for the scheduler's order."""
     from run_settings import scope_of
 
     sums: dict[str, float] = defaultdict(float)
@@ -82,7 +83,7 @@ def scope_seconds(directory: Path) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    if sys.argv[2:] == ["--scopes"]:  # DIR --scopes > tests/scope_seconds.json
+    if sys.argv[2:] == ["--scopes"]:  # DIR --scopes | gzip -9n > tests/scope_seconds.json.gz
         print(json.dumps(scope_seconds(Path(sys.argv[1])), indent=0))
         raise SystemExit
     rows = summarize(Path(sys.argv[1]))

@@ -6,7 +6,8 @@ the result's successes, failures and the store's lines, in order. ``test_tuning_
 these traces (recorded from the tuner before the strategies moved into their own modules), so a
 change in which configs a strategy tries, or in what order, fails a test.
 
-``python tests/strategy_trace.py`` prints the traces of every scenario (how they were recorded).
+``python tests/strategy_trace.py`` prints the traces of every scenario as JSON (how they were
+recorded; ``tests/fixtures/strategy_traces.json.gz`` keeps that text gzipped).
 """
 
 from __future__ import annotations
@@ -242,10 +243,5 @@ def _trace(options: TuneOptions, measurer: RecordingMeasurer, stored: bool) -> l
 
 
 if __name__ == "__main__":
-    print("{")
-    for scenario in SCENARIOS:
-        print(f"    {scenario!r}: [")
-        for line in trace(scenario):
-            print(f"        {line!r},")
-        print("    ],")
-    print("}")
+    # the text of tests/fixtures/strategy_traces.json.gz (kept gzipped: level 9, no timestamp)
+    print(json.dumps({scenario: trace(scenario) for scenario in SCENARIOS}, indent=1))

@@ -27,7 +27,7 @@ from tile_lab.render.html import inspection_json
 
 ROOT = Path(__file__).resolve().parents[1]
 EXT = ROOT / "labextension"
-FIXTURE = EXT / "test" / "fixtures" / "inspection.json"
+FIXTURE = EXT / "test" / "fixtures" / "inspection.json.gz"  # gzip -9n
 PROFILE_FIXTURE = EXT / "test" / "fixtures" / "profile.json.gz"  # gzip -9n
 ARTIFACTS = ROOT / "test-artifacts"
 
@@ -125,9 +125,10 @@ def test_fixture_is_what_python_makes() -> None:
     """The extension's unit tests read a committed fixture; it must match the Python side.
     Regenerate with TILE_LAB_WRITE_FIXTURE=1."""
     payload = fixture_payload()
-    if os.environ.get("TILE_LAB_WRITE_FIXTURE"):
-        FIXTURE.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
-    assert json.loads(FIXTURE.read_text()) == payload
+    if os.environ.get("TILE_LAB_WRITE_FIXTURE"):  # gzipped deterministically, as ``gzip -9n``
+        text = json.dumps(payload, indent=1, sort_keys=True) + "\n"
+        FIXTURE.write_bytes(gzip.compress(text.encode(), 9, mtime=0))
+    assert json.loads(gzip.decompress(FIXTURE.read_bytes())) == payload
 
 
 def test_profile_fixture_is_what_python_makes() -> None:

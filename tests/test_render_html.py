@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from fixture_files import inspection_fixture
+from fixture_files import fixture_text, inspection_fixture
 
 from tile_lab.compile.artifacts import MIME_TYPE, Inspection, Remark, StageText
 from tile_lab.render import palette
@@ -237,7 +237,7 @@ def test_no_per_line_inline_styles():
 
 
 def test_compact_sass_keeps_alignment():
-    text = (FIXTURES / "vadd_sm_90.sass").read_text()
+    text = fixture_text("vadd_sm_90.sass")
     out = _compact_sass(StageText("sass", text, ()))
     assert len(out) < len(text)
     assert len(out.splitlines()) == len(text.splitlines())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixture_files import fixture_text
 from pygments.lexers import get_lexer_by_name
 from pygments.token import Comment, Error, Keyword, Name, Number, String
 
@@ -12,9 +13,17 @@ from tile_lab.render.lexers import CuTileIRLexer, PtxLexer, SassLexer, TileIRLex
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
-TILEIR_FIXTURES = sorted(FIXTURES.glob("*.tileir.mlir"))
-SASS_FIXTURES = sorted(FIXTURES.glob("*.sass"))
-PTX_FIXTURES = sorted(FIXTURES.glob("*.ptx"))
+
+
+def fixture_names(suffix: str) -> list[str]:
+    """The text fixtures named ``*suffix``, stored plain or gzipped (``NAME.gz``)."""
+    return sorted(p.name.removesuffix(".gz")
+                  for p in (*FIXTURES.glob(f"*{suffix}"), *FIXTURES.glob(f"*{suffix}.gz")))
+
+
+TILEIR_FIXTURES = fixture_names(".tileir.mlir")
+SASS_FIXTURES = fixture_names(".sass")
+PTX_FIXTURES = fixture_names(".ptx")
 
 
 def tokens(lexer, text):
@@ -29,21 +38,20 @@ def kinds(lexer, text, value):
 def test_fixtures_present():
     # tileirdisasm -g output of 4 kernels; nvdisasm -g output for sm_80/90/100
     assert len(TILEIR_FIXTURES) == 4
-    names = " ".join(p.name for p in SASS_FIXTURES)
+    names = " ".join(SASS_FIXTURES)
     assert all(f"_sm_{cc}" in names for cc in (80, 90, 100))
 
 
-def lexer_for(path):
-    if path.name.endswith(".mlir"):
+def lexer_for(name):
+    if name.endswith(".mlir"):
         return TileIRLexer()
-    return PtxLexer() if path.suffix == ".ptx" else SassLexer()
+    return PtxLexer() if name.endswith(".ptx") else SassLexer()
 
 
-@pytest.mark.parametrize("path", TILEIR_FIXTURES + SASS_FIXTURES + PTX_FIXTURES,
-                         ids=lambda p: p.name)
-def test_no_error_tokens_and_lossless(path):
-    text = path.read_text()
-    lexer = lexer_for(path)
+@pytest.mark.parametrize("name", TILEIR_FIXTURES + SASS_FIXTURES + PTX_FIXTURES)
+def test_no_error_tokens_and_lossless(name):
+    text = fixture_text(name)
+    lexer = lexer_for(name)
     toks = list(lexer.get_tokens(text))
     errors = [v for t, v in toks if t in Error]
     assert errors == []
@@ -142,7 +150,7 @@ def test_sass_tensor_core_opcodes(path, opcode):
 
 
 def test_sass_header_labels_line_info():
-    text = (FIXTURES / "vadd_sm_90.sass").read_text()
+    text = fixture_text("vadd_sm_90.sass")
     toks = tokens(SassLexer(), text)
     assert (Keyword.Pseudo, ".section") in toks
     assert (String.Double, '@"STO_CUDA_ENTRY STV_DEFAULT"') in toks

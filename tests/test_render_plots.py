@@ -144,7 +144,7 @@ def test_a_single_measurement_and_recorded_files_plot(tmp_path):
     assert np.isfinite(VADD.gbps)
 
 
-RECORDED = sorted((Path(__file__).parent.parent / "notebooks" / "data").glob("gpu_*.json"))
+RECORDED = sorted((Path(__file__).parent.parent / "notebooks" / "data").glob("gpu_*.json.gz"))
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)

@@ -39,7 +39,7 @@ def gemm():
     args = (np.ones((n, n), np.float16), np.ones((n, n), np.float16),
             np.zeros((n, n), np.float16), 128, 128, 64)
     trace = tile_lab.trace(gemm_naive, (n // 128, n // 128), args)
-    measurements = tile_lab.load_measurements(DATA / "gpu_gemm.json")[:2]
+    measurements = tile_lab.load_measurements(DATA / "gpu_gemm.json.gz")[:2]
     return insp, prof, trace, tile_lab.check_trace(trace), measurements
 
 

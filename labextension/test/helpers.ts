@@ -5,11 +5,12 @@ import { JSDOM } from 'jsdom';
 
 import { IInspectionData, parseInspection } from '../src/model';
 
-/** The fixture tests/test_labextension.py checks against the Python side. */
+/** The fixture tests/test_labextension.py checks against the Python side, gzipped
+ * (`gzip -9n`) to keep the repository small. */
 export function fixtureJson(): Record<string, unknown> {
   // Compiled to lib-test/test/, the fixture stays in test/fixtures/.
-  const file = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'inspection.json');
-  return JSON.parse(fs.readFileSync(file, 'utf8'));
+  const file = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'inspection.json.gz');
+  return JSON.parse(zlib.gunzipSync(fs.readFileSync(file)).toString('utf8'));
 }
 
 export function fixture(): IInspectionData {

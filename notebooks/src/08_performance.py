@@ -55,7 +55,7 @@ if HAVE_GPU:
     vadd.append(tile_lab.gpu.bench_function(lambda: cp.add(a, b, out=c), bytes=3 * N * 4,
                                             flops=N, label="cupy a + b"))
 else:
-    vadd = load_measurements("data/gpu_vector_add.json")
+    vadd = load_measurements("data/gpu_vector_add.json.gz")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -75,13 +75,13 @@ bar_chart([m for m in vadd if m.mode == "cold"], metric="gbps")
 # The *same* kernel with a different tile shape can fall off a cliff: see the 128×256×64 tile.
 
 # %%
-gemm = load_measurements("data/gpu_gemm.json")
+gemm = load_measurements("data/gpu_gemm.json.gz")
 for m in gemm:
     print(f"{m.name:32} {m.tflops:7.1f} TFLOPS [{m.mode}]  ({m.provenance.gpu})")
 
 # %%
 # one roofline, one GPU's roofs: the GEMM and vector add recorded on the same card
-recorded_vadd = load_measurements("data/gpu_vector_add.json")
+recorded_vadd = load_measurements("data/gpu_vector_add.json.gz")
 roofline(gemm + [m for m in recorded_vadd if m.mode == "cold"][:1])
 
 # %% [markdown]

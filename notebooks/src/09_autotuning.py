@@ -26,7 +26,7 @@ HAVE_GPU = gpu_available()
 
 # %%
 # NBVAL_CHECK_OUTPUT
-gemm = {m.name: m for m in load_measurements("data/gpu_gemm.json")}
+gemm = {m.name: m for m in load_measurements("data/gpu_gemm.json.gz")}
 fast, slow = gemm["tile_lab gemm 128x128x64"], gemm["tile_lab gemm 128x256x64"]
 print(f"128x128x64: {fast.tflops:.0f} TFLOPS   128x256x64: {slow.tflops:.0f} TFLOPS   "
       f"-> {fast.tflops / slow.tflops:.0f}x  ({fast.provenance.gpu})")
@@ -154,7 +154,7 @@ config_roofline(persistent)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-runs = json.load(open("data/tuning_gemm_8192_summary.json"))  # recorded on an H200
+runs = json.load(gzip.open("data/tuning_gemm_8192_summary.json.gz", "rt"))  # recorded on an H200
 by = {r["phase"]: r for r in runs}
 ours, theirs = by["tile_lab.tune/naive"], by["ct.tune.exhaustive_search/naive"]
 print(f"tile_lab.tune {ours['wall_s']:.1f} s vs ct.tune.exhaustive_search {theirs['wall_s']:.1f} s"

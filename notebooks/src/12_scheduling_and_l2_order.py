@@ -9,6 +9,7 @@
 # the numbers at the end were measured on a GPU.
 
 # %%
+import gzip
 import json
 
 import matplotlib.pyplot as plt
@@ -140,7 +141,7 @@ print("first 4 blocks, grouped:", first4(tr_grouped))
 
 # %%
 # NBVAL_CHECK_OUTPUT
-runs = json.load(open("data/tuning_gemm_8192_summary.json"))
+runs = json.load(gzip.open("data/tuning_gemm_8192_summary.json.gz", "rt"))
 for r in runs:
     if "ratio_vs_cublas" in r:
         print(f"{r['phase']:26s} {r['best_tflops']:6.0f} TFLOPS  vs cuBLAS {r['ratio_vs_cublas']:.3f}x"

@@ -24,6 +24,7 @@
 # which `bench/triton_vs_cutile.py` races on a GPU (section 4).
 
 # %%
+import gzip
 import inspect
 import json
 from pathlib import Path
@@ -302,13 +303,13 @@ gemm
 # 4096 softmax; 2048³ fp16 GEMM): each launched once on copies of the same inputs with the
 # outputs compared in the crosscheck's classes, then raced with `tile_lab.compare_timed` in
 # both regimes (burst and sustained, ABBA rounds, L2 flushed before every sample). It writes
-# `notebooks/data/triton_vs_cutile.json` with the device's provenance; this cell shows it (a
-# ratio above 1 means cuTile took longer).
+# `notebooks/data/triton_vs_cutile.json.gz` (gzipped JSON) with the device's provenance; this
+# cell shows it (a ratio above 1 means cuTile took longer).
 
 # %%
-DATA = Path("data/triton_vs_cutile.json")
+DATA = Path("data/triton_vs_cutile.json.gz")  # gzipped JSON
 if DATA.exists():
-    rec = json.loads(DATA.read_text())
+    rec = json.loads(gzip.decompress(DATA.read_bytes()))
     p = rec["provenance"]
     print(f"recorded {p.get('recorded')} on {p.get('gpu')} (driver {p.get('driver')}), "
           f"cuda.tile {p.get('cuda_tile')}, tileiras {p.get('tileiras')}, "
@@ -322,7 +323,7 @@ if DATA.exists():
                   f"{r['cutile_us']:9.1f} us   cuTile / Triton {r['ratio']:.3f} "
                   f"({r['ci_low']:.3f}-{r['ci_high']:.3f})")
 else:
-    print("No GPU recording exists yet: notebooks/data/triton_vs_cutile.json is written on a "
+    print("No GPU recording exists yet: notebooks/data/triton_vs_cutile.json.gz is written on a "
           "GPU by `python bench/triton_vs_cutile.py`. Sections 1-3 above stand on their own.")
 if GPU:
     print("A GPU is here: run `python bench/triton_vs_cutile.py --out /tmp/mine.json` to "
