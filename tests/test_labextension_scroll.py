@@ -18,12 +18,13 @@ from pathlib import Path
 import browser_env
 import pytest
 from browser_env import node_module
-from test_labextension import (
+from test_labextension import (  # noqa: F401  (lab_server is a fixture)
     ARTIFACTS,
     _code_cell,
     _notebook,
     _run,
     fixture_payload,
+    lab_server,
     profile_fixture,
 )
 
@@ -66,7 +67,7 @@ def _wheel(url: str, notebook: str) -> dict:
     return result
 
 
-def test_big_pane_and_table_scroll_by_the_wheel_turn(lab_server) -> None:
+def test_big_pane_and_table_scroll_by_the_wheel_turn(lab_server) -> None:  # noqa: F811
     url, root = lab_server
     outputs = [{"output_type": "display_data", "metadata": {},
                 "data": {mime: payload, "text/plain": ["tile_lab scroll case"]}}
