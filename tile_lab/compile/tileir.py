@@ -4,7 +4,7 @@ bytecode cuTile's front end made, with each op's source line.
 ``tileirdisasm -g`` prints the MLIR with ``loc(...)`` suffixes and a ``#loc`` alias table
 (absolute paths); :func:`tileir_stage` keeps the text and turns the locations into the line
 map. The text is for reading only, so the pipeline schedules :func:`disassemble_tileir` as
-it schedules nvdisasm (:func:`~tile_lab.compile.disassembly.machine_code_work`): a compile
+it schedules nvdisasm (:func:`~tile_lab.compile.pipeline.machine_code_work`): a compile
 whose Tile IR nobody reads (a timing run, a tuner) needs no tileirdisasm. Triton's IRs are
 MLIR with the same locations, so ``triton/build.py`` reads them with :func:`tileir_stage` too.
 :func:`is_code_line` (which source lines a line map may name) serves the SASS's map as well.

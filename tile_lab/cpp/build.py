@@ -160,8 +160,8 @@ def _scrubbed(stage: StageText, paths: _Paths) -> StageText:
 @functools.lru_cache(maxsize=64)
 def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str, ...],
                     includes: tuple[str, ...], filename: str) -> Inspection:
-    from ..compile.disassembly import machine_code_work, sass_from_cubin
-    from ..compile.pipeline import parse_remarks
+    from ..compile.disassembly import sass_from_cubin
+    from ..compile.pipeline import machine_code_work, parse_remarks
     from ..compile.tileir import disassemble_tileir
     from ..compile.toolchain import tool_version
 
@@ -184,7 +184,7 @@ def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str
     params = src.kernel_parameter_text(source, kernel_name) or ""
     signature = ", ".join([params, *defines]) if defines else params
     # nvdisasm (~0.7 s of CPU) now or when the SASS is first read: a tuner compiling many
-    # configs reads none of it (disassembly.when_machine_code)
+    # configs reads none of it (pipeline.when_machine_code)
     machine_code = machine_code_work(
         lambda: {"sass": _scrubbed(sass_from_cubin(cubin, arch, filename=user_file), paths)})
     return Inspection(
