@@ -18,14 +18,13 @@ import struct
 from collections import Counter
 
 from ..errors import ToolchainError
-from . import tool_cache
 from .artifacts import StageText
 from .stage_rows import sass_offset
 from .tileir import is_code_line
-from .toolchain import tool_failure
+from .toolchain import run_cached, tool_failure
 
 _TOOL_TIMEOUT = 300.0  # seconds, as for the other tools of the pipeline
-_CACHE_SIZE = 64  # memoised by input bytes (and on disk: tool_cache), as the other tools' outputs
+_CACHE_SIZE = 64  # memoised by input bytes (and on disk: run_cached), as the other tools' outputs
 
 
 def clear_cache() -> None:
@@ -47,8 +46,8 @@ def sass_from_cubin(cubin: bytes, arch: str, *, filename: str | None = None) -> 
 def _nvdisasm(cubin: bytes, arch: str) -> str:
     # -g: source lines, -gp: PTX lines (one run: nvdisasm's start-up costs ~0.5 s CPU).
     # Dataflow analysis stays on: without it BRX branch targets go unlabelled.
-    proc = tool_cache.run("nvdisasm", ["-c", "-g", "-gp", "kernel.cubin"],
-                          inputs={"kernel.cubin": cubin}, timeout=_TOOL_TIMEOUT)
+    proc = run_cached("nvdisasm", ["-c", "-g", "-gp", "kernel.cubin"],
+                      inputs={"kernel.cubin": cubin}, timeout=_TOOL_TIMEOUT)
     if proc.returncode != 0:
         # without the temporary directory, the message is the same on every run
         err = tool_failure("nvdisasm", proc).message.replace(proc.workdir + os.sep, "")

@@ -42,26 +42,27 @@ from typing import Any, TypeVar
 
 from .. import _cutile_compat as compat
 from ..errors import CompileError, SignatureError, TileLabError
-from . import tool_cache
 from .artifacts import LazyStages, Remark, StageText
 from .disassembly import clear_cache as _clear_disassembly_cache
 from .disassembly import cubin_stage_names, disassemble_cubin
 from .errors import compile_error_from_tile_error, source_location
 from .tileir import clear_cache as _clear_tileir_cache
 from .tileir import disassemble_tileir
+from .toolchain import run_cached
 
 T = TypeVar("T")
 
 _TOOL_TIMEOUT = 300.0  # seconds; big tiles can make tileiras slow
 # Tool outputs are memoised by input bytes: re-running an unchanged cell only pays for
 # cuTile's front end (tens of ms) instead of tileiras + nvdisasm (about a second); in this
-# process (lru_cache) and, for other processes and later sessions, on disk (tool_cache).
+# process (lru_cache) and, for other processes and later sessions, on disk (run_cached).
 _CACHE_SIZE = 64
 
 
 def clear_caches() -> None:
     """Forget this process's memoised tool outputs (the ones on disk stay: benchmarks of
-    cold compiles also set ``TILE_LAB_CACHE_DIR=off``, see :mod:`tile_lab.compile.tool_cache`)."""
+    cold compiles also set ``TILE_LAB_CACHE_DIR=off``, see
+    :func:`tile_lab.compile.toolchain.run_cached`)."""
     _tileiras.cache_clear()
     _clear_tileir_cache()
     _clear_disassembly_cache()
@@ -272,9 +273,9 @@ def tileiras_args(src: str, out: str, remarks: str, arch: str, opt_level: int) -
 def _tileiras(bytecode: bytes, arch: str, opt_level: int) -> tuple[bytes, str]:
     src, out, remarks = "kernel.tileirbc", "kernel.cubin", "remarks.yaml"
     # tileiras runs ptxas for its last step: a new ptxas is a new cache key too
-    proc = tool_cache.run("tileiras", tileiras_args(src, out, remarks, arch, opt_level),
-                          inputs={src: bytecode}, outputs=(out, remarks), also=("ptxas",),
-                          timeout=_TOOL_TIMEOUT)
+    proc = run_cached("tileiras", tileiras_args(src, out, remarks, arch, opt_level),
+                      inputs={src: bytecode}, outputs=(out, remarks), also=("ptxas",),
+                      timeout=_TOOL_TIMEOUT)
     if proc.returncode != 0:
         stderr = proc.stderr.decode("utf-8", "replace").replace(proc.workdir + os.sep, "")
         message, where = compat.parse_tileiras_stderr(stderr)
