@@ -12,9 +12,9 @@
   paths stays in one process unless it passes ``-n``; ``-p no:xdist`` or ``-n 0`` turns it off;
 * while tests run, a line every minute says what each worker is running and for how long
   (``progress.py``);
-* the compile tools' disk cache (``tile_lab.compile.tool_cache``) is one folder for the whole run,
-  shared by every xdist worker, notebook kernel and subprocess (they inherit the
-  environment): a kernel one of them compiled is not compiled again by another. It is under
+* the compile tools' disk cache (``tile_lab.compile.toolchain.run_cached``) is one folder for
+  the whole run, shared by every xdist worker, notebook kernel and subprocess (they inherit
+  the environment): a kernel one of them compiled is not compiled again by another. It is under
   pytest's basetemp, never the user's cache (no entries from an earlier toolchain, nothing
   left in the home folder); ``TILE_LAB_TEST_CACHE_DIR=/abs/dir`` names one to keep between
   runs (to measure a warm run), ``TILE_LAB_TEST_CACHE_DIR=off`` turns it off.

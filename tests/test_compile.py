@@ -14,7 +14,6 @@ from tile_lab.compile.disassembly import (
     _ptx_statement_lines,
     cubin_stage_names,
     disassemble_cubin,
-    disassemble_cubin_async,
     elf_section,
     ptx_from_cubin,
     sass_from_cubin,
@@ -24,6 +23,7 @@ from tile_lab.compile.pipeline import (
     clear_caches,
     compile_kernel,
     cutile_stage,
+    machine_code_work,
     parse_remarks,
     run_tileiras,
 )
@@ -242,7 +242,8 @@ def test_tileiras_and_sass(vadd_front):
 def test_one_nvdisasm_run_gives_the_eager_sass_and_ptx(vadd_front):
     cubin, _ = run_tileiras(vadd_front.bytecode, "sm_90")
     clear_caches()
-    both = disassemble_cubin_async(cubin, "sm_90", filename=K.__file__).result(timeout=300)
+    both = machine_code_work(lambda: disassemble_cubin(cubin, "sm_90", filename=K.__file__)
+                             ).result(timeout=300)
     assert tuple(both) == cubin_stage_names(cubin) == ("ptx", "sass")
     assert both["sass"] == sass_from_cubin(cubin, "sm_90", filename=K.__file__)
     assert both["ptx"] == ptx_from_cubin(cubin, "sm_90", filename=K.__file__)
@@ -256,7 +257,7 @@ def test_nvdisasm_failure_comes_out_of_the_future():
     with pytest.raises(ToolchainError, match="disassembling the sm_90 cubin") as eager:
         sass_from_cubin(junk, "sm_90")
     with pytest.raises(ToolchainError) as lazy:
-        disassemble_cubin_async(junk, "sm_90").result(timeout=300)
+        machine_code_work(lambda: disassemble_cubin(junk, "sm_90")).result(timeout=300)
     assert lazy.value.message == eager.value.message  # no temporary path in either
     assert "kernel.cubin is an invalid ELF file" in eager.value.message
 

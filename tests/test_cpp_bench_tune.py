@@ -82,13 +82,13 @@ def _no_gpu() -> bool:
 
 # ---- tuning on the CPU (real compiles, fake timing) -----------------------------------------
 def test_tune_cpp_compiles_each_config_with_its_defines_and_finds_the_best(monkeypatch):
-    from tile_lab.compile import disassembly
+    from tile_lab.compile import disassembly, pipeline
     from tile_lab.cpp.build import _inspect_cached
 
     _inspect_cached.cache_clear()  # compiled here, not found from an earlier test
     # outside an IPython session nobody reads the configs' SASS: no nvdisasm runs
-    monkeypatch.delenv(disassembly.ENV_WHEN, raising=False)
-    monkeypatch.setattr(disassembly, "_in_ipython", lambda: False)
+    monkeypatch.delenv(pipeline.ENV_WHEN, raising=False)
+    monkeypatch.setattr(pipeline, "_in_ipython", lambda: False)
     disassembled = []
     monkeypatch.setattr(disassembly, "_nvdisasm", lambda *a: disassembled.append(a) or "")
     timer = FakeTimer()

@@ -47,6 +47,17 @@ def test_kernel_introspection():
     assert annotated[0].annotation is ct.Array and annotated[1].annotation is int
 
 
+def test_kernel_facts_carry_the_changed_options_as_plain_data():
+    facts = compat.kernel_facts(K.vector_add, {"num_ctas": ct.ByTarget(sm_100=2, default=1),
+                                              "occupancy": 2})
+    assert facts.name == "vector_add" and [p.name for p in facts.parameters][-1] == "TILE"
+    assert compat.opt_level(facts.options, "sm_90") == 3
+    # a ct.ByTarget as its repr: what an Inspection's hints (JSON) hold
+    assert facts.changed_options == {"num_ctas": "ByTarget(sm_100=2, default=1)",
+                                     "occupancy": 2}
+    assert compat.kernel_facts(K._twice) is None
+
+
 def test_compiler_options_and_hints():
     names = compat.hint_names()
     assert {"num_ctas", "occupancy", "opt_level", "num_worker_warps"} <= set(names)

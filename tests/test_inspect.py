@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tile_lab
-from tile_lab.compile import disassembly
+from tile_lab.compile import disassembly, pipeline
 from tile_lab.compile.artifacts import Inspection
 from tile_lab.errors import CompileError, SignatureError, ToolchainError
 
@@ -281,7 +281,7 @@ def test_static_shapes_and_int64_scalars_follow_the_annotations():
 # -- SASS/PTX are made in the background or when first read ---------------------------------
 
 def test_inspect_returns_before_nvdisasm_finishes(monkeypatch):
-    monkeypatch.setenv(disassembly.ENV_WHEN, "background")
+    monkeypatch.setenv(pipeline.ENV_WHEN, "background")
     real_nvdisasm = disassembly._nvdisasm
     release = threading.Event()
     runs = []
@@ -321,8 +321,8 @@ def test_inspect_returns_before_nvdisasm_finishes(monkeypatch):
 def test_outside_ipython_nvdisasm_runs_only_when_the_sass_is_read(monkeypatch):
     """A script (or a tuner) that reads no SASS runs no nvdisasm; the first read runs it
     once, in the reading thread, and gives the same stages as the eager functions."""
-    monkeypatch.delenv(disassembly.ENV_WHEN, raising=False)
-    monkeypatch.setattr(disassembly, "_in_ipython", lambda: False)
+    monkeypatch.delenv(pipeline.ENV_WHEN, raising=False)
+    monkeypatch.setattr(pipeline, "_in_ipython", lambda: False)
     real_nvdisasm = disassembly._nvdisasm
     runs = []
 
@@ -352,25 +352,25 @@ def test_outside_ipython_nvdisasm_runs_only_when_the_sass_is_read(monkeypatch):
 def test_in_an_ipython_session_nvdisasm_starts_with_the_compile(monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
 
-    monkeypatch.delenv(disassembly.ENV_WHEN, raising=False)
+    monkeypatch.delenv(pipeline.ENV_WHEN, raising=False)
     had_shell = InteractiveShell.initialized()
-    assert disassembly.when_machine_code() == ("background" if had_shell else "on-read")
+    assert pipeline.when_machine_code() == ("background" if had_shell else "on-read")
     InteractiveShell.instance()
     try:
-        assert disassembly.when_machine_code() == "background"
+        assert pipeline.when_machine_code() == "background"
     finally:
         if not had_shell:
             InteractiveShell.clear_instance()
-    monkeypatch.setenv(disassembly.ENV_WHEN, "on-read")
-    assert disassembly.when_machine_code() == "on-read"
-    monkeypatch.setenv(disassembly.ENV_WHEN, "soon")
+    monkeypatch.setenv(pipeline.ENV_WHEN, "on-read")
+    assert pipeline.when_machine_code() == "on-read"
+    monkeypatch.setenv(pipeline.ENV_WHEN, "soon")
     with pytest.raises(tile_lab.TileLabError, match=r"TILE_LAB_SASS='soon': use background"):
         tile_lab.inspect(K.vector_add, CASES["vector_add"][1], arch="sm_80")
 
 
 @pytest.mark.parametrize("when", ["background", "on-read"])
 def test_nvdisasm_failure_surfaces_when_sass_is_read(monkeypatch, when):
-    monkeypatch.setenv(disassembly.ENV_WHEN, when)
+    monkeypatch.setenv(pipeline.ENV_WHEN, when)
     def failing_nvdisasm(cubin, arch):
         raise ToolchainError(f"disassembling the {arch} cubin: nvdisasm crashed")
 

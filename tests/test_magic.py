@@ -183,9 +183,9 @@ def test_tileiras_failure(shell, capsys, monkeypatch):
     """A tileiras failure, simulated: the real tileiras is replaced by a run that fails
     with tileiras' error format naming cell line 8 (no small real kernel makes tileiras
     fail reliably). What is tested is how the magic reports it, not tileiras."""
-    import tile_lab.compile.tool_cache as tool_cache
+    import tile_lab.compile.toolchain as toolchain
 
-    real_run_tool = tool_cache.run_tool
+    real_run_tool = toolchain.run_tool
     marker = "tileiras_failure_marker"
 
     def fake_run_tool(name, args, **kw):
@@ -198,7 +198,7 @@ def test_tileiras_failure(shell, capsys, monkeypatch):
         stderr = f'loc("{cellfile}":8:5): error: failed to legalize operation\n'
         return subprocess.CompletedProcess(["tileiras"], 1, b"", stderr.encode())
 
-    monkeypatch.setattr(tool_cache, "run_tool", fake_run_tool)
+    monkeypatch.setattr(toolchain, "run_tool", fake_run_tool)
     cell = "%%tile " + SIG3 + f"\n# {marker}\n" + VADD.replace("vadd", "vadd_tf")
     err, out = run_failing(shell, capsys, cell)
     assert isinstance(err, CompileError) and err.location.line == 8

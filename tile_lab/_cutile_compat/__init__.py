@@ -167,7 +167,8 @@ class KernelFacts:
     """What tile_lab compiles a ``@ct.kernel`` from, gathered from cuTile in one call
     (:func:`kernel_facts`): its Python function, its parameters as cuTile's annotation
     parser sees them, its compiler options with the hints applied, and those options that
-    differ from cuTile's defaults (a plain dict)."""
+    differ from cuTile's defaults as plain data (an int as it is, a ``ct.ByTarget`` as its
+    repr: what JSON holds, an Inspection's ``hints``)."""
 
     function: FunctionType
     parameters: tuple[ParamInfo, ...]
@@ -185,8 +186,10 @@ def kernel_facts(kernel: Any, hints: dict[str, Any] | None = None) -> KernelFact
     if not is_kernel(kernel):
         return None
     options = compiler_options(kernel, hints)
+    changed = {name: value if isinstance(value, (int, float, str, bool, type(None)))
+               else repr(value) for name, value in options_as_dict(options).items()}
     return KernelFacts(python_function(kernel), tuple(kernel_parameters(kernel)), options,
-                       options_as_dict(options))
+                       changed)
 
 
 def opt_level(options: Any, arch: str) -> int:

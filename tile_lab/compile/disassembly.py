@@ -4,41 +4,27 @@ One ``nvdisasm -c -g -gp`` run gives the SASS with its source lines (``//## File
 line N``) and, for each instruction, the PTX line it came from; the PTX text is the section
 tileiras embeds with ``--lineinfo`` (``.nv_debug_ptx_txt``), its lines mapped to source
 through the SASS. nvdisasm costs 0.5-1.5 s of CPU for any cubin (its start-up, whatever
-the cubin), so the compiles hand it to :func:`machine_code_work`, which either starts it at
-once on a small background pool (in an IPython session, where the cell's display reads the
-SASS next) or runs it when the SASS is first read (scripts, tuners and test runs that
-compile many kernels and read few SASS texts); ``TILE_LAB_SASS`` chooses. Texts are made
-for display: no temporary path appears in them.
+the cubin), so the pipeline schedules :func:`disassemble_cubin` as its other reading-only
+stages (:func:`~tile_lab.compile.pipeline.machine_code_work`: at once in the background, or
+when the SASS is first read). Texts are made for display: no temporary path appears in them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
 import struct
-import sys
-import threading
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
-from typing import TypeVar
 
-from ..errors import TileLabError, ToolchainError
-from . import tool_cache
+from ..errors import ToolchainError
 from .artifacts import StageText
 from .stage_rows import sass_offset
 from .tileir import is_code_line
-from .toolchain import tool_failure
-
-T = TypeVar("T")
-
-ENV_WHEN = "TILE_LAB_SASS"
-BACKGROUND, ON_READ = "background", "on-read"
+from .toolchain import run_cached, tool_failure
 
 _TOOL_TIMEOUT = 300.0  # seconds, as for the other tools of the pipeline
-_CACHE_SIZE = 64  # memoised by input bytes (and on disk: tool_cache), as the other tools' outputs
+_CACHE_SIZE = 64  # memoised by input bytes (and on disk: run_cached), as the other tools' outputs
 
 
 def clear_cache() -> None:
@@ -60,8 +46,8 @@ def sass_from_cubin(cubin: bytes, arch: str, *, filename: str | None = None) -> 
 def _nvdisasm(cubin: bytes, arch: str) -> str:
     # -g: source lines, -gp: PTX lines (one run: nvdisasm's start-up costs ~0.5 s CPU).
     # Dataflow analysis stays on: without it BRX branch targets go unlabelled.
-    proc = tool_cache.run("nvdisasm", ["-c", "-g", "-gp", "kernel.cubin"],
-                          inputs={"kernel.cubin": cubin}, timeout=_TOOL_TIMEOUT)
+    proc = run_cached("nvdisasm", ["-c", "-g", "-gp", "kernel.cubin"],
+                      inputs={"kernel.cubin": cubin}, timeout=_TOOL_TIMEOUT)
     if proc.returncode != 0:
         # without the temporary directory, the message is the same on every run
         err = tool_failure("nvdisasm", proc).message.replace(proc.workdir + os.sep, "")
@@ -144,111 +130,6 @@ def disassemble_cubin(cubin: bytes, arch: str, *, filename: str | None = None
 def cubin_stage_names(cubin: bytes) -> tuple[str, ...]:
     """The stages ``disassemble_cubin`` makes for ``cubin``, known without disassembling."""
     return ("ptx", "sass") if elf_section(bytes(cubin), PTX_SECTION) else ("sass",)
-
-
-def disassemble_cubin_async(cubin: bytes, arch: str, *, filename: str | None = None
-                            ) -> Future[dict[str, StageText]]:
-    """``disassemble_cubin`` as :func:`machine_code_work` schedules it; its errors come out
-    of ``result()``."""
-    return machine_code_work(lambda: disassemble_cubin(cubin, arch, filename=filename))
-
-
-def when_machine_code() -> str:
-    """When the compiles disassemble: ``"background"`` (start at once, on the background
-    pool) or ``"on-read"`` (when the SASS is first read).
-
-    ``TILE_LAB_SASS`` says which; unset, ``background`` in an IPython session (a notebook's
-    kernel, where the cell's display reads the SASS right after the compile: nvdisasm then
-    overlaps the rest of the cell) and ``on-read`` elsewhere (a script, a tuner, a test run
-    compiles many kernels and reads the SASS of few: ~0.7 s of CPU saved per compile whose
-    SASS nobody reads)."""
-    value = os.environ.get(ENV_WHEN, "").strip().lower()
-    if value in (BACKGROUND, ON_READ):
-        return value
-    if value:
-        raise TileLabError(f"{ENV_WHEN}={value!r}: use {BACKGROUND} (disassemble as soon as "
-                           f"the cubin exists) or {ON_READ} (when the SASS is first read)")
-    return BACKGROUND if _in_ipython() else ON_READ
-
-
-def _in_ipython() -> bool:
-    # IPython is loaded with tile_lab (tile_lab.errors); outside a session get_ipython()
-    # is None. Asked through sys.modules so that this module imports nothing of it.
-    ipython = sys.modules.get("IPython")
-    try:
-        return ipython is not None and ipython.get_ipython() is not None
-    except Exception:  # an IPython too broken to answer is no session to serve
-        return False
-
-
-def machine_code_work(work: Callable[[], T]) -> Future[T]:
-    """A Future of ``work()`` (a disassembly) scheduled as :func:`when_machine_code` says:
-    started now on the background pool, or run by the first ``result()`` in the reading
-    thread."""
-    if when_machine_code() == BACKGROUND:
-        return _background_pool().submit(work)
-    return OnFirstRead(work)
-
-
-class OnFirstRead(Future[T]):
-    """A Future whose work runs in the thread that first asks for its result (``result``
-    or ``exception``); others asking meanwhile wait for it. Cancelled before that, it never
-    runs. ``done()`` is False until then: nothing has been made."""
-
-    def __init__(self, work: Callable[[], T]) -> None:
-        super().__init__()
-        self._work: Callable[[], T] | None = work
-        self._run_lock = threading.Lock()
-
-    def _run_once(self) -> None:
-        with self._run_lock:
-            if self.done() or self._work is None:
-                return
-            try:
-                value = self._work()
-            except Exception as e:  # every reader gets it, as from a pool's Future
-                self._settle(self.set_exception, e)
-            else:
-                self._settle(self.set_result, value)
-            # a KeyboardInterrupt leaves the work pending: the next read runs it again
-
-    def _settle(self, settle: Callable[[object], None], outcome: object) -> None:
-        self._work = None
-        with contextlib.suppress(InvalidStateError):  # cancelled while it ran: no reader
-            settle(outcome)
-
-    def result(self, timeout: float | None = None) -> T:
-        self._run_once()
-        return super().result(timeout)
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        self._run_once()
-        return super().exception(timeout)
-
-
-# One small pool per process: a few disassemblies at once at most (each nvdisasm keeps a
-# core busy), and a forked child must not inherit the parent's pool, whose threads it
-# does not have (submitting to it would wait forever).
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _background_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1),
-                                       thread_name_prefix="tile_lab-nvdisasm")
-        return _pool
-
-
-def _forget_pool_in_child() -> None:
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 def elf_section(image: bytes, name: str) -> bytes | None:

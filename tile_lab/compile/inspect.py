@@ -65,14 +65,13 @@ def inspect_request(req: request.Request) -> Inspection:
         raise CompileError(f"the source of kernel {func.__name__!r} is not available ({e})",
                            hint="define kernels in a .py file or in a %%tile cell; code "
                                 "run with a bare exec() has no source to read") from None
-    hints = _jsonable(prep.facts.changed_options)
     result = compile_kernel(req.kernel, prep.signature.kernel_signature, arch=prep.arch,
                             options=prep.options, filename=filename)
     extra = {} if req.panes is None else {"show": req.panes}
     return Inspection(
         kernel_name=func.__name__, filename=filename, first_line=first_line,
         source="".join(source_lines), arch=prep.arch, signature=prep.signature.display,
-        hints=hints, stages=result.stages,
+        hints=prep.facts.changed_options, stages=result.stages,
         cubin=result.cubin, remarks=result.remarks, versions=_versions(), **extra)
 
 
@@ -191,8 +190,3 @@ def parse_show(show: Sequence[str] | str | None) -> tuple[str, ...] | None:
 
 def _versions() -> dict[str, str]:
     return {"cuda.tile": compat.installed_version(), "tileiras": tool_version("tileiras")}
-
-
-def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
-            for k, v in d.items()}

@@ -14,9 +14,10 @@ SASS and PTX are lazy in ``compile_kernel``: nvdisasm costs 0.5-1.5 s of CPU for
 cubin (more than all of tile_lab's other work), and the API's users that never read them
 (the tuner's "why" view, ``cpp.compare``, panes without SASS/PTX) should not wait for it.
 The Tile IR text (tileirdisasm) is made the same way, so a compile whose Tile IR nobody
-reads (a timing run) needs no tileirdisasm.
-It starts in a background thread the moment the cubin exists (a subprocess, so the GIL
-stays free) and the stages wait for it only when first read (``LazyStages``).
+reads (a timing run) needs no tileirdisasm. :func:`machine_code_work` schedules both: in an
+IPython session it starts each on a small background pool the moment its input exists (a
+subprocess, so the GIL stays free), elsewhere the first read runs it (``TILE_LAB_SASS``
+chooses); the stages wait for it only when first read (``LazyStages``).
 
 PTX: tileiras has no PTX output option (not even under ``--help-hidden``), but with
 ``--lineinfo`` it embeds the PTX it compiled in the cubin (``.nv_debug_ptx_txt``) and
@@ -28,32 +29,40 @@ map carries them) and no temporary path appears in any text.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import _cutile_compat as compat
-from ..errors import CompileError, SignatureError
-from . import tool_cache
+from ..errors import CompileError, SignatureError, TileLabError
 from .artifacts import LazyStages, Remark, StageText
 from .disassembly import clear_cache as _clear_disassembly_cache
-from .disassembly import cubin_stage_names, disassemble_cubin_async, machine_code_work
+from .disassembly import cubin_stage_names, disassemble_cubin
 from .errors import compile_error_from_tile_error, source_location
 from .tileir import clear_cache as _clear_tileir_cache
 from .tileir import disassemble_tileir
+from .toolchain import run_cached
+
+T = TypeVar("T")
 
 _TOOL_TIMEOUT = 300.0  # seconds; big tiles can make tileiras slow
 # Tool outputs are memoised by input bytes: re-running an unchanged cell only pays for
 # cuTile's front end (tens of ms) instead of tileiras + nvdisasm (about a second); in this
-# process (lru_cache) and, for other processes and later sessions, on disk (tool_cache).
+# process (lru_cache) and, for other processes and later sessions, on disk (run_cached).
 _CACHE_SIZE = 64
 
 
 def clear_caches() -> None:
     """Forget this process's memoised tool outputs (the ones on disk stay: benchmarks of
-    cold compiles also set ``TILE_LAB_CACHE_DIR=off``, see :mod:`tile_lab.compile.tool_cache`)."""
+    cold compiles also set ``TILE_LAB_CACHE_DIR=off``, see
+    :func:`tile_lab.compile.toolchain.run_cached`)."""
     _tileiras.cache_clear()
     _clear_tileir_cache()
     _clear_disassembly_cache()
@@ -82,16 +91,120 @@ def compile_kernel(kernel: Any, signature: Any, *, arch: str, options: Any,
     opt = compat.opt_level(options, arch)
     # Tile IR text is for reading, like SASS: tileirdisasm runs as nvdisasm does (at once on
     # the background pool, overlapping tileiras, or when the Tile IR is first read:
-    # disassembly.when_machine_code says which), so a compile nobody reads the Tile IR of (a
-    # timing run, a tuner) needs no tileirdisasm, and its failure fails only that read.
+    # when_machine_code says which), so a compile nobody reads the Tile IR of (a timing
+    # run, a tuner) needs no tileirdisasm, and its failure fails only that read.
     tileir = machine_code_work(lambda: disassemble_tileir(front.bytecode, filename=filename))
     cubin, remarks_yaml = run_tileiras(front.bytecode, arch, opt)
-    machine_code = disassemble_cubin_async(cubin, arch, filename=filename)
+    machine_code = machine_code_work(lambda: disassemble_cubin(cubin, arch, filename=filename))
     names = cubin_stage_names(cubin)
     stages = LazyStages({"cutile": cutile}, names, machine_code, own={"tileir": tileir})
     return CompileResult(symbol=front.symbol, stages=stages,
                          cubin=cubin, bytecode=front.bytecode,
                          remarks=parse_remarks(remarks_yaml, filename))
+
+
+# -- when the texts made only for reading are made (machine_code_work) -------------------
+
+ENV_WHEN = "TILE_LAB_SASS"
+BACKGROUND, ON_READ = "background", "on-read"
+
+
+def when_machine_code() -> str:
+    """When the compiles disassemble: ``"background"`` (start at once, on the background
+    pool) or ``"on-read"`` (when the SASS is first read).
+
+    ``TILE_LAB_SASS`` says which; unset, ``background`` in an IPython session (a notebook's
+    kernel, where the cell's display reads the SASS right after the compile: nvdisasm then
+    overlaps the rest of the cell) and ``on-read`` elsewhere (a script, a tuner, a test run
+    compiles many kernels and reads the SASS of few: ~0.7 s of CPU saved per compile whose
+    SASS nobody reads)."""
+    value = os.environ.get(ENV_WHEN, "").strip().lower()
+    if value in (BACKGROUND, ON_READ):
+        return value
+    if value:
+        raise TileLabError(f"{ENV_WHEN}={value!r}: use {BACKGROUND} (disassemble as soon as "
+                           f"the cubin exists) or {ON_READ} (when the SASS is first read)")
+    return BACKGROUND if _in_ipython() else ON_READ
+
+
+def _in_ipython() -> bool:
+    # IPython is loaded with tile_lab (tile_lab.errors); outside a session get_ipython()
+    # is None. Asked through sys.modules so that this module imports nothing of it.
+    ipython = sys.modules.get("IPython")
+    try:
+        return ipython is not None and ipython.get_ipython() is not None
+    except Exception:  # an IPython too broken to answer is no session to serve
+        return False
+
+
+def machine_code_work(work: Callable[[], T]) -> Future[T]:
+    """A Future of ``work()`` (a disassembly: Tile IR, SASS and PTX, or a C++ kernel's SASS)
+    scheduled as :func:`when_machine_code` says: started now on the background pool, or run
+    by the first ``result()`` in the reading thread; its errors come out of ``result()``."""
+    if when_machine_code() == BACKGROUND:
+        return _background_pool().submit(work)
+    return OnFirstRead(work)
+
+
+class OnFirstRead(Future[T]):
+    """A Future whose work runs in the thread that first asks for its result (``result``
+    or ``exception``); others asking meanwhile wait for it. Cancelled before that, it never
+    runs. ``done()`` is False until then: nothing has been made."""
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        super().__init__()
+        self._work: Callable[[], T] | None = work
+        self._run_lock = threading.Lock()
+
+    def _run_once(self) -> None:
+        with self._run_lock:
+            if self.done() or self._work is None:
+                return
+            try:
+                value = self._work()
+            except Exception as e:  # every reader gets it, as from a pool's Future
+                self._settle(self.set_exception, e)
+            else:
+                self._settle(self.set_result, value)
+            # a KeyboardInterrupt leaves the work pending: the next read runs it again
+
+    def _settle(self, settle: Callable[[object], None], outcome: object) -> None:
+        self._work = None
+        with contextlib.suppress(InvalidStateError):  # cancelled while it ran: no reader
+            settle(outcome)
+
+    def result(self, timeout: float | None = None) -> T:
+        self._run_once()
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._run_once()
+        return super().exception(timeout)
+
+
+# One small pool per process: a few disassemblies at once at most (each nvdisasm keeps a
+# core busy), and a forked child must not inherit the parent's pool, whose threads it
+# does not have (submitting to it would wait forever).
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _background_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1),
+                                       thread_name_prefix="tile_lab-nvdisasm")
+        return _pool
+
+
+def _forget_pool_in_child() -> None:
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 # -- stage 1: the cuTile front end ----------------------------------------------------
@@ -160,9 +273,9 @@ def tileiras_args(src: str, out: str, remarks: str, arch: str, opt_level: int) -
 def _tileiras(bytecode: bytes, arch: str, opt_level: int) -> tuple[bytes, str]:
     src, out, remarks = "kernel.tileirbc", "kernel.cubin", "remarks.yaml"
     # tileiras runs ptxas for its last step: a new ptxas is a new cache key too
-    proc = tool_cache.run("tileiras", tileiras_args(src, out, remarks, arch, opt_level),
-                          inputs={src: bytecode}, outputs=(out, remarks), also=("ptxas",),
-                          timeout=_TOOL_TIMEOUT)
+    proc = run_cached("tileiras", tileiras_args(src, out, remarks, arch, opt_level),
+                      inputs={src: bytecode}, outputs=(out, remarks), also=("ptxas",),
+                      timeout=_TOOL_TIMEOUT)
     if proc.returncode != 0:
         stderr = proc.stderr.decode("utf-8", "replace").replace(proc.workdir + os.sep, "")
         message, where = compat.parse_tileiras_stderr(stderr)

@@ -4,7 +4,7 @@ bytecode cuTile's front end made, with each op's source line.
 ``tileirdisasm -g`` prints the MLIR with ``loc(...)`` suffixes and a ``#loc`` alias table
 (absolute paths); :func:`tileir_stage` keeps the text and turns the locations into the line
 map. The text is for reading only, so the pipeline schedules :func:`disassemble_tileir` as
-it schedules nvdisasm (:func:`~tile_lab.compile.disassembly.machine_code_work`): a compile
+it schedules nvdisasm (:func:`~tile_lab.compile.pipeline.machine_code_work`): a compile
 whose Tile IR nobody reads (a timing run, a tuner) needs no tileirdisasm. Triton's IRs are
 MLIR with the same locations, so ``triton/build.py`` reads them with :func:`tileir_stage` too.
 :func:`is_code_line` (which source lines a line map may name) serves the SASS's map as well.
@@ -17,14 +17,13 @@ import linecache
 import re
 from collections.abc import Iterable
 
-from . import tool_cache
 from .artifacts import StageText
-from .toolchain import tool_failure
+from .toolchain import run_cached, tool_failure
 
 __all__ = ["clear_cache", "disassemble_tileir", "is_code_line", "tileir_stage"]
 
 _TOOL_TIMEOUT = 300.0  # seconds, as for the other tools of the pipeline
-_CACHE_SIZE = 64  # memoised by input bytes (and on disk: tool_cache), as the other tools' outputs
+_CACHE_SIZE = 64  # memoised by input bytes (and on disk: run_cached), as the other tools' outputs
 
 
 def clear_cache() -> None:
@@ -43,8 +42,8 @@ def disassemble_tileir(bytecode: bytes, *, filename: str | None = None) -> Stage
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _tileirdisasm(bytecode: bytes) -> str:
-    proc = tool_cache.run("tileirdisasm", ["-g", "kernel.tileirbc"],
-                          inputs={"kernel.tileirbc": bytecode}, timeout=_TOOL_TIMEOUT)
+    proc = run_cached("tileirdisasm", ["-g", "kernel.tileirbc"],
+                      inputs={"kernel.tileirbc": bytecode}, timeout=_TOOL_TIMEOUT)
     if proc.returncode != 0:
         raise tool_failure("tileirdisasm", proc)
     return proc.stdout.decode("utf-8", "replace")

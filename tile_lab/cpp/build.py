@@ -77,7 +77,7 @@ class _Paths:
     def scrub(self, text: str) -> str:
         """Temporary and install paths replaced: the same text on every machine and run."""
         text = text.replace(str(self.source), self.filename)
-        # nvcc runs on the role name (tool_cache): its messages say "kernel.cu(11): error"
+        # nvcc runs on the role name (run_cached): its messages say "kernel.cu(11): error"
         text = _BARE_SOURCE.sub(lambda _m: self.filename, text)
         for inc in self.include_dirs:
             text = text.replace(inc, "<cuda>/include")
@@ -91,7 +91,7 @@ def _run_nvcc(source: str, arch: str, defines: tuple[str, ...], includes: tuple[
     The run (or an earlier one's output, from the disk cache) happened in ``paths.tmpdir``:
     nvcc writes that folder into the bytecode's locations, so line maps and scrubbing use it.
     """
-    from ..compile import tool_cache
+    from ..compile.toolchain import run_cached
 
     args = ["-std=c++20", "-enable-tile", "-tilebc", f"-arch={arch}", "-lineinfo", *defines,
             *(f"-I{d}" for d in includes), DEFAULT_FILENAME, "-o", "kernel.tilebc"]
@@ -101,8 +101,8 @@ def _run_nvcc(source: str, arch: str, defines: tuple[str, ...], includes: tuple[
     if extra is not None and host:
         st = os.stat(host)
         extra += f"host:{os.path.realpath(host)}:{st.st_size}:{st.st_mtime_ns}".encode()
-    proc = tool_cache.run("nvcc", args, inputs={DEFAULT_FILENAME: source.encode()},
-                          outputs=("kernel.tilebc",), timeout=_NVCC_TIMEOUT, extra=extra)
+    proc = run_cached("nvcc", args, inputs={DEFAULT_FILENAME: source.encode()},
+                      outputs=("kernel.tilebc",), timeout=_NVCC_TIMEOUT, extra=extra)
     paths = _Paths(Path(proc.workdir), filename)
     if proc.returncode == 0 and "kernel.tilebc" in proc.files:
         return proc.files["kernel.tilebc"], paths
@@ -160,8 +160,8 @@ def _scrubbed(stage: StageText, paths: _Paths) -> StageText:
 @functools.lru_cache(maxsize=64)
 def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str, ...],
                     includes: tuple[str, ...], filename: str) -> Inspection:
-    from ..compile.disassembly import machine_code_work, sass_from_cubin
-    from ..compile.pipeline import parse_remarks
+    from ..compile.disassembly import sass_from_cubin
+    from ..compile.pipeline import machine_code_work, parse_remarks
     from ..compile.tileir import disassemble_tileir
     from ..compile.toolchain import tool_version
 
@@ -184,7 +184,7 @@ def _inspect_cached(source: str, kernel_name: str, arch: str, defines: tuple[str
     params = src.kernel_parameter_text(source, kernel_name) or ""
     signature = ", ".join([params, *defines]) if defines else params
     # nvdisasm (~0.7 s of CPU) now or when the SASS is first read: a tuner compiling many
-    # configs reads none of it (disassembly.when_machine_code)
+    # configs reads none of it (pipeline.when_machine_code)
     machine_code = machine_code_work(
         lambda: {"sass": _scrubbed(sass_from_cubin(cubin, arch, filename=user_file), paths)})
     return Inspection(

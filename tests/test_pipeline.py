@@ -1,5 +1,5 @@
-"""tile_lab.compile.disassembly's scheduling of nvdisasm: ``OnFirstRead``, the Future whose
-work waits for its first reader (the SASS of a compile outside an IPython session)."""
+"""tile_lab.compile.pipeline's scheduling of the disassemblies: ``OnFirstRead``, the Future
+whose work waits for its first reader (the SASS of a compile outside an IPython session)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from concurrent.futures import CancelledError
 
 import pytest
 
-from tile_lab.compile.disassembly import OnFirstRead
+from tile_lab.compile.pipeline import OnFirstRead
 
 
 def test_the_work_runs_once_on_the_first_read_and_every_reader_gets_its_value():
