@@ -1,4 +1,5 @@
-"""tile_lab.emulate / trace / sanitize / launch (tile_lab/api.py): each builds one frozen
+"""tile_lab.emulate / trace / sanitize / launch / crosscheck / profile (tile_lab/api.py): each
+builds one frozen
 Request carrying its options and hands it to the core function of its mode, the one the
 magic's --emulate & co. reach too. What the engines do is tested in their own modules."""
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 
+import cuda.tile as ct
 import numpy as np
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -14,14 +16,21 @@ from shared_kernels import vadd_cell
 import tile_lab
 from tile_lab import _run, api
 from tile_lab.errors import EmulationError, TileLabError
-from tile_lab.request import EmulateOptions, LaunchOptions, Request, SanitizeOptions
+from tile_lab.request import (
+    CrossCheckRun,
+    EmulateOptions,
+    LaunchOptions,
+    ProfileOptions,
+    Request,
+    SanitizeOptions,
+)
 
 
 @pytest.fixture
 def core(monkeypatch):
     """The requests the core's per-mode functions receive, by mode (their engines not run)."""
     got: list[tuple[str, Request]] = []
-    for mode in ("emulate", "trace", "sanitize", "launch"):
+    for mode in ("emulate", "trace", "sanitize", "launch", "crosscheck", "profile"):
         def record(req, mode=mode):
             got.append((mode, req))
             return f"{mode.upper()} RESULT"
@@ -30,7 +39,7 @@ def core(monkeypatch):
 
 
 def test_the_public_names_are_the_api_modules():
-    for name in ("emulate", "trace", "sanitize", "launch"):
+    for name in ("emulate", "trace", "sanitize", "launch", "crosscheck", "profile"):
         assert getattr(tile_lab, name) is getattr(api, name)
 
 
@@ -115,3 +124,58 @@ def test_the_magic_and_the_api_reach_the_same_core_function(core, mode):
     assert m_cell == m_api == mode
     assert from_cell.kernel is from_api.kernel and from_cell.grid == from_api.grid == (4,)
     assert from_cell.mode == from_api.mode == mode
+
+
+def test_crosscheck_and_profile_build_one_request_with_their_options(core):
+    kernel, options, gpu = object(), object(), object()
+    assert tile_lab.crosscheck(kernel, (2,), [1], options=options, gpu=gpu) == \
+        "CROSSCHECK RESULT"
+    assert tile_lab.profile(kernel, (2,), [1], hints={"occupancy": 2}, timeout_s=30.0,
+                            plans=["a", "b"], keep_report="/r") == "PROFILE RESULT"
+    (m1, cc), (m2, pr) = core
+    assert (m1, cc.mode, m2, pr.mode) == ("crosscheck", "crosscheck", "profile", "profile")
+    assert cc.grid == (2,) and cc.args == (1,) and cc.crosscheck == CrossCheckRun(options, gpu)
+    assert dict(pr.hints) == {"occupancy": 2}
+    assert pr.profile == ProfileOptions(timeout_s=30.0, plans=("a", "b"), keep_report="/r")
+
+
+def test_crosscheck_and_profile_engines_receive_the_requests_pieces(monkeypatch):
+    import tile_lab.crosschecking
+    import tile_lab.profiling
+    from tile_lab.profiling import ncu
+
+    calls = []
+    monkeypatch.setattr(tile_lab.crosschecking, "crosscheck_kernel",
+                        lambda *a, **kw: calls.append(("crosscheck", a, kw)))
+    monkeypatch.setattr(tile_lab.profiling, "profile_kernel",
+                        lambda *a, **kw: calls.append(("profile", a, kw)))
+    kernel, gpu = object(), object()
+    tile_lab.crosscheck(kernel, (2,), [1], gpu=gpu)
+    tile_lab.profile(kernel, (2,), [1])
+    assert calls[0] == ("crosscheck", (kernel, (2,), (1,)), {"options": None, "gpu": gpu})
+    assert calls[1] == ("profile", (kernel, (2,), (1,)),
+                        {"hints": None, "timeout_s": 600.0, "keep_report": None})
+    # without a GPU side of its own, crosscheck's is CuPy's, given the request's hints
+    calls.clear()
+    _run.crosscheck_request(Request(kernel, (1,), grid=(2,), hints="occupancy=2",
+                                    mode="crosscheck"))
+    side = calls[0][2]["gpu"]
+    assert isinstance(side, tile_lab.crosschecking.CupyGpu) and side.hints == {"occupancy": 2}
+    assert ncu.PLANS  # profile_kernel's own default plans apply when the request names none
+
+
+@ct.kernel
+def add_tiles(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(c, (bid,), ct.load(a, (bid,), (TILE,)) + ct.load(b, (bid,), (TILE,)))
+
+
+def test_a_crosscheck_through_the_request_compares_a_scripted_gpu_on_the_cpu():
+    from crosscheck_fakes import ScriptedGpu
+
+    a = np.arange(512, dtype=np.float32)
+    b, c = a * 2, np.zeros_like(a)
+    gpu = ScriptedGpu()
+    result = tile_lab.crosscheck(add_tiles, (4,), (a, b, c, 128), gpu=gpu)
+    assert gpu.seen is not None and result.ok
+    assert (c == 0).all()  # the caller's arrays are not written

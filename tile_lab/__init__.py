@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "SanitizerReport": ".sanitizer",
     "check_trace": ".sanitizer",
     # GPU vs emulator, tile by tile
-    "crosscheck": ".crosschecking",
+    "crosscheck": ".api",
     "CrossCheck": ".crosschecking",
     "CrossCheckOptions": ".crosschecking",
     # diagrams (trace -> SVG)
@@ -47,7 +47,7 @@ _EXPORTS: dict[str, str] = {
     "load_measurements": ".gpu.measurement",
     "roofline": ".render.plots",
     # GPU: profile (execution under Nsight Compute -> per-line profiles)
-    "profile": ".profiling",
+    "profile": ".api",
     "Profile": ".profiling",
     "load_profile": ".profiling",
     "compare_profiles": ".profiling",

@@ -2,9 +2,9 @@
 
 The ``%%tile`` magic (cuTile, Triton and C++ cells) and the command line build requests and
 call :func:`run`; the request is all it reads. The Python API's ``tile_lab.emulate``,
-``trace``, ``sanitize`` and ``launch`` (``api.py``) build one each and call the function of
-their mode (:func:`emulate_request`, :func:`trace_request`, :func:`sanitize_request`,
-:func:`launch_request`), the one :func:`run` calls for ``--emulate`` and the rest. What a
+``trace``, ``sanitize``, ``launch``, ``crosscheck`` and ``profile`` (``api.py``) build one
+each and call the function of their mode (:func:`emulate_request` ... :func:`profile_request`),
+the one :func:`run` calls for ``--emulate`` and the rest. What a
 request makes (an Inspection, a sanitizer report, a diagram, a crosscheck, a profile view) is
 handed to ``show`` in the order it is made. Each mode calls its engine through the module that
 owns it (imported when the mode is used: a cell that only inspects never imports the GPU
@@ -166,6 +166,29 @@ def launch_request(req: Request) -> None:
                       stream=opts.stream, fallback=opts.fallback, timeout=opts.timeout)
 
 
+def crosscheck_request(req: Request) -> Any:
+    """The GPU-vs-emulator comparison of ``req`` (``req.crosscheck``'s options and GPU side;
+    by default CuPy's, with ``req.hints``): ``tile_lab.crosscheck``, and ``--crosscheck``."""
+    from . import crosschecking
+
+    run = req.crosscheck
+    gpu = run.gpu if run.gpu is not None else crosschecking.CupyGpu(hints=_hints(req))
+    return crosschecking.crosscheck_kernel(req.kernel, req.grid, req.args, options=run.options,
+                                           gpu=gpu)
+
+
+def profile_request(req: Request) -> Any:
+    """One launch of ``req`` profiled under Nsight Compute (``req.hints``, ``req.profile``'s
+    time limit, plans and report folder): ``tile_lab.profile``, and ``--profile``."""
+    from . import profiling
+
+    opts = req.profile
+    plans = {} if opts.plans is None else {"plans": opts.plans}
+    return profiling.profile_kernel(req.kernel, req.grid, req.args, hints=_hints(req),
+                                    timeout_s=opts.timeout_s, keep_report=opts.keep_report,
+                                    **plans)
+
+
 # -- what run() shows of each mode (the order of output is MODES') --------------------------
 
 def _sanitize(req: Request, show: Show) -> None:
@@ -195,17 +218,12 @@ def _launch(req: Request, show: Show) -> None:
 def _crosscheck(req: Request, show: Show) -> None:
     from IPython.display import display
 
-    from . import crosschecking
-
     # displayed, not handed to show: --export has never written a crosscheck's verdict
-    display(crosschecking.crosscheck(req.kernel, req.grid, req.args,
-                                     gpu=crosschecking.CupyGpu(hints=_hints(req))))
+    display(crosscheck_request(req))
 
 
 def _profile(req: Request, show: Show) -> None:
-    from . import profiling
-
-    prof = profiling.profile(req.kernel, req.grid, req.args, hints=_hints(req))
+    prof = profile_request(req)
     show(prof.view(inspect_request(replace(req, arch=prof.arch, mode=None, partition=False,
                                            panes=("source", "tileir", "sass")))))
 

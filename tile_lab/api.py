@@ -1,26 +1,38 @@
-"""The Python API that runs a kernel: ``tile_lab.emulate``, ``trace``, ``sanitize`` and
-``launch``.
+"""The Python API that runs a kernel: ``tile_lab.emulate``, ``trace``, ``sanitize``,
+``launch``, ``crosscheck`` and ``profile``.
 
 Each builds one frozen :class:`~tile_lab.request.Request` (its options typed and checked there:
 :class:`~tile_lab.request.EmulateOptions`, :class:`~tile_lab.request.SanitizeOptions`,
 :class:`~tile_lab.request.LaunchOptions`) and hands it to the core (``_run.py``), the same
-function per mode that the ``%%tile`` magic's ``--emulate``, ``--trace``, ``--sanitize`` and
-``--launch`` reach. The core and the engines (the emulator, the sanitizer, the GPU launcher)
-are imported when a function is called, so reading these names imports none of them.
+function per mode that the ``%%tile`` magic's ``--emulate``, ``--trace``, ``--sanitize``,
+``--launch``, ``--crosscheck`` and ``--profile`` reach. The core and the engines (the
+emulator, the sanitizer, the GPU launcher, the crosscheck, the profiler) are imported when a
+function is called, so reading these names imports none of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .request import EmulateOptions, LaunchOptions, Request, SanitizeOptions
+from .request import (
+    CrossCheckRun,
+    EmulateOptions,
+    LaunchOptions,
+    ProfileOptions,
+    Request,
+    SanitizeOptions,
+)
 
 if TYPE_CHECKING:
+    import os
+
+    from .crosschecking import CrossCheck, CrossCheckOptions, GpuSide
+    from .profiling import Profile
     from .sanitizer.report import SanitizerReport
     from .tracing.trace import Trace
 
-__all__ = ["emulate", "launch", "sanitize", "trace"]
+__all__ = ["crosscheck", "emulate", "launch", "profile", "sanitize", "trace"]
 
 
 def emulate(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
@@ -101,3 +113,46 @@ def launch(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any]
     launch_request(Request(kernel, args, grid=grid, hints=hints, mode="launch",
                            launch=LaunchOptions(isolate=isolate, stream=stream,
                                                 fallback=fallback, timeout=timeout)))
+
+
+def crosscheck(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
+               options: CrossCheckOptions | None = None,
+               gpu: GpuSide | None = None) -> CrossCheck:
+    """Run ``kernel`` over ``grid`` on the GPU and on the CPU emulator from identical copies
+    of ``args`` (yours are not written) and compare every output array tile by tile.
+
+    Returns a :class:`~tile_lab.crosschecking.result.CrossCheck`: per tile the blocks and source
+    line that wrote it, max abs / ULP error, NaN and Inf placement, and a class for every
+    difference — lanes the emulator marks undetermined, differences by design (approximate
+    math, flush-to-zero, rounding modes, summation order: the op's line and mode), or a real
+    mismatch (an emulator bug). ``gpu``: the GPU side (default :class:`CupyGpu`). Without a
+    usable GPU: :class:`~tile_lab.errors.NoGPUError` saying what is missing.
+    """
+    from ._run import crosscheck_request
+
+    return crosscheck_request(Request(kernel, args, grid=grid, mode="crosscheck",
+                                      crosscheck=CrossCheckRun(options=options, gpu=gpu)))
+
+
+def profile(kernel: Any, grid: Any, args: Sequence[Any], *,
+            hints: Mapping[str, Any] | None = None, timeout_s: float = 600.0,
+            plans: Sequence[Any] | None = None,
+            keep_report: str | os.PathLike | None = None) -> Profile:
+    """Profile one launch of ``kernel`` on ``grid`` with ``args`` under Nsight Compute.
+
+    Returns per SASS instruction the warp-stall samples by reason and the executed count,
+    joined with tile_lab's SASS line map, plus duration, registers, spills, shared memory,
+    occupancy and provenance. Raises :class:`~tile_lab.errors.ProfilerUnavailable` when
+    ``ncu`` is missing or may not read the counters, :class:`~tile_lab.errors.NoGPUError`
+    without a GPU. The arrays in ``args`` are copied; the caller's are not written.
+
+    ``plans`` are tried in order; a later one runs only when the launch fails under the
+    earlier (``Profile.collection`` records which plan gave the data and what failed).
+    ``keep_report``: a folder to keep the Nsight Compute report (``profile.ncu-rep``, for
+    the Nsight Compute GUI) and its CSV exports in.
+    """
+    from ._run import profile_request
+
+    return profile_request(Request(kernel, args, grid=grid, hints=hints, mode="profile",
+                                   profile=ProfileOptions(timeout_s=timeout_s, plans=plans,
+                                                          keep_report=keep_report)))

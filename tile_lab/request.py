@@ -20,9 +20,9 @@ from typing import Any
 from .compile.artifacts import STAGES
 from .errors import EmulationError, TileLabError
 
-__all__ = ["FALLBACKS", "MODES", "PADDINGS", "PANES", "CppSource", "EmulateOptions",
-           "LaunchOptions", "Request", "RunSettings", "SanitizeOptions", "parse_show",
-           "spec_fields"]
+__all__ = ["FALLBACKS", "MODES", "PADDINGS", "PANES", "CppSource", "CrossCheckRun",
+           "EmulateOptions", "LaunchOptions", "ProfileOptions", "Request", "RunSettings",
+           "SanitizeOptions", "parse_show", "spec_fields"]
 
 # how a kernel can run, in the order their output appears (a sanitizer report comes before
 # the partition diagram, which a trace draws)
@@ -114,6 +114,31 @@ class LaunchOptions:
 
 
 @dataclass(frozen=True)
+class CrossCheckRun:
+    """How ``crosscheck`` runs: its comparison options (a
+    :class:`~tile_lab.crosschecking.CrossCheckOptions`; None: the defaults) and its GPU side
+    (a :class:`~tile_lab.crosschecking.run.GpuSide`; None: CuPy's, with the request's hints)."""
+
+    options: Any = None
+    gpu: Any = None
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """How ``profile`` runs Nsight Compute: the time limit of the profiled launch
+    (``timeout_s``), the collection plans tried in order (None: ``profiling.ncu.PLANS``) and
+    a folder to keep the report in (``keep_report``; None: none kept)."""
+
+    timeout_s: float = 600.0
+    plans: tuple[Any, ...] | None = None
+    keep_report: Any = None
+
+    def __post_init__(self) -> None:
+        if self.plans is not None and not isinstance(self.plans, tuple):
+            object.__setattr__(self, "plans", tuple(self.plans))
+
+
+@dataclass(frozen=True)
 class Request:
     """One kernel, and what to do with it.
 
@@ -122,8 +147,9 @@ class Request:
     string ``sig``, and show ``panes``; None: every pane). Otherwise run it on ``grid`` with
     ``args`` in ``mode`` (one of :data:`MODES`); ``partition`` also traces it and draws the
     diagram. ``hints`` are kernel hints on top of the kernel's own (a mapping, kept as a
-    read-only copy, or ``"num_ctas=2,occupancy=4"``). ``emulate``, ``sanitize`` and
-    ``launch`` carry the options of the modes of those names (``emulate`` also trace's).
+    read-only copy, or ``"num_ctas=2,occupancy=4"``). ``emulate``, ``sanitize``,
+    ``launch``, ``crosscheck`` and ``profile`` carry the options of the modes of those names
+    (``emulate`` also trace's).
     """
 
     kernel: Any
@@ -139,6 +165,8 @@ class Request:
     emulate: EmulateOptions = field(default_factory=EmulateOptions)
     sanitize: SanitizeOptions = field(default_factory=SanitizeOptions)
     launch: LaunchOptions = field(default_factory=LaunchOptions)
+    crosscheck: CrossCheckRun = field(default_factory=CrossCheckRun)
+    profile: ProfileOptions = field(default_factory=ProfileOptions)
 
     def __post_init__(self) -> None:
         if self.mode is not None and self.mode not in MODES:

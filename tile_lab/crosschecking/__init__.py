@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from .budget import Budget
 from .result import CrossCheck, Hazard, OutputComparison, TileComparison
-from .run import CrossCheckOptions, CupyGpu, GpuSide, crosscheck, gpu_requirements
+from .run import CrossCheckOptions, CupyGpu, GpuSide, crosscheck_kernel, gpu_requirements
 from .sites import DesignSite, design_sites
 
 __all__ = ["Budget", "CrossCheck", "CrossCheckOptions", "CupyGpu", "DesignSite", "GpuSide",
-           "Hazard", "OutputComparison", "TileComparison", "crosscheck", "design_sites",
+           "Hazard", "OutputComparison", "TileComparison", "crosscheck_kernel", "design_sites",
            "gpu_requirements"]

@@ -102,19 +102,11 @@ def gpu_requirements() -> list[str]:
     return []
 
 
-def crosscheck(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
+def crosscheck_kernel(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
                options: CrossCheckOptions | None = None,
                gpu: GpuSide | None = None) -> CrossCheck:
-    """Run ``kernel`` over ``grid`` on the GPU and on the CPU emulator from identical copies
-    of ``args`` (yours are not written) and compare every output array tile by tile.
-
-    Returns a :class:`~tile_lab.crosschecking.result.CrossCheck`: per tile the blocks and source
-    line that wrote it, max abs / ULP error, NaN and Inf placement, and a class for every
-    difference — lanes the emulator marks undetermined, differences by design (approximate
-    math, flush-to-zero, rounding modes, summation order: the op's line and mode), or a real
-    mismatch (an emulator bug). ``gpu``: the GPU side (default :class:`CupyGpu`). Without a
-    usable GPU: :class:`~tile_lab.errors.NoGPUError` saying what is missing.
-    """
+    """The engine of :func:`tile_lab.crosscheck` (its docstring says what it does), called by
+    the core (``tile_lab._run.crosscheck_request``) with a request's pieces."""
     from ..emulator.runtime import trace_kernel as emulate_trace
 
     opts = options or CrossCheckOptions()

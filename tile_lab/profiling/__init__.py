@@ -6,7 +6,7 @@ recorded one anywhere. Rendering lives in ``tile_lab.render.profile_view``.
 
 from __future__ import annotations
 
-from .api import profile
+from .api import profile_kernel
 from .data import (
     InstructionSample,
     KernelMetrics,
@@ -18,4 +18,4 @@ from .data import (
 from .tuned_configs import profile_tuning
 
 __all__ = ["InstructionSample", "KernelMetrics", "LineProfile", "Profile", "compare_profiles",
-           "load_profile", "profile", "profile_tuning"]
+           "load_profile", "profile_kernel", "profile_tuning"]

@@ -32,23 +32,12 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_S = 600.0
 
 
-def profile(kernel: Any, grid: Any, args: Sequence[Any], *,
+def profile_kernel(kernel: Any, grid: Any, args: Sequence[Any], *,
             hints: Mapping[str, Any] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
             plans: Sequence[ncu.CollectionPlan] = ncu.PLANS,
             keep_report: str | os.PathLike | None = None) -> Profile:
-    """Profile one launch of ``kernel`` on ``grid`` with ``args`` under Nsight Compute.
-
-    Returns per SASS instruction the warp-stall samples by reason and the executed count,
-    joined with tile_lab's SASS line map, plus duration, registers, spills, shared memory,
-    occupancy and provenance. Raises :class:`~tile_lab.errors.ProfilerUnavailable` when
-    ``ncu`` is missing or may not read the counters, :class:`~tile_lab.errors.NoGPUError`
-    without a GPU. The arrays in ``args`` are copied; the caller's are not written.
-
-    ``plans`` are tried in order; a later one runs only when the launch fails under the
-    earlier (``Profile.collection`` records which plan gave the data and what failed).
-    ``keep_report``: a folder to keep the Nsight Compute report (``profile.ncu-rep``, for
-    the Nsight Compute GUI) and its CSV exports in.
-    """
+    """The engine of :func:`tile_lab.profile` (its docstring says what it does), called by the
+    core (``tile_lab._run.profile_request``) with a request's pieces."""
     from ..compile.inspect import inspect
     from ..gpu.device import local_arch, provenance, require_gpu
     from ..gpu.launcher import check_grid, with_hints

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ProfilerError
-from .api import profile
+from .api import profile_kernel
 from .data import compare_profiles
 
 
@@ -29,7 +29,7 @@ def profile_tuning(kernel: Any, result: Any, grid_fn: Callable[[Any], Sequence[i
             raise ProfilerError(f"the tuning result of {result.kernel_name} has no successful "
                                 "config to profile")
         cfg = success.config
-        prof = profile(kernel, grid_fn(cfg), args_fn(cfg), hints=cfg.hints() or None,
+        prof = profile_kernel(kernel, grid_fn(cfg), args_fn(cfg), hints=cfg.hints() or None,
                        **profile_options)
         profiles[f"{name}: {cfg.label()} (tuned {success.time_s * 1e6:,.1f} µs)"] = prof
     return compare_profiles(profiles)
