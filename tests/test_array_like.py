@@ -10,9 +10,15 @@ import pytest
 
 import tile_lab
 from tile_lab.array_like import (
+    DTYPE_CODES,
     ArgumentProblem,
+    ArrayDesc,
+    _numpy_dtype,
     array_info,
     as_launch_args,
+    code_for_numpy_dtype,
+    contiguous_strides,
+    describe_array,
     host_view,
     is_array_like,
     to_host,
@@ -231,3 +237,33 @@ def test_results_copy_back_into_a_torch_tensor_with_a_repeated_axis(monkeypatch)
     host[:] = 5  # the kernel's results
     copy_back[0]()  # torch's x.copy_() refuses: more than one element refers to one location
     np.testing.assert_array_equal(base.numpy().ravel(), [5, 5, 5, 5])
+
+
+@pytest.mark.timeout(60)
+def test_dtype_codes_name_the_same_dtype_in_cutile_and_numpy():
+    """Each short code's cuTile and NumPy dtypes agree in size, so an ArrayDesc's itemsize
+    (from NumPy) is the byte width cuTile compiles for; a code reads back from its dtype."""
+    for code, (ct_name, np_name) in DTYPE_CODES.items():
+        desc = ArrayDesc(code, (4, 8), contiguous_strides((4, 8)), True)
+        assert desc.itemsize == max(1, getattr(ct, ct_name).bitwidth // 8), code
+        assert code_for_numpy_dtype(_numpy_dtype(np_name)) == code
+        assert desc.contiguous and desc.display() == f"{code}[4,8]"
+
+
+@pytest.mark.timeout(60)
+def test_describe_array_reads_strides_in_elements_and_device_alignment():
+    class Device:  # a device array known by its interface alone
+        def __init__(self, ptr):
+            self.__cuda_array_interface__ = {"shape": (2, 64), "typestr": "<f4",
+                                             "data": (ptr, False), "strides": (512, 4),
+                                             "version": 3}
+
+    d = describe_array(Device(0x7F0000000000))
+    assert (d.code, d.shape, d.strides, d.aligned) == ("f32", (2, 64), (128, 1), True)
+    assert not d.contiguous and d.display() == "f32[2,64](strides 128,1)"
+    assert not describe_array(Device(0x7F0000000004)).aligned
+    host = describe_array(np.zeros(10, np.int16)[1:])  # host arrays are copied aligned
+    assert host.aligned and host.code == "i16"
+    assert describe_array(3) is None
+    with pytest.raises(ArgumentProblem, match="complex128"):
+        describe_array(np.zeros(3, np.complex128))

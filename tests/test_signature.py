@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from cuda.tile.compilation import ArrayConstraint, ConstantConstraint, ScalarConstraint
 
+from tile_lab.array_like import describe_array
 from tile_lab.compile.signature import (
     build_signature,
-    describe_array,
+    parse_spec,
     signature_from_args,
     signature_from_spec,
 )
-from tile_lab.compile.signature_spec import parse_spec
 from tile_lab.errors import ArgumentValueError, SignatureError
 
 

@@ -19,20 +19,51 @@ the argument by position and name.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-__all__ = ["ArgumentProblem", "ArrayInfo", "array_info", "as_launch_args", "host_view",
-           "is_array_like", "to_host"]
+__all__ = [
+    "ALIGN_BYTES",
+    "DTYPE_CODES",
+    "ArgumentProblem",
+    "ArrayDesc",
+    "ArrayInfo",
+    "array_info",
+    "as_launch_args",
+    "code_for_numpy_dtype",
+    "contiguous_strides",
+    "describe_array",
+    "host_view",
+    "is_array_like",
+    "to_host",
+]
 
 # NumPy dtype names that have a cuTile dtype (ml_dtypes provides bfloat16 and float8)
 SUPPORTED_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                     "uint64", "float16", "bfloat16", "float32", "float64", "float8_e4m3fn",
                     "float8_e5m2", "float8_e8m0fnu")  # e8m0: ct.mma_scaled's scales
+
+
+# tile_lab's short dtype codes (signatures, spec strings, reproducers)
+# -> (cuTile dtype name, NumPy dtype name)
+DTYPE_CODES: dict[str, tuple[str, str]] = {
+    "bool": ("bool_", "bool"),
+    "i8": ("int8", "int8"), "i16": ("int16", "int16"),
+    "i32": ("int32", "int32"), "i64": ("int64", "int64"),
+    "u8": ("uint8", "uint8"), "u16": ("uint16", "uint16"),
+    "u32": ("uint32", "uint32"), "u64": ("uint64", "uint64"),
+    "f16": ("float16", "float16"), "bf16": ("bfloat16", "bfloat16"),
+    "f32": ("float32", "float32"), "f64": ("float64", "float64"),
+    "f8e4m3": ("float8_e4m3fn", "float8_e4m3fn"), "f8e5m2": ("float8_e5m2", "float8_e5m2"),
+}
+
+
+_CODE_BY_NUMPY_NAME = {np_name: code for code, (_, np_name) in DTYPE_CODES.items()}
+ALIGN_BYTES = 16  # what cuTile's launcher checks base addresses and strides against
 
 
 class ArgumentProblem(ValueError):
@@ -313,3 +344,67 @@ def _dlpack_info(value: Any) -> ArrayInfo:
     ptr = (tensor.data or 0) + tensor.byte_offset
     del capsule  # unconsumed: its destructor returns the producer's reference
     return _checked(dt, shape, strides, device, ptr)
+
+
+# -- describing an array for a signature ------------------------------------------------
+
+@dataclass(frozen=True)
+class ArrayDesc:
+    """What a signature needs to know about one array argument."""
+
+    code: str  # dtype code, e.g. "f32"
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    aligned: bool  # base address divisible by 16 bytes
+
+    @property
+    def itemsize(self) -> int:
+        return _numpy_dtype(DTYPE_CODES[self.code][1]).itemsize
+
+    @property
+    def contiguous(self) -> bool:
+        return self.strides == contiguous_strides(self.shape)
+
+    def display(self) -> str:
+        text = f"{self.code}[{','.join(str(n) for n in self.shape)}]"
+        if not self.contiguous:
+            text += "(strides " + ",".join(str(s) for s in self.strides) + ")"
+        return text
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides, in elements."""
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(out))
+
+
+def code_for_numpy_dtype(dt: Any) -> str | None:
+    dt = np.dtype(dt)
+    code = _CODE_BY_NUMPY_NAME.get(dt.name)
+    if code is None and dt.kind == "V" and dt.itemsize == 2:  # bfloat16 via array interfaces
+        code = "bf16"
+    return code
+
+
+def describe_array(obj: Any) -> ArrayDesc | None:
+    """An ArrayDesc for an array-like example argument, None for anything else.
+
+    Anything :func:`array_info` reads (NumPy, torch, CuPy, ``__cuda_array_interface__``,
+    DLPack) is described from its metadata, never by copying device data. Host arrays are
+    assumed to be copied into a fresh, aligned device buffer before a launch, so their host
+    address does not matter; device arrays report their real alignment.
+    """
+    info = array_info(obj)
+    if info is None:
+        return None
+    code = code_for_numpy_dtype(info.dtype)
+    if code is None:  # array_like accepts only dtypes with a cuTile equivalent
+        raise ArgumentProblem(f"arrays of dtype {info.dtype.name} are not supported by cuTile")
+    strides = (contiguous_strides(info.shape) if info.strides is None
+               else tuple(s // info.dtype.itemsize for s in info.strides))
+    device_ptr = None if info.on_host or info.data_ptr is None else info.data_ptr
+    aligned = True if device_ptr is None else device_ptr % ALIGN_BYTES == 0
+    return ArrayDesc(code, info.shape, strides, aligned)

@@ -11,7 +11,8 @@ any machine from
   ``tile_lab.array_like`` from metadata, without copying), Python/NumPy scalars,
   values for ``ct.Constant`` parameters, lists of arrays; or
 * a spec string such as ``"f32[4096], f32[4096], f32[4096], 128"`` (parsed by
-  :func:`tile_lab.compile.signature_spec.parse_spec`).
+  :func:`parse_spec`: the grammar alone, :class:`SpecItem` by item, which the
+  reproducer also reads to write example arrays).
 
 The assumptions mirror what cuTile's launcher specialises on at launch time: base address
 16-byte aligned, unit strides as constants, strides and extents divisible by 16 (bytes
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,14 +41,136 @@ from cuda.tile.compilation import (
 )
 
 from .. import _cutile_compat as compat
-from ..array_like import ArgumentProblem, array_info, is_array_like
+from ..array_like import (
+    ALIGN_BYTES,
+    DTYPE_CODES,
+    ArgumentProblem,
+    ArrayDesc,
+    code_for_numpy_dtype,
+    contiguous_strides,
+    describe_array,
+    is_array_like,
+)
 from ..errors import ArgumentValueError, SignatureError
-from .signature_spec import DTYPE_CODES, SpecItem, parse_spec
 
-_CODE_BY_NUMPY_NAME = {np_name: code for code, (_, np_name) in DTYPE_CODES.items()}
+# -- the spec string, item by item -----------------------------------------------------
+
+@dataclass(frozen=True)
+class SpecItem:
+    """One comma-separated item of a spec string."""
+
+    text: str  # as written
+    name: str | None  # from "name=..." when given
+    kind: str  # "array" | "scalar" | "value"
+    code: str | None = None  # dtype code for arrays and scalars
+    shape: tuple[int, ...] = ()
+    value: Any = None  # for kind == "value"
+
+
+def _split_top_level(text: str) -> list[str]:
+    items, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    items.append("".join(cur))
+    return items
+
+
+_NAME_PREFIX = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(.*)$", re.S)
+_ARRAY = re.compile(r"^([A-Za-z]\w*)\s*\[(.*)\]$", re.S)
+_INT = re.compile(r"^[+-]?\d[\d_]*$")
+
+
+def _parse_literal(text: str) -> Any:
+    if text in ("True", "False"):
+        return text == "True"
+    if _INT.match(text):
+        return int(text.replace("_", ""))
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if text.startswith("(") and text.endswith(")"):
+        inner = [t.strip() for t in _split_top_level(text[1:-1])]
+        return tuple(_parse_literal(t) for t in inner if t)
+    raise ValueError(text)
+
+
+def parse_spec(spec: str) -> list[SpecItem]:
+    """Parse a signature spec string, item by item.
+
+    Items, separated by top-level commas, each optionally prefixed ``name=``:
+
+    * ``f32[4096]``, ``f16[1024,512]``, ``bf16[M=8192,K=8192]``: a contiguous array
+      (dims may be named for readability);
+    * ``i32``, ``i64``, ``f32``, ``bool``: a runtime scalar of that dtype;
+    * ``128``, ``0.5``, ``True``, ``(64, 64)``: a value: the value of a ``ct.Constant``
+      parameter, or a runtime scalar (int -> i32, float -> f32) for other parameters.
+
+    dtype codes: ``bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 f8e4m3 f8e5m2``.
+    """
+    if not spec.strip():
+        return []
+    out = []
+    for pos, raw in enumerate(_split_top_level(spec), start=1):
+        text = raw.strip()
+        if not text:
+            raise SignatureError(f"signature spec item {pos} is empty (in {spec!r})")
+        name = None
+        m = _NAME_PREFIX.match(text)
+        if m:
+            name, text = m.group(1), m.group(2).strip()
+        out.append(_parse_item(text, name, pos, raw.strip()))
+    return out
+
+
+def _parse_item(text: str, name: str | None, pos: int, raw: str) -> SpecItem:
+    m = _ARRAY.match(text)
+    if m:
+        code = m.group(1)
+        _check_code(code, pos, raw)
+        dims = []
+        for d in (x.strip() for x in m.group(2).split(",")):
+            dm = re.match(r"^(?:[A-Za-z_]\w*\s*=\s*)?([\d_]+)$", d)
+            if not dm:
+                raise SignatureError(
+                    f"signature spec item {pos} ({raw!r}): bad dimension {d!r}; "
+                    "write a size like 4096 or a named size like M=4096")
+            dims.append(int(dm.group(1).replace("_", "")))
+        return SpecItem(raw, name, "array", code=code, shape=tuple(dims))
+    if re.match(r"^[A-Za-z]\w*$", text) and text not in ("True", "False"):
+        _check_code(text, pos, raw)
+        return SpecItem(raw, name, "scalar", code=text)
+    try:
+        value = _parse_literal(text)
+    except ValueError:
+        raise SignatureError(
+            f"signature spec item {pos} ({raw!r}) is neither an array like f32[4096], "
+            "a scalar dtype like i32, nor a value like 128") from None
+    return SpecItem(raw, name, "value", value=value)
+
+
+def _check_code(code: str, pos: int, raw: str) -> None:
+    if code not in DTYPE_CODES:
+        raise SignatureError(f"signature spec item {pos} ({raw!r}): unknown dtype {code!r}; "
+                             f"known dtypes: {' '.join(DTYPE_CODES)}")
+
+
+# -- building signatures ----------------------------------------------------------------
+
+def _ct_dtype(code: str):
+    return getattr(ct, DTYPE_CODES[code][0])
+
+
 _CODE_BY_CT_NAME = {ct_name: code for code, (ct_name, _) in DTYPE_CODES.items()}
 _INT32_MAX = 2**31 - 1
-_ALIGN_BYTES = 16  # what cuTile's launcher checks base addresses and strides against
 
 
 @dataclass(frozen=True)
@@ -55,77 +179,6 @@ class BuiltSignature:
 
     kernel_signature: KernelSignature
     display: str  # e.g. "f32[4096], f32[4096], f32[4096], TILE=128"
-
-
-# -- describing arguments --------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ArrayDesc:
-    """What a signature needs to know about one array argument."""
-
-    code: str  # dtype code, e.g. "f32"
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]  # in elements
-    aligned: bool  # base address divisible by 16 bytes
-
-    @property
-    def itemsize(self) -> int:
-        return max(1, _ct_dtype(self.code).bitwidth // 8)
-
-    @property
-    def contiguous(self) -> bool:
-        return self.strides == contiguous_strides(self.shape)
-
-    def display(self) -> str:
-        text = f"{self.code}[{','.join(str(n) for n in self.shape)}]"
-        if not self.contiguous:
-            text += "(strides " + ",".join(str(s) for s in self.strides) + ")"
-        return text
-
-
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Row-major strides, in elements."""
-    out, step = [], 1
-    for n in reversed(shape):
-        out.append(step)
-        step *= max(int(n), 1)
-    return tuple(reversed(out))
-
-
-def _ct_dtype(code: str):
-    return getattr(ct, DTYPE_CODES[code][0])
-
-
-def _code_for_numpy_dtype(dt: Any) -> str | None:
-    dt = np.dtype(dt)
-    code = _CODE_BY_NUMPY_NAME.get(dt.name)
-    if code is None and dt.kind == "V" and dt.itemsize == 2:  # bfloat16 via array interfaces
-        code = "bf16"
-    return code
-
-
-def describe_array(obj: Any) -> ArrayDesc | None:
-    """An ArrayDesc for an array-like example argument, None for anything else.
-
-    Anything ``tile_lab.array_like`` reads (NumPy, torch, CuPy, ``__cuda_array_interface__``,
-    DLPack) is described from its metadata, never by copying device data. Host arrays are
-    assumed to be copied into a fresh, aligned device buffer before a launch, so their host
-    address does not matter; device arrays report their real alignment.
-    """
-    info = array_info(obj)
-    if info is None:
-        return None
-    code = _code_for_numpy_dtype(info.dtype)
-    if code is None:  # array_like accepts only dtypes with a cuTile equivalent
-        raise _ArgProblem(f"arrays of dtype {info.dtype.name} are not supported by cuTile")
-    strides = (contiguous_strides(info.shape) if info.strides is None
-               else tuple(s // info.dtype.itemsize for s in info.strides))
-    device_ptr = None if info.on_host or info.data_ptr is None else info.data_ptr
-    aligned = True if device_ptr is None else device_ptr % _ALIGN_BYTES == 0
-    return ArrayDesc(code, info.shape, strides, aligned)
-
-
-_ArgProblem = ArgumentProblem  # a problem with one argument; re-raised naming it
 
 
 # -- constraints -----------------------------------------------------------------------
@@ -144,12 +197,12 @@ def array_constraint(desc: ArrayDesc, param: compat.ParamInfo | None = None) -> 
     """The ArrayConstraint cuTile's launcher would derive for an array like ``desc``."""
     ndim = len(desc.shape)
     if any(s < 0 for s in desc.strides):
-        raise _ArgProblem("negative strides are not supported by cuTile")
+        raise ArgumentProblem("negative strides are not supported by cuTile")
     index_dtype = (param.array_index_dtype if param and param.array_index_dtype is not None
                    else ct.int32)
     extent = sum((n - 1) * s for n, s in zip(desc.shape, desc.strides, strict=True) if n > 0)
     if index_dtype == ct.int32 and max([extent, *desc.shape], default=0) > _INT32_MAX:
-        raise _ArgProblem("shape or strides exceed int32; annotate the parameter with "
+        raise ArgumentProblem("shape or strides exceed int32; annotate the parameter with "
                           "ct.ArrayAnnotation(index_dtype=ct.int64)")
     static_shapes = set(_static_dims("static_shape_dims", param, ndim))
     static_strides = set(_static_dims("static_stride_dims", param, ndim))
@@ -161,9 +214,9 @@ def array_constraint(desc: ArrayDesc, param: compat.ParamInfo | None = None) -> 
         stride_constant = tuple(1 if s == 1 else None for s in desc.strides)
     shape_constant = tuple(n if i in static_shapes else None for i, n in enumerate(desc.shape))
     bits = _ct_dtype(desc.code).bitwidth
-    per16 = (_ALIGN_BYTES * 8) // bits if (_ALIGN_BYTES * 8) % bits == 0 else 1
+    per16 = (ALIGN_BYTES * 8) // bits if (ALIGN_BYTES * 8) % bits == 0 else 1
     stride_div = tuple(
-        per16 if (s * bits) % 8 == 0 and (s * bits // 8) % _ALIGN_BYTES == 0 and c is None else 1
+        per16 if (s * bits) % 8 == 0 and (s * bits // 8) % ALIGN_BYTES == 0 and c is None else 1
         for s, c in zip(desc.strides, stride_constant, strict=True))
     shape_div = tuple(16 if n % 16 == 0 and c is None else 1
                       for n, c in zip(desc.shape, shape_constant, strict=True))
@@ -173,7 +226,7 @@ def array_constraint(desc: ArrayDesc, param: compat.ParamInfo | None = None) -> 
         stride_constant=stride_constant,
         shape_constant=shape_constant if any(c is not None for c in shape_constant) else None,
         stride_divisible_by=stride_div, shape_divisible_by=shape_div,
-        base_addr_divisible_by=_ALIGN_BYTES if desc.aligned else 1)
+        base_addr_divisible_by=ALIGN_BYTES if desc.aligned else 1)
 
 
 def _static_dims(field: str, param: compat.ParamInfo | None, ndim: int) -> list[int]:
@@ -194,21 +247,21 @@ def _static_dims(field: str, param: compat.ParamInfo | None, ndim: int) -> list[
 
 def _scalar_constraint(value: Any, param: compat.ParamInfo) -> tuple[ScalarConstraint, str]:
     if isinstance(value, np.generic):
-        code = _code_for_numpy_dtype(value.dtype)
+        code = code_for_numpy_dtype(value.dtype)
         if code is None:
-            raise _ArgProblem(f"scalars of dtype {value.dtype} are not supported")
+            raise ArgumentProblem(f"scalars of dtype {value.dtype} are not supported")
         return ScalarConstraint(_ct_dtype(code)), code
     if isinstance(value, bool):
         return ScalarConstraint(ct.bool_), "bool"
     if isinstance(value, int):
         dtype = param.scalar_dtype or ct.int32
         if dtype == ct.int32 and not -_INT32_MAX - 1 <= value <= _INT32_MAX:
-            raise _ArgProblem(f"{value} does not fit int32; annotate the parameter "
+            raise ArgumentProblem(f"{value} does not fit int32; annotate the parameter "
                               "with ct.ScalarAnnotation(dtype=ct.int64)")
         return ScalarConstraint(dtype), _CODE_BY_CT_NAME[dtype.name]
     if isinstance(value, float):
         return ScalarConstraint(ct.float32), "f32"
-    raise _ArgProblem(f"expected an array or a scalar, got {type(value).__name__}")
+    raise ArgumentProblem(f"expected an array or a scalar, got {type(value).__name__}")
 
 
 def _expected_kind(param: compat.ParamInfo) -> str | None:
@@ -240,17 +293,17 @@ def _arg_constraint(value: Any, param: compat.ParamInfo) -> tuple[Any, str]:
     desc = describe_array(value)
     if param.constant:
         if desc is not None or isinstance(value, list):
-            raise _ArgProblem("the parameter is a ct.Constant: give a value "
+            raise ArgumentProblem("the parameter is a ct.Constant: give a value "
                               f"(e.g. {param.name}=128), not an array")
         v = _constant_value(value)
         return v, f"{param.name}={_format_constant(v)}"
     kind = _expected_kind(param)
     if desc is not None:
         if kind == "scalar":
-            raise _ArgProblem("the parameter is annotated as a scalar but got an array")
+            raise ArgumentProblem("the parameter is annotated as a scalar but got an array")
         return array_constraint(desc, param), desc.display()
     if kind == "array":
-        raise _ArgProblem("expected an array (NumPy, torch, CuPy or DLPack), got "
+        raise ArgumentProblem("expected an array (NumPy, torch, CuPy or DLPack), got "
                           f"{type(value).__name__}")
     if isinstance(value, list):
         return _list_constraint(value, param)
@@ -271,13 +324,13 @@ def _item_param(param: compat.ParamInfo, i: int) -> compat.ParamInfo:
 
 def _list_constraint(values: list, param: compat.ParamInfo) -> tuple[ListConstraint, str]:
     if not values:
-        raise _ArgProblem("an empty list cannot be a kernel argument")
+        raise ArgumentProblem("an empty list cannot be a kernel argument")
     descs = [describe_array(v) for v in values]
     if any(d is None for d in descs):
-        raise _ArgProblem("lists must hold arrays only")
+        raise ArgumentProblem("lists must hold arrays only")
     first = descs[0]
     if any(d.code != first.code or len(d.shape) != len(first.shape) for d in descs):
-        raise _ArgProblem("all arrays in a list must have the same dtype and rank")
+        raise ArgumentProblem("all arrays in a list must have the same dtype and rank")
     # the list's ct.ListAnnotation(element=...) describes every array in it
     element_param = param.element if param.element is not None else param
     constraints = [array_constraint(d, element_param) for d in descs]
@@ -318,25 +371,25 @@ def _agreed_constants(what: str, per_item: list[tuple[int | None, ...] | None]
     return first
 
 
-# -- spec items (tile_lab.compile.signature_spec) as constraints -----------------------------------
+# -- spec items (parse_spec's) as constraints ---------------------------------------------
 
 def _spec_item_constraint(item: SpecItem, param: compat.ParamInfo) -> tuple[Any, str]:
     if item.kind == "value":
         if param.constant:
             return _arg_constraint(item.value, param)
         if _expected_kind(param) == "array":
-            raise _ArgProblem(f"expected an array like f32[1024], got the value {item.text}")
+            raise ArgumentProblem(f"expected an array like f32[1024], got the value {item.text}")
         return _arg_constraint(item.value, param)
     if param.constant:
-        raise _ArgProblem(f"the parameter is a ct.Constant: give its value "
+        raise ArgumentProblem(f"the parameter is a ct.Constant: give its value "
                           f"(e.g. {param.name}=128), not {item.text!r}")
     if item.kind == "scalar":
         if _expected_kind(param) == "array":
-            raise _ArgProblem(f"expected an array like {item.code}[1024], got a scalar")
+            raise ArgumentProblem(f"expected an array like {item.code}[1024], got a scalar")
         return ScalarConstraint(_ct_dtype(item.code)), item.code
     desc = ArrayDesc(item.code, item.shape, contiguous_strides(item.shape), True)
     if _expected_kind(param) == "scalar":
-        raise _ArgProblem("the parameter is annotated as a scalar but got an array")
+        raise ArgumentProblem("the parameter is annotated as a scalar but got an array")
     return array_constraint(desc, param), desc.display()
 
 
@@ -394,7 +447,7 @@ def _from_args(facts: compat.KernelFacts, args: Sequence[Any]) -> BuiltSignature
             parts.append(_arg_constraint(value, param))
         except ArgumentValueError:
             raise  # cuTile's launcher raises these as they are
-        except (_ArgProblem, TypeError, ValueError) as e:
+        except (ArgumentProblem, TypeError, ValueError) as e:
             raise SignatureError(f"{_describe_param(i, param)}: {e}") from None
     return _finish(parts)
 
@@ -421,7 +474,7 @@ def _from_spec(facts: compat.KernelFacts, spec: str) -> BuiltSignature:
                                  f"{item.name!r} ({item.text!r})")
         try:
             parts.append(_spec_item_constraint(item, param))
-        except (_ArgProblem, TypeError, ValueError) as e:
+        except (ArgumentProblem, TypeError, ValueError) as e:
             raise SignatureError(f"{_describe_param(i, param)}: {e}") from None
     return _finish(parts)
 

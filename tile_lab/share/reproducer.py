@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 
 from .. import _cutile_compat as compat
-from ..array_like import array_info, to_host
+from ..array_like import DTYPE_CODES, array_info, to_host
 from ..compile.inspect import prepare
 from ..compile.pipeline import tileiras_args
-from ..compile.signature_spec import DTYPE_CODES, parse_spec
+from ..compile.signature import parse_spec
 from ..compile.toolchain import STRIPPED_ENV, find_tool, run_tool, tool_version
 from ..errors import SignatureError, TileLabError, ToolchainError
 from ..kernel_source import kernel_module
