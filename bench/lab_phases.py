@@ -2,7 +2,7 @@
 
 Each phase: build the variants, compile them in parallel, check every one against a reference
 on the GPU, screen them (each paired with the baseline: ours, base, base, ours), then time the
-best in both regimes with ``kernel_lab.compare``. Appends printable rows to ``table``.
+best in both regimes with ``lab_harness.compare``. Appends printable rows to ``table``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kernel_lab import Gpu, Side, compare, launcher, precompile
+from lab_harness import Gpu, Side, compare, launcher, precompile
 
 
 def _arch() -> str:

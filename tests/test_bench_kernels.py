@@ -1,5 +1,5 @@
 """The tuned benchmark kernels (bench/norm_kernels.py, bench/gemm_kernels.py) compute the right
-thing on the CPU emulator, and bench/kernel_lab.py's comparison order is balanced."""
+thing on the CPU emulator, and bench/lab_harness.py's comparison order is balanced."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, BENCH)
 
 import gemm_kernels as gk  # noqa: E402
-import kernel_lab  # noqa: E402
+import lab_harness  # noqa: E402
 import norm_kernels as nk  # noqa: E402
 
 import tile_lab  # noqa: E402
@@ -95,7 +95,7 @@ class _FakeGpu:
 
 
 def _sides():
-    sides = [kernel_lab.Side(name, lambda: None) for name in ("ours", "torch", "copy")]
+    sides = [lab_harness.Side(name, lambda: None) for name in ("ours", "torch", "copy")]
     for s, ms in zip(sides, (1.0, 1.5, 0.9)):
         s.ms = ms
     return sides
@@ -103,7 +103,7 @@ def _sides():
 
 def test_compare_burst_rests_before_every_group_and_balances_positions():
     gpu = _FakeGpu()
-    res = kernel_lab.compare(gpu, _sides(), "burst", rounds=3, per_group=2)
+    res = lab_harness.compare(gpu, _sides(), "burst", rounds=3, per_group=2)
     groups = [e for e in gpu.log if e != "rest"]
     assert gpu.log == [e for g in groups for e in ("rest", g)]
     assert len(groups) == 3 * 2 * 3
@@ -117,8 +117,8 @@ def test_compare_burst_rests_before_every_group_and_balances_positions():
 
 
 def test_compare_sustained_does_not_rest(monkeypatch):
-    monkeypatch.setattr(kernel_lab, "SUSTAIN_S", 0.0)
+    monkeypatch.setattr(lab_harness, "SUSTAIN_S", 0.0)
     gpu = _FakeGpu()
     gpu.torch = type("T", (), {"cuda": type("C", (), {"synchronize": staticmethod(lambda: None)})})
-    kernel_lab.compare(gpu, _sides(), "sustained", rounds=3, per_group=1)
+    lab_harness.compare(gpu, _sides(), "sustained", rounds=3, per_group=1)
     assert "rest" not in gpu.log and len(gpu.log) == 18

@@ -5,15 +5,41 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ..result import Failure, Success
 from ..space import Config, Space
 
-if TYPE_CHECKING:
-    from ..options import TuneOptions
-
 Outcome = Success | Failure
+
+
+class RaceSettings(Protocol):
+    """What the race strategy reads of a run's race options
+    (:class:`~tile_lab.tuning.options.RaceOptions`)."""
+
+    @property
+    def samples(self) -> int: ...
+    @property
+    def keep(self) -> float: ...
+    @property
+    def prune(self) -> float: ...
+
+
+class SearchOptions(Protocol):
+    """What a strategy reads of a run's options (a
+    :class:`~tile_lab.tuning.options.TuneOptions` is one): the strategies know the search,
+    not the rest of a tuning run's settings (nor import them)."""
+
+    @property
+    def samples(self) -> int: ...
+    @property
+    def budget(self) -> int | None: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def objective(self) -> str: ...
+    @property
+    def race(self) -> RaceSettings: ...
 
 
 class Trials(Protocol):
@@ -25,7 +51,7 @@ class Trials(Protocol):
         """The space being searched (its knobs, ``neighbours(config, knob)``)."""
 
     @property
-    def options(self) -> TuneOptions:
+    def options(self) -> SearchOptions:
         """The run's options (``samples``, ``budget``, ``seed``, ``objective``, ``race``)."""
 
     @property
@@ -49,10 +75,10 @@ class Trials(Protocol):
 class Strategy(Protocol):
     """A search over a space's valid configs (see the package's docstring)."""
 
-    def check(self, options: TuneOptions) -> str | None:
+    def check(self, options: SearchOptions) -> str | None:
         """Why ``options`` cannot run this strategy (e.g. a missing budget), or None."""
 
-    def choose(self, configs: list[Config], options: TuneOptions) -> list[Config]:
+    def choose(self, configs: list[Config], options: SearchOptions) -> list[Config]:
         """The configs this run may measure, in order: only these are compiled."""
 
     def search(self, configs: list[Config], trials: Trials) -> Iterator[Outcome]:
@@ -64,10 +90,10 @@ class BaseStrategy(ABC):
     """A strategy that accepts any options and may measure every config; a subclass writes
     :meth:`search`."""
 
-    def check(self, options: TuneOptions) -> str | None:
+    def check(self, options: SearchOptions) -> str | None:
         return None
 
-    def choose(self, configs: list[Config], options: TuneOptions) -> list[Config]:
+    def choose(self, configs: list[Config], options: SearchOptions) -> list[Config]:
         return list(configs)
 
     @abstractmethod
