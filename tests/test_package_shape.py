@@ -538,7 +538,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "tile_lab.array_like",
                    "tile_lab._cutile_compat", "tile_lab._doctor", "tile_lab.errors",
                    "tile_lab.progress", "tile_lab.display", "tile_lab._env_mode",
-                   "tile_lab._version")),
+                   "tile_lab.record_files", "tile_lab._version")),
 )
 
 

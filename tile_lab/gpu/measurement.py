@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from .state import SampleState, read_json_text, write_json_text
+from ..record_files import read_record, write_record
+from .state import SampleState
 
 FORMAT = "tile_lab.measurements"
 FORMAT_VERSION = 1
@@ -216,13 +217,13 @@ def save_measurements(measurements: Iterable[Measurement], path: str | os.PathLi
     gzip-compressed, with reproducible bytes, when the name ends in ``.gz``)."""
     doc = {"format": FORMAT, "version": FORMAT_VERSION,
            "measurements": [m.to_json_dict() for m in measurements]}
-    write_json_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_record(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def load_measurements(path: str | os.PathLike) -> list[Measurement]:
     """Load measurements saved by :func:`save_measurements` (works without a GPU; a name ending
     in ``.gz`` is read gzip-compressed)."""
-    doc = json.loads(read_json_text(path))
+    doc = json.loads(read_record(path))
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"{os.fspath(path)!r} is not a tile_lab measurements file "
                          f"(expected \"format\": \"{FORMAT}\")")

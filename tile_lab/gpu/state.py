@@ -17,13 +17,14 @@ The reader is a protocol (:class:`StateReader`) so the CPU tests replay recorded
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Protocol
+
+from ..record_files import read_record, write_record
 
 # NVML clocks-event reason bits (nvmlClocksEventReason*; the same bits as the older
 # nvmlClocksThrottleReason* names).
@@ -279,32 +280,14 @@ def save_trace(states: Iterable[GpuState], path: str | os.PathLike[str], *,
     t0 = items[0].t_s if items else 0.0
     doc = {"format": "tile_lab.gpu_state_trace", "device": device, "max_sm_mhz": max_sm_mhz,
            "states": [{**s.to_json_dict(), "t_s": round(s.t_s - t0, 6)} for s in items]}
-    write_json_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_record(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def load_trace(path: str | os.PathLike[str]) -> tuple[list[GpuState], float | None, str]:
     """(states, max SM clock, device name) of a trace written by :func:`save_trace` (a name
     ending in ``.gz`` is read gzip-compressed)."""
-    doc = json.loads(read_json_text(path))
+    doc = json.loads(read_record(path))
     if doc.get("format") != "tile_lab.gpu_state_trace":
         raise ValueError(f"{os.fspath(path)!r} is not a tile_lab GPU state trace")
     return ([GpuState.from_json_dict(s) for s in doc["states"]], doc.get("max_sm_mhz"),
             str(doc.get("device", "")))
-
-
-def write_json_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path``, gzip-compressed (level 9, no timestamp: the same content
-    gives the same bytes) when the name ends in ``.gz``."""
-    if os.fspath(path).endswith(".gz"):
-        with open(path, "wb") as fh:
-            fh.write(gzip.compress(text.encode("utf-8"), 9, mtime=0))
-    else:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-
-
-def read_json_text(path: str | os.PathLike) -> str:
-    """The text of ``path``, decompressed when the name ends in ``.gz``."""
-    opener = gzip.open if os.fspath(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return fh.read()

@@ -9,7 +9,6 @@ the join is by offset with the SASS tile_lab disassembled from the same cubin.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 
 from ..compile.artifacts import Inspection
 from ..compile.stage_rows import Row, SassRow, TileIRRow, parse_rows, sass_opcode
+from ..record_files import read_record, write_record
 
 PROFILE_SCHEMA = "tile-lab.profile"
 PROFILE_SCHEMA_VERSION = 1
@@ -228,11 +228,7 @@ class Profile:
     def save(self, path: str | os.PathLike) -> None:
         """Write the profile as JSON; gzip-compressed (no timestamp inside, so the same
         profile gives the same bytes) when the name ends in ``.gz``."""
-        data = (self.to_json() + "\n").encode("utf-8")
-        if os.fspath(path).endswith(".gz"):
-            data = gzip.compress(data, mtime=0)
-        with open(path, "wb") as f:
-            f.write(data)
+        write_record(path, self.to_json() + "\n")
 
     # -- display -----------------------------------------------------------------------
     def summary(self) -> str:
@@ -267,9 +263,7 @@ class Profile:
 def load_profile(path: str | os.PathLike) -> Profile:
     """Read a profile written by ``Profile.save`` (gzip-compressed when the name ends in
     ``.gz``: recorded profiles are kept that way, a tenth of the size)."""
-    opener = gzip.open if os.fspath(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return Profile.from_json(f.read())
+    return Profile.from_json(read_record(path))
 
 
 def compare_profiles(profiles: Mapping[str, Profile]) -> ProfileComparison:

@@ -14,7 +14,6 @@ record shipped with a notebook is read as it is, and appending to it raises
 from __future__ import annotations
 
 import functools
-import gzip
 import hashlib
 import json
 import os
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..record_files import is_compressed, open_record
 from .space import Config
 
 FORMAT_VERSION = 1
@@ -77,7 +77,7 @@ class TuningStore:
     @property
     def read_only(self) -> bool:
         """True for a compressed (``.gz``) store: it is read, never appended to."""
-        return self.path.suffix == ".gz"
+        return is_compressed(self.path)
 
     def check_writable(self) -> None:
         """Raise :class:`ReadOnlyStoreError` when this store cannot be appended to."""
@@ -117,8 +117,7 @@ class TuningStore:
     def _intact_lines(self) -> Iterator[str]:
         if not self.path.exists():
             return
-        opener = gzip.open if self.read_only else open
-        with opener(self.path, "rt", encoding="utf-8") as f:
+        with open_record(self.path) as f:
             for line in f:
                 if not line.endswith("\n"):
                     return  # torn write at the end
