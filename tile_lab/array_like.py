@@ -12,6 +12,9 @@ One module answers, for every entry point (``inspect``/``--args`` signatures, th
   as zero-copy views (so results land in the caller's memory), device arrays copied to the
   host with a copy-back scheduled.
 
+and, for the signatures a kernel is compiled for, :func:`describe_array`: the argument as an
+:class:`ArrayDesc` (short dtype code from :data:`DTYPE_CODES`, strides in elements, alignment).
+
 Problems with one argument raise :class:`ArgumentProblem`, which callers re-raise naming
 the argument by position and name.
 """
@@ -60,8 +63,6 @@ DTYPE_CODES: dict[str, tuple[str, str]] = {
     "f32": ("float32", "float32"), "f64": ("float64", "float64"),
     "f8e4m3": ("float8_e4m3fn", "float8_e4m3fn"), "f8e5m2": ("float8_e5m2", "float8_e5m2"),
 }
-
-
 _CODE_BY_NUMPY_NAME = {np_name: code for code, (_, np_name) in DTYPE_CODES.items()}
 ALIGN_BYTES = 16  # what cuTile's launcher checks base addresses and strides against
 
@@ -382,6 +383,7 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
 
 
 def code_for_numpy_dtype(dt: Any) -> str | None:
+    """The short code of a NumPy dtype ("f32", "bf16" ...), None for one cuTile lacks."""
     dt = np.dtype(dt)
     code = _CODE_BY_NUMPY_NAME.get(dt.name)
     if code is None and dt.kind == "V" and dt.itemsize == 2:  # bfloat16 via array interfaces
