@@ -154,17 +154,12 @@ def environment() -> dict:
 def save_json(payload: dict, out_dir: str, name: str) -> str:
     """Write ``payload`` to ``out_dir/name`` as JSON (gzipped when ``name`` ends in ``.gz``:
     level 9, no timestamp, so the same content gives the same bytes)."""
-    import gzip
     import json
+
+    from tile_lab.record_files import write_record
 
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, name)
-    text = json.dumps(payload, indent=1, sort_keys=True, default=str) + "\n"
-    if name.endswith(".gz"):
-        with open(path, "wb") as fh:
-            fh.write(gzip.compress(text.encode("utf-8"), 9, mtime=0))
-    else:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+    write_record(path, json.dumps(payload, indent=1, sort_keys=True, default=str) + "\n")
     print(f"saved {path}")
     return path

@@ -25,7 +25,6 @@ Linux only (``/proc``). The notebooks run on the CPU (the emulator) where there 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import sys
@@ -103,10 +102,9 @@ def main() -> int:
         print(json.dumps(row), file=sys.stderr, flush=True)
     print(table(rows))
     if ns.json:
-        text = json.dumps(rows, indent=1) + "\n"
-        # gzipped when the name ends in .gz (level 9, no timestamp: reproducible bytes)
-        Path(ns.json).write_bytes(gzip.compress(text.encode(), 9, mtime=0)
-                                  if ns.json.endswith(".gz") else text.encode())
+        from tile_lab.record_files import write_record
+
+        write_record(ns.json, json.dumps(rows, indent=1) + "\n")  # .gz: gzipped
     worst = max(r["kernel"] for r in rows)
     return 0 if worst <= TARGET_BYTES else 1
 

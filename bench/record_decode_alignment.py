@@ -15,7 +15,6 @@ driver, CUDA, cuda.tile, tileiras, CuPy, NumPy, Python versions).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import platform
 import sys
@@ -80,9 +79,9 @@ def main(argv: list[str] | None = None) -> None:
             "provenance": prov, "cases": cases}
     # source files named relative to the checkout: the JSON is kept in the repository
     text = json.dumps(data, indent=1, allow_nan=False).replace(f'"{ROOT}/', '"') + "\n"
-    # gzipped when the name ends in .gz (level 9, no timestamp: reproducible bytes)
-    opts.out.write_bytes(gzip.compress(text.encode(), 9, mtime=0) if opts.out.suffix == ".gz"
-                         else text.encode())
+    from tile_lab.record_files import write_record
+
+    write_record(opts.out, text)  # .gz: gzipped, reproducible bytes
     for c in cases:
         nans = [r["nan"] for r in c["runs"]]
         print(f"{c['case']:28s} NaN per run {nans} of {c['elements']}; crosscheck: "

@@ -22,7 +22,6 @@ notebook 19 and the README's table are made. Needs a GPU, CuPy, torch with CUDA 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import platform
 from dataclasses import asdict
@@ -105,9 +104,9 @@ def main(argv: list[str] | None = None) -> None:
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     # source paths named relative to the checkout: the JSON is kept in the repository
     text = json.dumps(data, indent=1, allow_nan=False).replace(f'"{ROOT}/', '"')
-    # gzipped when the name ends in .gz (level 9, no timestamp: reproducible bytes)
-    opts.out.write_bytes(gzip.compress(text.encode(), 9, mtime=0) if opts.out.suffix == ".gz"
-                         else text.encode())
+    from tile_lab.record_files import write_record
+
+    write_record(opts.out, text)  # .gz: gzipped, reproducible bytes
     print(f"wrote {opts.out}")
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import gzip
 import itertools
 import json
 import os
@@ -326,12 +325,13 @@ def main():
         regimes = _run_phase(ns.size, "regimes", None, ["--picks", json.dumps(picks)])
         if regimes is not None:
             results.append(regimes)
-    # the summary gzipped too (level 9, no timestamp: the same content gives the same bytes)
-    (out_dir / f"tuning_gemm_{ns.size}_summary.json.gz").write_bytes(
-        gzip.compress(json.dumps(results, indent=1).encode(), 9, mtime=0))
+    from tile_lab.record_files import write_record
+
+    # the summary gzipped too (the same content gives the same bytes)
+    write_record(out_dir / f"tuning_gemm_{ns.size}_summary.json.gz",
+                 json.dumps(results, indent=1))
     if store.exists():  # the notebooks read the store gzipped (read-only, deterministic bytes)
-        gz = store.with_name(store.name + ".gz")
-        gz.write_bytes(gzip.compress(store.read_bytes(), 9, mtime=0))
+        write_record(store.with_name(store.name + ".gz"), store.read_text(encoding="utf-8"))
         store.unlink()
     print(f"\nfp16 GEMM {ns.size}³ tuning on {results[0].get('gpu') if results else '?'}")
     print(f"{'run':36} {'wall s':>8} {'best TFLOPS':>12}  best config (tuner's measurement)")
