@@ -3,7 +3,8 @@
 
 Each builds one frozen :class:`~tile_lab.request.Request` (its options typed and checked there:
 :class:`~tile_lab.request.EmulateOptions`, :class:`~tile_lab.request.SanitizeOptions`,
-:class:`~tile_lab.request.LaunchOptions`) and hands it to the core (``_run.py``), the same
+:class:`~tile_lab.request.LaunchOptions`, :class:`~tile_lab.request.CrossCheckRun`,
+:class:`~tile_lab.request.ProfileOptions`) and hands it to the core (``_run.py``), the same
 function per mode that the ``%%tile`` magic's ``--emulate``, ``--trace``, ``--sanitize``,
 ``--launch``, ``--crosscheck`` and ``--profile`` reach. The core and the engines (the
 emulator, the sanitizer, the GPU launcher, the crosscheck, the profiler) are imported when a

@@ -3,10 +3,11 @@
 Every front end builds a :class:`Request` and hands it to the core (``tile_lab/_run.py``):
 the ``%%tile`` magic (one per kernel it inspects, one for the kernel it runs; cuTile, Triton
 and C++ cells alike), the Python API (``tile_lab.inspect`` compiles through one;
-``tile_lab.emulate``, ``trace``, ``sanitize`` and ``launch``, in ``api.py``, run through one)
-and the command line (``tile-lab inspect``). Nothing else travels into the core: each mode's
-options ride along typed and frozen (:class:`EmulateOptions`, :class:`SanitizeOptions`,
-:class:`LaunchOptions`), the notebook's emulator budget and ``--launch``'s fallback as
+``tile_lab.emulate``, ``trace``, ``sanitize``, ``launch``, ``crosscheck`` and ``profile``, in
+``api.py``, run through one) and the command line (``tile-lab inspect``). Nothing else travels
+into the core: each mode's options ride along typed and frozen (:class:`EmulateOptions`,
+:class:`SanitizeOptions`, :class:`LaunchOptions`, :class:`CrossCheckRun`,
+:class:`ProfileOptions`), the notebook's emulator budget and ``--launch``'s fallback as
 :class:`RunSettings`. ``--show`` is parsed here, once (:func:`parse_show`).
 """
 

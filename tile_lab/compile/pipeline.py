@@ -182,9 +182,9 @@ class OnFirstRead(Future[T]):
         return super().exception(timeout)
 
 
-# One small pool per process: a few disassemblies at once at most (each nvdisasm keeps a
-# core busy), and a forked child must not inherit the parent's pool, whose threads it
-# does not have (submitting to it would wait forever).
+# One small pool per process: a few disassemblies at once at most (each nvdisasm or
+# tileirdisasm keeps a core busy), and a forked child must not inherit the parent's pool,
+# whose threads it does not have (submitting to it would wait forever).
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -194,7 +194,7 @@ def _background_pool() -> ThreadPoolExecutor:
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1),
-                                       thread_name_prefix="tile_lab-nvdisasm")
+                                       thread_name_prefix="tile_lab-disasm")
         return _pool
 
 

@@ -1,4 +1,5 @@
-"""``crosscheck``: one kernel on the GPU and on the emulator from identical inputs.
+"""``crosscheck_kernel`` (``tile_lab.crosscheck``): one kernel on the GPU and on the emulator
+from identical inputs.
 
 Identical means byte for byte *and* layout: every array argument is cloned with its whole
 underlying buffer, so a view keeps its byte offset (modulo 256), its strides and its
