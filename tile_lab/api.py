@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .request import (
+    LAUNCH_TIMEOUT_S,
+    PROFILE_TIMEOUT_S,
     CrossCheckRun,
     EmulateOptions,
     LaunchOptions,
@@ -100,7 +102,7 @@ def sanitize(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
 
 def launch(kernel: Any, grid: Any, args: Sequence[Any], *, hints: dict[str, Any] | None = None,
            isolate: bool = False, stream: Any = None, fallback: str | None = None,
-           timeout: float | None = 120.0) -> None:
+           timeout: float | None = LAUNCH_TIMEOUT_S) -> None:
     """Launch ``kernel`` over ``grid`` with ``args`` on the GPU (see ``tile_lab.gpu.launcher``'s
     docstring).
 
@@ -136,7 +138,7 @@ def crosscheck(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
 
 
 def profile(kernel: Any, grid: Any, args: Sequence[Any], *,
-            hints: Mapping[str, Any] | None = None, timeout_s: float = 600.0,
+            hints: Mapping[str, Any] | None = None, timeout_s: float = PROFILE_TIMEOUT_S,
             plans: Sequence[Any] | None = None,
             keep_report: str | os.PathLike | None = None) -> Profile:
     """Profile one launch of ``kernel`` on ``grid`` with ``args`` under Nsight Compute.

@@ -21,7 +21,8 @@ from typing import Any
 from .compile.artifacts import STAGES
 from .errors import EmulationError, TileLabError
 
-__all__ = ["FALLBACKS", "MODES", "PADDINGS", "PANES", "CppSource", "CrossCheckRun",
+__all__ = ["FALLBACKS", "LAUNCH_TIMEOUT_S", "MODES", "PADDINGS", "PANES", "PROFILE_TIMEOUT_S",
+           "CppSource", "CrossCheckRun",
            "EmulateOptions", "LaunchOptions", "ProfileOptions", "Request", "RunSettings",
            "SanitizeOptions", "parse_show", "spec_fields"]
 
@@ -30,6 +31,8 @@ __all__ = ["FALLBACKS", "MODES", "PADDINGS", "PANES", "CppSource", "CrossCheckRu
 MODES = ("sanitize", "trace", "emulate", "launch", "crosscheck", "profile")
 PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a compile stage
 FALLBACKS = ("emulate", "error")  # what "launch" does without a GPU
+LAUNCH_TIMEOUT_S = 120.0  # an isolated launch that takes longer is a hang
+PROFILE_TIMEOUT_S = 600.0  # the profiled launch under Nsight Compute (replays: slow)
 # what the emulator pads undetermined lanes with (emulator/poison.py's PADDING_POLICIES)
 PADDINGS = ("poison", "zero", "hardware")
 
@@ -107,7 +110,7 @@ class LaunchOptions:
     isolate: bool = False
     stream: Any = None
     fallback: str | None = None
-    timeout: float | None = 120.0
+    timeout: float | None = LAUNCH_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if self.fallback is not None and self.fallback != "emulate":
@@ -130,7 +133,7 @@ class ProfileOptions:
     (``timeout_s``), the collection plans tried in order (None: ``profiling.ncu.PLANS``) and
     a folder to keep the report in (``keep_report``; None: none kept)."""
 
-    timeout_s: float = 600.0
+    timeout_s: float = PROFILE_TIMEOUT_S
     plans: tuple[Any, ...] | None = None
     keep_report: Any = None
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..array_like import as_launch_args
 from ..errors import LaunchError, TileLabError
+from ..request import LAUNCH_TIMEOUT_S
 from .arrays import copy_back, device_args
 from .device import gpu_available, require_gpu
 from .inprocess import as_stream, check_grid, kernel_name, launch_in_process, with_hints
@@ -28,7 +29,8 @@ __all__ = ["EMULATOR_NOTICE", "as_stream", "check_grid", "copy_back", "device_ar
 
 def launch_kernel(kernel: Any, grid: Any, args: Sequence[Any], *,
                   hints: dict[str, Any] | None = None, isolate: bool = False, stream: Any = None,
-                  fallback: str | None = None, timeout: float | None = 120.0) -> None:
+                  fallback: str | None = None,
+                  timeout: float | None = LAUNCH_TIMEOUT_S) -> None:
     """The launch under ``tile_lab.launch`` (whose docstring says what the options do), for
     the plain pieces."""
     grid = check_grid(grid)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._cutile_compat import python_function
 from ..errors import ProfilerError, ToolchainError
 from ..kernel_source import source_lines_or_none
+from ..request import PROFILE_TIMEOUT_S
 from . import ncu
 from .data import InstructionSample, KernelMetrics, Profile
 from .ncu_csv import metrics_from_raw, parse_raw_csv, parse_source_csv, static_spills
@@ -29,11 +30,8 @@ from .ncu_csv import metrics_from_raw, parse_raw_csv, parse_source_csv, static_s
 if TYPE_CHECKING:
     from ..gpu.job import ShippedJob
 
-DEFAULT_TIMEOUT_S = 600.0
-
-
 def profile_kernel(kernel: Any, grid: Any, args: Sequence[Any], *,
-            hints: Mapping[str, Any] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+            hints: Mapping[str, Any] | None = None, timeout_s: float = PROFILE_TIMEOUT_S,
             plans: Sequence[ncu.CollectionPlan] = ncu.PLANS,
             keep_report: str | os.PathLike | None = None) -> Profile:
     """The engine of :func:`tile_lab.profile` (its docstring says what it does), called by the

@@ -115,7 +115,7 @@ def tune(kernel: Any, space: Space, grid_fn: Callable[[Config], Sequence[int]],
 
     # only the configs the strategy chooses are compiled and measured
     todo = strategy.choose([c for c in configs if config_key(c) not in done], opts)
-    if todo and store is not None and getattr(store, "read_only", False):
+    if todo and store is not None:
         store.check_writable()  # a compressed store is read-only: say so before measuring
     # where the wall time goes: setup, starting the compile workers, warming the measuring
     # process, waiting for compiles, measuring, shutting the workers down

@@ -240,7 +240,7 @@ class Explorer:
         if self.timing is not None and options is None:
             opts = replace(opts, timing=self.timing)
         # a read-only (compressed) store is shown, not recorded into: the sweep measures afresh
-        store = None if getattr(self.store, "read_only", False) else self.store
+        store = None if self.store is not None and self.store.read_only else self.store
         result = tune(self.kernel, self.space, self.grid_fn, self.args_fn, check=self.check,
                       store=store, measure=self._measure, options=opts)
         self.result = result
