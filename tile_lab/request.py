@@ -24,7 +24,7 @@ from .errors import EmulationError, TileLabError
 __all__ = ["FALLBACKS", "LAUNCH_TIMEOUT_S", "MODES", "PADDINGS", "PANES", "PROFILE_TIMEOUT_S",
            "CppSource", "CrossCheckRun",
            "EmulateOptions", "LaunchOptions", "ProfileOptions", "Request", "RunSettings",
-           "SanitizeOptions", "parse_show", "spec_fields"]
+           "SanitizeOptions", "check_padding", "parse_show", "spec_fields"]
 
 # how a kernel can run, in the order their output appears (a sanitizer report comes before
 # the partition diagram, which a trace draws)
@@ -33,11 +33,18 @@ PANES = (*STAGES, "partition")  # "partition": the access-trace diagram, not a c
 FALLBACKS = ("emulate", "error")  # what "launch" does without a GPU
 LAUNCH_TIMEOUT_S = 120.0  # an isolated launch that takes longer is a hang
 PROFILE_TIMEOUT_S = 600.0  # the profiled launch under Nsight Compute (replays: slow)
-# what the emulator pads undetermined lanes with (emulator/poison.py's PADDING_POLICIES)
+# what the emulator pads undetermined lanes with (emulator/poison.py's policies)
 PADDINGS = ("poison", "zero", "hardware")
 
 Arch = str | int | tuple[int, int]
 Hints = Mapping[str, Any] | str
+
+
+def check_padding(padding: str) -> None:
+    """EmulationError unless ``padding`` is one of :data:`PADDINGS`."""
+    if padding not in PADDINGS:
+        allowed = ", ".join(map(repr, PADDINGS))
+        raise EmulationError(f"padding must be one of {allowed}, got {padding!r}")
 
 
 @dataclass(frozen=True)
@@ -79,9 +86,7 @@ class EmulateOptions:
     blocks: Sequence[Sequence[int]] | None = None
 
     def __post_init__(self) -> None:
-        if self.padding not in PADDINGS:
-            allowed = ", ".join(map(repr, PADDINGS))
-            raise EmulationError(f"padding must be one of {allowed}, got {self.padding!r}")
+        check_padding(self.padding)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ import cuda.tile as ct
 import numpy as np
 
 from ..errors import TileLabWarning
-from ..request import PADDINGS as PADDING_POLICIES  # noqa: F401 (what padding= may be)
 from ..tracing.trace import UndeterminedWrite
 from . import dtypes, state
 from . import tile as _tiles

@@ -59,12 +59,12 @@ PROGRAM_PADDING = "hardware"
 
 def padding_from_env() -> str:
     """The padding policy for program mode: ``TILE_LAB_PADDING`` or ``"hardware"``."""
-    from .poison import PADDING_POLICIES
+    from ..request import PADDINGS
 
     value = os.environ.get(PADDING_VAR, "").strip().lower() or PROGRAM_PADDING
-    if value not in PADDING_POLICIES:
+    if value not in PADDINGS:
         raise SystemExit(f"{PADDING_VAR}={value!r}: expected one of "
-                         f"{', '.join(PADDING_POLICIES)}")
+                         f"{', '.join(PADDINGS)}")
     return value
 
 
@@ -124,10 +124,10 @@ def enable(*, sanitize: bool = False, padding: str | None = None) -> None:
     from .tuning import switch_on
 
     policy = padding_from_env() if padding is None else padding
-    from .poison import PADDING_POLICIES
+    from ..request import PADDINGS
 
-    if policy not in PADDING_POLICIES:
-        raise ValueError(f"padding must be one of {PADDING_POLICIES}, got {policy!r}")
+    if policy not in PADDINGS:
+        raise ValueError(f"padding must be one of {PADDINGS}, got {policy!r}")
     with _LOCK:
         _STACK.append((ct.launch, sanitize, switch_on()))  # ct.tune runs on the emulator too
         ct.launch = _EmulatedLaunch(sanitize, policy)

@@ -28,6 +28,7 @@ from ..array_like import is_array_like as _array_like
 from ..array_like import to_host as _to_host
 from ..errors import EmulationError, SourceLocation, TileLabError
 from ..kernel_source import source_lines, source_lines_or_none
+from ..request import check_padding
 from ..tracing.trace import ArrayInfo, Trace, format_block
 from . import batched, dtypes, gate, poison, state, stubs
 from . import blocks as blocks_mod
@@ -60,9 +61,7 @@ def trace_kernel(kernel: Any, grid: Sequence[int], args: Sequence[Any], *,
 
 def _launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], *, record: bool,
             blocks: Sequence[Sequence[int]] | None = None, padding: str = "poison"):
-    if padding not in poison.PADDING_POLICIES:
-        allowed = ", ".join(map(repr, poison.PADDING_POLICIES))
-        raise EmulationError(f"padding must be one of {allowed}, got {padding!r}")
+    check_padding(padding)
     pyfunc = kernel_function(kernel)
     grid3 = _check_grid(grid)
     typed = gate.check(kernel, args)  # what cuTile's compiler rejects does not run here

@@ -33,7 +33,7 @@ class RunState:
         self.line_counts: dict[tuple[str, int], int] = {}  # per block: executions of a line
         self.cas_failures: dict[tuple[str, int], int] = {}  # per block: consecutive CAS fails
         self.poison_values = True  # undetermined lanes hold NaN / 0xDB.. (False: zeros)
-        self.padding = "poison"  # the policy (poison.PADDING_POLICIES) that set poison_values
+        self.padding = "poison"  # the policy (request.PADDINGS) that set poison_values
         self.undetermined: list = []  # UndeterminedWrite records (always collected)
         # (file, line) -> (op, arg, tile index, first block, count): tiles entirely outside
         self.outside_tiles: dict[tuple[str, int], tuple] = {}
