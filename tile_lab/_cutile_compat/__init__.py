@@ -173,11 +173,16 @@ class KernelFacts:
     function: FunctionType
     parameters: tuple[ParamInfo, ...]
     options: Any
-    changed_options: dict[str, Any]
 
     @property
     def name(self) -> str:
         return self.function.__name__
+
+    @property
+    def changed_options(self) -> dict[str, Any]:
+        # made when read (an Inspection's hints), not for every signature built from facts
+        return {name: value if isinstance(value, (int, float, str, bool, type(None)))
+                else repr(value) for name, value in options_as_dict(self.options).items()}
 
 
 def kernel_facts(kernel: Any, hints: dict[str, Any] | None = None) -> KernelFacts | None:
@@ -185,11 +190,8 @@ def kernel_facts(kernel: Any, hints: dict[str, Any] | None = None) -> KernelFact
     ``@ct.kernel``. Raises what :func:`compiler_options` raises for a bad hint."""
     if not is_kernel(kernel):
         return None
-    options = compiler_options(kernel, hints)
-    changed = {name: value if isinstance(value, (int, float, str, bool, type(None)))
-               else repr(value) for name, value in options_as_dict(options).items()}
-    return KernelFacts(python_function(kernel), tuple(kernel_parameters(kernel)), options,
-                       changed)
+    return KernelFacts(python_function(kernel), tuple(kernel_parameters(kernel)),
+                       compiler_options(kernel, hints))
 
 
 def opt_level(options: Any, arch: str) -> int:
