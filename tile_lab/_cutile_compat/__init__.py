@@ -168,7 +168,7 @@ class KernelFacts:
     (:func:`kernel_facts`): its Python function, its parameters as cuTile's annotation
     parser sees them, its compiler options with the hints applied, and those options that
     differ from cuTile's defaults as plain data (an int as it is, a ``ct.ByTarget`` as its
-    repr: what JSON holds, an Inspection's ``hints``)."""
+    repr: what JSON holds, an Inspection's ``hints``; made when read, not per signature)."""
 
     function: FunctionType
     parameters: tuple[ParamInfo, ...]
@@ -180,7 +180,6 @@ class KernelFacts:
 
     @property
     def changed_options(self) -> dict[str, Any]:
-        # made when read (an Inspection's hints), not for every signature built from facts
         return {name: value if isinstance(value, (int, float, str, bool, type(None)))
                 else repr(value) for name, value in options_as_dict(self.options).items()}
 
